@@ -1,0 +1,50 @@
+package registry
+
+import (
+	"context"
+
+	"github.com/onceproof/tck/adapters/eventstore/memory"
+	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/precheck"
+	"github.com/onceproof/tck/suites/eventstore"
+	"github.com/onceproof/tck/target"
+)
+
+func addEventStores(r *target.Registry) {
+	r.Add(target.Kind{
+		Suite: "eventstore", Name: "memory",
+		Summary: "the reference store: a map behind one mutex",
+		Modes:   []target.Mode{target.Embedded},
+		Needs:   "nothing",
+		Start: func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+			db := memory.NewDB()
+			caps := es.Capabilities{PreCheck: precheck.New}
+			return esStarted(ref, "in-process map", caps, func(context.Context) (es.EventStore, error) { return db.Open(), nil }, nil), nil
+		},
+	})
+}
+
+// esStarted binds an event-store factory to the suite.
+func esStarted(ref target.Ref, version string, caps es.Capabilities, open eventstore.Factory, stop func() error) *target.Started {
+	if stop == nil {
+		stop = func() error { return nil }
+	}
+	return &target.Started{
+		Info: target.Info{
+			Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: target.Redact(ref.Address), Version: version,
+			Config: map[string]string{
+				"acceptsVersionGap": boolString(caps.AcceptsVersionGap),
+				"precheck":          boolString(caps.PreCheck != nil),
+			},
+		},
+		Register: func() { eventstore.Register(eventstore.Target{Open: open, Caps: caps}) },
+		Stop:     stop,
+	}
+}
+
+func boolString(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}

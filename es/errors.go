@@ -1,0 +1,79 @@
+package es
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrConflict is matched (errors.Is) by every one of the three typed conflicts,
+// so a caller can ask "was this a conflict at all?" before asking which.
+var ErrConflict = errors.New("event store conflict")
+
+// ErrInvalidArgument marks a malformed call (an empty aggregate id, a stream
+// without events, an invalid version range). It is never a conflict.
+var ErrInvalidArgument = errors.New("invalid argument")
+
+// ErrClosed is returned by a store handle after Close.
+var ErrClosed = errors.New("event store closed")
+
+// DuplicateRequestIDError: the aggregate already holds a stream with this
+// request id (seed: DuplicateRequestIdException).
+type DuplicateRequestIDError struct {
+	Aggregate AggregateID
+	Version   int // the version the rejected stream asked for
+	RequestID string
+}
+
+func (e *DuplicateRequestIDError) Error() string {
+	return fmt.Sprintf("duplicate request id %q on %s (append at version %d)", e.RequestID, e.Aggregate, e.Version)
+}
+func (e *DuplicateRequestIDError) Is(target error) bool { return target == ErrConflict }
+
+// VersionConflictError: the version asked for conflicts with the stored history
+// (seed: EventVersionConflictException).
+type VersionConflictError struct {
+	Aggregate AggregateID
+	Version   int // the version the rejected stream asked for
+	RequestID string
+}
+
+func (e *VersionConflictError) Error() string {
+	return fmt.Sprintf("version conflict on %s at version %d (request id %q)", e.Aggregate, e.Version, e.RequestID)
+}
+func (e *VersionConflictError) Is(target error) bool { return target == ErrConflict }
+
+// DuplicateAggregateIDError: a create (initial version) for an aggregate that
+// already exists (seed: DuplicateAggregateIdException).
+type DuplicateAggregateIDError struct {
+	Aggregate AggregateID
+	RequestID string
+}
+
+func (e *DuplicateAggregateIDError) Error() string {
+	return fmt.Sprintf("aggregate %s already exists (create with request id %q)", e.Aggregate, e.RequestID)
+}
+func (e *DuplicateAggregateIDError) Is(target error) bool { return target == ErrConflict }
+
+// Validate checks a stream's shape; stores call it before touching storage so
+// that a malformed stream is an argument error, never a conflict.
+func Validate(s Stream) error {
+	switch {
+	case s.Aggregate.ID == "" || s.Aggregate.Name == "":
+		return fmt.Errorf("%w: aggregate name and id are required", ErrInvalidArgument)
+	case s.Version < InitialVersion:
+		return fmt.Errorf("%w: version %d is below the initial version %d", ErrInvalidArgument, s.Version, InitialVersion)
+	case s.RequestID == "":
+		return fmt.Errorf("%w: request id is required", ErrInvalidArgument)
+	case len(s.Events) == 0:
+		return fmt.Errorf("%w: a stream needs at least one event", ErrInvalidArgument)
+	}
+	return nil
+}
+
+// ValidateRange checks Load's inclusive range.
+func ValidateRange(from, to int) error {
+	if from < InitialVersion || to < from {
+		return fmt.Errorf("%w: version range [%d, %d]", ErrInvalidArgument, from, to)
+	}
+	return nil
+}

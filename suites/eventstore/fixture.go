@@ -88,7 +88,9 @@ func conflictName(err error) string {
 	return "error"
 }
 
-func isConflict(err error) bool { return conflictName(err) != "error" || errors.Is(err, es.ErrConflict) }
+func isConflict(err error) bool {
+	return conflictName(err) != "error" || errors.Is(err, es.ErrConflict)
+}
 
 func describe(s es.Stream) string {
 	return fmt.Sprintf("%s v%d req=%s events=%d", s.Aggregate.ID, s.Version, s.RequestID, len(s.Events))

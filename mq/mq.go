@@ -1,0 +1,134 @@
+// Package mq is the broker vocabulary shared by the broker and consumer
+// suites and every broker adapter: publish a message under a stable id, read
+// it through a consumer group with ack wait, max-deliver and back-off, settle
+// each delivery (ack, nak, term, in-progress), and read back everything a
+// topic stores, authoritatively, to count copies.
+//
+// What an "ack" means differs per broker (seed 002, section 六): NATS
+// JetStream acks a delivery of a consumer and redelivers after AckWait; Redis
+// Streams' XACK removes the entry from the group's pending list without
+// deleting it; Kafka commits an offset. Capabilities say which of these
+// behaviours a broker has; a rule needing a missing one is not-applicable.
+package mq
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Message is what a producer publishes. ID is the stable message id the
+// broker de-duplicates on (NATS Nats-Msg-Id); it is the producer's duty to
+// keep it across retries of the same intent.
+type Message struct {
+	ID      string            `json:"id"`
+	Payload []byte            `json:"payload"`
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// PublishAck is the broker's reply to a publish.
+type PublishAck struct {
+	// Position is where the broker stored the message (stream sequence,
+	// entry id, partition/offset), or where the first copy is for a
+	// duplicate that reports it.
+	Position string `json:"position"`
+	// Duplicate is true when the broker says it dropped this publish as a
+	// duplicate of an earlier one with the same id.
+	Duplicate bool `json:"duplicate"`
+}
+
+// Retention is how a topic keeps messages.
+type Retention string
+
+const (
+	// Limits keeps messages until a limit (age, count, size) removes them;
+	// an ack does not delete.
+	Limits Retention = "limits"
+	// WorkQueue removes a message once it is acknowledged.
+	WorkQueue Retention = "workqueue"
+)
+
+// TopicConfig is what the kit asks for when it creates a topic.
+type TopicConfig struct {
+	DedupeWindow time.Duration `json:"dedupeWindow"` // 0: the broker's default
+	Retention    Retention     `json:"retention"`
+	Replicas     int           `json:"replicas,omitempty"`
+}
+
+// ConsumerConfig opens one member of a consumer group.
+type ConsumerConfig struct {
+	Group      string          `json:"group"`
+	AckWait    time.Duration   `json:"ackWait"`
+	MaxDeliver int             `json:"maxDeliver"` // 0: unlimited
+	Backoff    []time.Duration `json:"backoff,omitempty"`
+}
+
+// Delivery is one attempt to hand a message to a consumer.
+type Delivery interface {
+	Message() Message
+	// Attempt is 1 for the first delivery and grows by one per redelivery.
+	Attempt() int
+	// Position is where the message is stored.
+	Position() string
+	// Ack acknowledges; where the broker can confirm an ack, Ack returns
+	// only after the broker confirmed it.
+	Ack(ctx context.Context) error
+	// Nak asks for redelivery, not before delay (0: as soon as possible).
+	Nak(ctx context.Context, delay time.Duration) error
+	// Term stops redelivery of this message for good.
+	Term(ctx context.Context) error
+	// InProgress pushes the redelivery deadline back by one ack wait.
+	InProgress(ctx context.Context) error
+}
+
+// Consumer is one member of a consumer group, on its own connection.
+type Consumer interface {
+	// Fetch returns up to max deliveries, waiting at most wait for the first.
+	Fetch(ctx context.Context, max int, wait time.Duration) ([]Delivery, error)
+	// Close ends the member as a crash would: its connection closes, its
+	// unacknowledged deliveries stay pending at the broker.
+	Close() error
+}
+
+// Stored is one message as the topic holds it, read back authoritatively.
+type Stored struct {
+	Message  Message `json:"message"`
+	Position string  `json:"position"`
+}
+
+// Broker is one broker target as the suites see it. The kit creates and
+// removes its own topics and touches nothing else.
+type Broker interface {
+	CreateTopic(ctx context.Context, name string, cfg TopicConfig) error
+	DeleteTopic(ctx context.Context, name string) error
+	Publish(ctx context.Context, topic string, m Message) (PublishAck, error)
+	// Consumer opens a new member of cfg.Group on topic.
+	Consumer(ctx context.Context, topic string, cfg ConsumerConfig) (Consumer, error)
+	// ReadAll returns every message the topic stores now, in order.
+	ReadAll(ctx context.Context, topic string) ([]Stored, error)
+	Capabilities() Capabilities
+	Close() error
+}
+
+// Capabilities is what a broker declares; rules needing a capability the
+// broker lacks are not-applicable with the capability named.
+type Capabilities struct {
+	// DedupeWindow is the producer de-dupe window the broker applies to the
+	// topics the kit creates; 0 means no producer de-dupe at all.
+	DedupeWindow time.Duration `json:"dedupeWindow"`
+	// DedupeRefreshOnHit: a duplicate inside the window restarts the window.
+	DedupeRefreshOnHit bool `json:"dedupeRefreshOnHit"`
+	// DuplicateFlag: the publish reply says when a publish was a duplicate.
+	DuplicateFlag bool `json:"duplicateFlag"`
+	AckWait       bool `json:"ackWait"`      // unacked deliveries come back by themselves
+	ConfirmedAck  bool `json:"confirmedAck"` // the broker confirms an ack
+	NakDelay      bool `json:"nakDelay"`
+	Term          bool `json:"term"`
+	MaxDeliver    bool `json:"maxDeliver"`
+	InProgress    bool `json:"inProgress"`
+	// Retentions lists the retention kinds the broker offers.
+	Retentions []Retention `json:"retentions"`
+}
+
+// ErrUnsupported is returned for an operation the broker does not have.
+var ErrUnsupported = errors.New("not supported by this broker")

@@ -156,7 +156,10 @@ type Kind struct {
 	// fails (it may fail more).
 	MustFail []string
 	Default  bool // run by `tck run` when no --target names this suite
-	Start    func(ctx context.Context, ref Ref) (*Started, error)
+	// Reference marks the suite's reference target: the self-test
+	// requires it to pass every rule.
+	Reference bool
+	Start     func(ctx context.Context, ref Ref) (*Started, error)
 }
 
 // Key is SUITE/NAME.

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/onceproof/tck/adapters/eventstore/memory"
+	"github.com/onceproof/tck/adapters/eventstore/mutants"
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/precheck"
 	"github.com/onceproof/tck/suites/eventstore"
@@ -11,11 +12,28 @@ import (
 )
 
 func addEventStores(r *target.Registry) {
+	for _, m := range mutants.All {
+		r.Add(target.Kind{
+			Suite: "eventstore", Name: "mutant-" + m.Name,
+			Summary: "deliberately broken: " + m.Defect,
+			Modes:   []target.Mode{target.Embedded},
+			Needs:   "nothing",
+			Mutant:  true, MustFail: m.MustFail,
+			Start: func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+				db := m.NewDB()
+				st := esStarted(ref, "mutant of the in-process reference", m.Caps(), func(context.Context) (es.EventStore, error) { return db.Open(), nil }, nil)
+				st.Info.Mutant = true
+				st.Info.Notes = append(st.Info.Notes, "defect: "+m.Defect)
+				return st, nil
+			},
+		})
+	}
 	r.Add(target.Kind{
 		Suite: "eventstore", Name: "memory",
-		Summary: "the reference store: a map behind one mutex",
-		Modes:   []target.Mode{target.Embedded},
-		Needs:   "nothing",
+		Summary:   "the reference store: a map behind one mutex",
+		Modes:     []target.Mode{target.Embedded},
+		Needs:     "nothing",
+		Reference: true,
 		Start: func(ctx context.Context, ref target.Ref) (*target.Started, error) {
 			db := memory.NewDB()
 			caps := es.Capabilities{PreCheck: precheck.New}

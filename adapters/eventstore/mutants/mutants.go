@@ -1,0 +1,407 @@
+// Package mutants ships deliberately broken event stores. Each one is the
+// reference store (adapters/eventstore/memory) with one defect of the kind
+// that reaches production: a check made outside the atomic write, a key
+// missing a field, an error mapped wrong. The self-test runs the suite against
+// every mutant and asserts which rules each one fails; a rule no mutant fails
+// is a rule that cannot fail.
+package mutants
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/precheck"
+)
+
+// Mutant describes one broken store.
+type Mutant struct {
+	Name     string
+	Defect   string   // what is broken, in one line
+	MustFail []string // rule ids the self-test asserts it fails
+	flaw     flaw
+}
+
+type flaw int
+
+const (
+	requestCheckThenWrite flaw = iota + 1
+	versionCheckThenWrite
+	requestPerType
+	eventByEvent
+	stringErrors
+	everythingVersionConflict
+	brokenExists
+	silentGap
+	lossyBytes
+	unknownIsError
+	exclusiveRange
+	tenantlessKey
+	versionPerType
+	silentDedupe
+	createAsVersionConflict
+	preCheckTrustsFast
+	preCheckFailsOpen
+)
+
+// All lists the mutants in the order the self-test runs them.
+var All = []Mutant{
+	{"request-check-then-write", "checks the request id, releases the lock, then writes (application-level check-then-write)", []string{"ES-2.3"}, requestCheckThenWrite},
+	{"version-check-then-write", "checks the version, releases the lock, then writes; a racing writer overwrites the winner", []string{"ES-2.1", "ES-2.2", "ES-2.5"}, versionCheckThenWrite},
+	{"request-id-per-type", "request id unique per aggregate type instead of per aggregate", []string{"ES-1.6", "ES-2.4"}, requestPerType},
+	{"event-by-event", "writes a multi-event stream event by event and checks the request id afterwards, without a transaction", []string{"ES-1.5", "ES-1.9"}, eventByEvent},
+	{"string-errors", "returns conflicts as plain string errors", []string{"ES-1.3", "ES-1.4", "ES-1.5", "ES-1.7", "ES-1.10"}, stringErrors},
+	{"everything-is-a-version-conflict", "reports every failure, connection and argument errors included, as a version conflict", []string{"ES-1.10", "ES-1.12"}, everythingVersionConflict},
+	{"broken-exists-query", "the request-id existence query ignores the aggregate", []string{"ES-1.8"}, brokenExists},
+	{"silent-version-gap", "accepts any version above the tail (tail+2 too) while declaring no gaps", []string{"ES-1.11"}, silentGap},
+	{"lossy-bytes", "stores event bodies as text, replacing invalid UTF-8", []string{"ES-1.1"}, lossyBytes},
+	{"unknown-is-error", "loading an unknown aggregate returns a not-found error", []string{"ES-1.2"}, unknownIsError},
+	{"exclusive-range", "load treats the upper bound of the range as exclusive", []string{"ES-1.12"}, exclusiveRange},
+	{"tenantless-key", "the aggregate key leaves out the tenant", []string{"ES-1.13"}, tenantlessKey},
+	{"version-per-type", "the version constraint is on (aggregate type, version), not (aggregate, version)", []string{"ES-1.6", "ES-2.6"}, versionPerType},
+	{"silent-dedupe", "answers success to a duplicate request id without storing anything", []string{"ES-1.5", "ES-1.7", "ES-2.5"}, silentDedupe},
+	{"create-as-version-conflict", "reports a creation conflict as a version conflict", []string{"ES-1.3"}, createAsVersionConflict},
+	{"precheck-trusts-fast-checker", "rejects on the fast checker's 'maybe' without asking the authoritative query", []string{"ES-3.1"}, preCheckTrustsFast},
+	{"precheck-fails-open", "admits a 'maybe' when there is no authoritative query or it fails", []string{"ES-3.1"}, preCheckFailsOpen},
+}
+
+// Caps is what every mutant declares: the reference's declaration, with the
+// pre-check chain broken for the two pre-check mutants.
+func (m Mutant) Caps() es.Capabilities {
+	switch m.flaw {
+	case preCheckTrustsFast:
+		return es.Capabilities{PreCheck: func(f es.FastChecker, _ es.ExistenceChecker) es.PreChecker { return trustFast{f} }}
+	case preCheckFailsOpen:
+		return es.Capabilities{PreCheck: func(f es.FastChecker, a es.ExistenceChecker) es.PreChecker { return failOpen{f, a} }}
+	}
+	return es.Capabilities{PreCheck: precheck.New}
+}
+
+// NewDB makes the shared state for one mutant target.
+func (m Mutant) NewDB() *DB {
+	return &DB{flaw: m.flaw, streams: map[string][]es.Stream{}, reqs: map[string]map[string]struct{}{}}
+}
+
+// DB is the shared state; see memory.DB, of which it is a copy with flaws.
+type DB struct {
+	flaw    flaw
+	mu      sync.Mutex
+	streams map[string][]es.Stream
+	reqs    map[string]map[string]struct{}
+}
+
+// Open returns a handle.
+func (db *DB) Open() es.EventStore { return &store{db: db} }
+
+type store struct {
+	db     *DB
+	mu     sync.Mutex
+	closed bool
+}
+
+func (db *DB) key(a es.AggregateID) string {
+	if db.flaw == tenantlessKey {
+		return a.Context + "|" + a.Name + "|" + a.ID
+	}
+	return a.Context + "|" + a.Name + "|" + a.ID + "|" + a.Tenant
+}
+
+// reqKey is where request ids are kept unique.
+func (db *DB) reqKey(a es.AggregateID) string {
+	if db.flaw == requestPerType {
+		return a.Context + "|" + a.Name
+	}
+	return db.key(a)
+}
+
+// verKey is where versions are kept unique.
+func (db *DB) verKey(a es.AggregateID) string {
+	if db.flaw == versionPerType {
+		return a.Context + "|" + a.Name
+	}
+	return db.key(a)
+}
+
+func (s *store) usable(ctx context.Context) error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return es.ErrClosed
+	}
+	return ctx.Err()
+}
+
+func (s *store) Append(ctx context.Context, st es.Stream) error {
+	err := s.append(ctx, st)
+	return s.db.mapError(err)
+}
+
+func (db *DB) mapError(err error) error {
+	if err == nil {
+		return nil
+	}
+	switch db.flaw {
+	case stringErrors:
+		if errors.Is(err, es.ErrConflict) {
+			return errors.New(err.Error())
+		}
+	case everythingVersionConflict:
+		return &es.VersionConflictError{}
+	}
+	return err
+}
+
+func (s *store) append(ctx context.Context, st es.Stream) error {
+	if err := s.usable(ctx); err != nil {
+		return err
+	}
+	if err := es.Validate(st); err != nil {
+		return err
+	}
+	db := s.db
+	switch db.flaw {
+	case requestCheckThenWrite:
+		// The defect: the request-id check runs in its own critical
+		// section, as an application-level pre-check would.
+		db.mu.Lock()
+		_, dup := db.reqs[db.reqKey(st.Aggregate)][st.RequestID]
+		db.mu.Unlock()
+		if dup {
+			return &es.DuplicateRequestIDError{Aggregate: st.Aggregate, Version: st.Version, RequestID: st.RequestID}
+		}
+		db.mu.Lock()
+		defer db.mu.Unlock()
+		if err := db.checkVersion(st); err != nil {
+			return err
+		}
+		db.write(st)
+		return nil
+	case versionCheckThenWrite:
+		db.mu.Lock()
+		err := db.checkVersion(st)
+		db.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		db.mu.Lock()
+		defer db.mu.Unlock()
+		if err := db.checkRequest(st); err != nil {
+			return err
+		}
+		db.overwrite(st)
+		return nil
+	case eventByEvent:
+		db.mu.Lock()
+		defer db.mu.Unlock()
+		if err := db.checkVersionOnly(st); err != nil {
+			return err
+		}
+		// The defect: each event is written as it comes, and the request
+		// id is only checked "at commit", with nothing to roll back.
+		for i := range st.Events {
+			part := st
+			part.Events = []es.Event{st.Events[i]}
+			db.streams[db.verKey(st.Aggregate)] = appendMerged(db.streams[db.verKey(st.Aggregate)], part)
+		}
+		if err := db.checkRequest(st); err != nil {
+			return err
+		}
+		db.remember(st)
+		return nil
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if err := db.checkVersion(st); err != nil {
+		return err
+	}
+	if err := db.checkRequest(st); err != nil {
+		if db.flaw == silentDedupe {
+			return nil
+		}
+		return err
+	}
+	db.write(st)
+	return nil
+}
+
+func (db *DB) tail(a es.AggregateID) int {
+	h := db.streams[db.verKey(a)]
+	if len(h) == 0 {
+		return 0
+	}
+	return h[len(h)-1].Version
+}
+
+// checkVersion is the reference's creation and version check (plus the
+// exact-retry preference for DuplicateRequestID).
+func (db *DB) checkVersion(st es.Stream) error {
+	tail := db.tail(st.Aggregate)
+	if st.Version == es.InitialVersion && tail > 0 {
+		if _, dup := db.reqs[db.reqKey(st.Aggregate)][st.RequestID]; dup && db.flaw != silentDedupe {
+			return &es.DuplicateRequestIDError{Aggregate: st.Aggregate, Version: st.Version, RequestID: st.RequestID}
+		}
+		if db.flaw == createAsVersionConflict {
+			return &es.VersionConflictError{Aggregate: st.Aggregate, Version: st.Version, RequestID: st.RequestID}
+		}
+		if db.flaw == silentDedupe {
+			if _, dup := db.reqs[db.reqKey(st.Aggregate)][st.RequestID]; dup {
+				return nil // and checkRequest swallows it
+			}
+		}
+		return &es.DuplicateAggregateIDError{Aggregate: st.Aggregate, RequestID: st.RequestID}
+	}
+	return db.checkVersionOnly(st)
+}
+
+func (db *DB) checkVersionOnly(st es.Stream) error {
+	tail := db.tail(st.Aggregate)
+	if st.Version == es.InitialVersion && tail > 0 {
+		return &es.DuplicateAggregateIDError{Aggregate: st.Aggregate, RequestID: st.RequestID}
+	}
+	ok := st.Version == tail+1
+	if db.flaw == silentGap {
+		ok = st.Version > tail
+	}
+	if !ok {
+		return &es.VersionConflictError{Aggregate: st.Aggregate, Version: st.Version, RequestID: st.RequestID}
+	}
+	return nil
+}
+
+func (db *DB) checkRequest(st es.Stream) error {
+	if _, dup := db.reqs[db.reqKey(st.Aggregate)][st.RequestID]; dup {
+		return &es.DuplicateRequestIDError{Aggregate: st.Aggregate, Version: st.Version, RequestID: st.RequestID}
+	}
+	return nil
+}
+
+func (db *DB) remember(st es.Stream) {
+	k := db.reqKey(st.Aggregate)
+	if db.reqs[k] == nil {
+		db.reqs[k] = map[string]struct{}{}
+	}
+	db.reqs[k][st.RequestID] = struct{}{}
+}
+
+func (db *DB) write(st es.Stream) {
+	db.remember(st)
+	k := db.verKey(st.Aggregate)
+	db.streams[k] = append(db.streams[k], db.stored(st))
+}
+
+// overwrite stores by version, replacing whatever a racing writer put there.
+func (db *DB) overwrite(st es.Stream) {
+	db.remember(st)
+	k := db.verKey(st.Aggregate)
+	h := db.streams[k]
+	for i := range h {
+		if h[i].Version == st.Version {
+			h[i] = db.stored(st)
+			return
+		}
+	}
+	db.streams[k] = append(h, db.stored(st))
+}
+
+// appendMerged adds one event, merging it into the stream of its version.
+func appendMerged(h []es.Stream, part es.Stream) []es.Stream {
+	if n := len(h); n > 0 && h[n-1].Version == part.Version && h[n-1].CommandID == part.CommandID {
+		h[n-1].Events = append(h[n-1].Events, part.Events...)
+		return h
+	}
+	return append(h, part)
+}
+
+func (db *DB) stored(st es.Stream) es.Stream {
+	c := st
+	c.Events = make([]es.Event, len(st.Events))
+	for i, e := range st.Events {
+		body := append([]byte(nil), e.Body...)
+		if db.flaw == lossyBytes {
+			body = []byte(strings.ToValidUTF8(string(body), "\uFFFD"))
+		}
+		c.Events[i] = es.Event{Name: e.Name, Body: body}
+	}
+	return c
+}
+
+func (s *store) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]es.Stream, error) {
+	if err := s.usable(ctx); err != nil {
+		return nil, s.db.mapError(err)
+	}
+	if err := es.ValidateRange(from, to); err != nil {
+		return nil, s.db.mapError(err)
+	}
+	db := s.db
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	h, ok := db.streams[db.verKey(agg)]
+	if !ok && db.flaw == unknownIsError {
+		return nil, fmt.Errorf("aggregate %s not found", agg)
+	}
+	var out []es.Stream
+	for _, st := range h {
+		in := st.Version >= from && st.Version <= to
+		if db.flaw == exclusiveRange {
+			in = st.Version >= from && st.Version < to
+		}
+		if in && (db.flaw != versionPerType || st.Aggregate == agg) {
+			out = append(out, db.stored(st))
+		}
+	}
+	return out, nil
+}
+
+func (s *store) RequestIDExists(ctx context.Context, agg es.AggregateID, requestID string) (bool, error) {
+	if err := s.usable(ctx); err != nil {
+		return false, s.db.mapError(err)
+	}
+	db := s.db
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.flaw == brokenExists {
+		for _, ids := range db.reqs {
+			if _, ok := ids[requestID]; ok {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	_, ok := db.reqs[db.reqKey(agg)][requestID]
+	return ok, nil
+}
+
+func (s *store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return nil
+}
+
+// trustFast rejects whatever the fast checker calls a maybe.
+type trustFast struct{ fast es.FastChecker }
+
+func (t trustFast) Admit(_ context.Context, agg es.AggregateID, id string) (bool, error) {
+	return !t.fast.MaybeDuplicate(agg, id), nil
+}
+
+// failOpen asks the authority when it has one, and admits otherwise.
+type failOpen struct {
+	fast      es.FastChecker
+	authority es.ExistenceChecker
+}
+
+func (f failOpen) Admit(ctx context.Context, agg es.AggregateID, id string) (bool, error) {
+	if !f.fast.MaybeDuplicate(agg, id) || f.authority == nil {
+		return true, nil
+	}
+	exists, err := f.authority.RequestIDExists(ctx, agg, id)
+	if err != nil {
+		return true, nil
+	}
+	return !exists, nil
+}

@@ -128,6 +128,19 @@ type Capabilities struct {
 	InProgress    bool `json:"inProgress"`
 	// Retentions lists the retention kinds the broker offers.
 	Retentions []Retention `json:"retentions"`
+	// DedupeAfterRestart lists the retentions under which a message id seen
+	// (and, for a work queue, acknowledged) before a broker restart is still
+	// dropped as a duplicate after it, inside the window.
+	DedupeAfterRestart []Retention `json:"dedupeAfterRestart,omitempty"`
+}
+
+// MaxDeliverWatcher is implemented by brokers that announce when a message
+// has used up its max-deliver attempts (NATS: the
+// $JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES advisory).
+type MaxDeliverWatcher interface {
+	// WatchMaxDeliver sends the position of every message of topic that
+	// group gave up on, until ctx ends.
+	WatchMaxDeliver(ctx context.Context, topic, group string) (<-chan string, error)
 }
 
 // ErrUnsupported is returned for an operation the broker does not have.

@@ -1,0 +1,155 @@
+package nats
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// Version is the nats-server version embedded in the kit.
+const Version = server.VERSION
+
+// Sync is a server's JetStream file-sync setting (nats-server's
+// jetstream.sync_interval; "always" sets SyncAlways).
+type Sync struct {
+	Interval time.Duration `json:"interval"`
+	Always   bool          `json:"always"`
+}
+
+// String is the setting as the server config spells it.
+func (s Sync) String() string {
+	if s.Always {
+		return "sync_interval: always"
+	}
+	return fmt.Sprintf("sync_interval: %s", s.Interval)
+}
+
+// CanLoseAcked reports whether an acknowledged write may be lost on power
+// loss: unless every write is fsynced before the ack, the last interval's
+// writes live only in the OS page cache.
+func (s Sync) CanLoseAcked() bool { return !s.Always }
+
+// Embedded is a nats-server running in this process with JetStream on and
+// file storage in its own temporary directory, listening on loopback.
+type Embedded struct {
+	mu   sync.Mutex
+	opts *server.Options
+	srv  *server.Server
+	dir  string
+	url  string
+}
+
+// EmbeddedOptions tune StartEmbedded.
+type EmbeddedOptions struct {
+	// Sync overrides the server's file-sync setting (zero: the server's
+	// default, fsync every two minutes).
+	Sync Sync
+}
+
+// StartEmbedded starts a server on a random loopback port.
+func StartEmbedded(ctx context.Context) (*Embedded, error) {
+	return StartEmbeddedWith(ctx, EmbeddedOptions{})
+}
+
+// StartEmbeddedWith starts a server with o.
+func StartEmbeddedWith(ctx context.Context, o EmbeddedOptions) (*Embedded, error) {
+	dir, err := os.MkdirTemp("", "onceproof-nats-")
+	if err != nil {
+		return nil, err
+	}
+	opts := &server.Options{
+		ServerName: "onceproof-embedded",
+		Host:       "127.0.0.1",
+		Port:       -1,
+		JetStream:  true,
+		StoreDir:   dir,
+		NoLog:      true,
+		NoSigs:     true,
+		SyncAlways: o.Sync.Always,
+	}
+	if o.Sync.Interval > 0 {
+		opts.SyncInterval = o.Sync.Interval
+	}
+	e := &Embedded{opts: opts, dir: dir}
+	if err := e.start(ctx); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	// Restarts must come back on the same port so clients reconnect.
+	if a, ok := e.srv.Addr().(*net.TCPAddr); ok {
+		e.opts.Port = a.Port
+	}
+	return e, nil
+}
+
+func (e *Embedded) start(ctx context.Context) error {
+	srv, err := server.NewServer(e.opts)
+	if err != nil {
+		return fmt.Errorf("embedded nats-server: %w", err)
+	}
+	go srv.Start()
+	wait := 10 * time.Second
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+		wait = time.Until(dl)
+	}
+	if !srv.ReadyForConnections(wait) {
+		srv.Shutdown()
+		return errors.New("embedded nats-server did not become ready")
+	}
+	e.srv = srv
+	e.url = srv.ClientURL()
+	return nil
+}
+
+// URL is the client URL (nats://127.0.0.1:PORT); it stays the same across
+// restarts.
+func (e *Embedded) URL() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.url
+}
+
+// Dir is the JetStream store directory.
+func (e *Embedded) Dir() string { return e.dir }
+
+// Sync is the file-sync setting the running server uses, read from the
+// server itself.
+func (e *Embedded) Sync() Sync {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if cfg := e.srv.JetStreamConfig(); cfg != nil {
+		return Sync{Interval: cfg.SyncInterval, Always: cfg.SyncAlways}
+	}
+	return Sync{Interval: e.opts.SyncInterval, Always: e.opts.SyncAlways}
+}
+
+// Restart shuts the server down gracefully (it flushes its stores) and
+// starts it again on the same port and store directory.
+func (e *Embedded) Restart(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.srv.Shutdown()
+	e.srv.WaitForShutdown()
+	return e.start(ctx)
+}
+
+// Stop shuts the server down and removes its store directory.
+func (e *Embedded) Stop() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.srv != nil {
+		e.srv.Shutdown()
+		e.srv.WaitForShutdown()
+		e.srv = nil
+	}
+	return os.RemoveAll(e.dir)
+}

@@ -1,0 +1,58 @@
+package nats_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/onceproof/tck/adapters/broker/nats"
+	"github.com/onceproof/tck/mq"
+)
+
+// TestRoundTrip checks the adapter's plumbing (the rules live in the suite):
+// publish with an id, a duplicate, fetch, ack, read back, restart.
+func TestRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	e, err := nats.StartEmbedded(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop()
+	b, err := nats.Connect(ctx, e.URL(), nats.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.CreateTopic(ctx, "rt", mq.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	a1, err := b.Publish(ctx, "rt", mq.Message{ID: "m1", Payload: []byte("x")})
+	if err != nil || a1.Duplicate {
+		t.Fatalf("first publish: %+v %v", a1, err)
+	}
+	a2, err := b.Publish(ctx, "rt", mq.Message{ID: "m1", Payload: []byte("y")})
+	if err != nil || !a2.Duplicate || a2.Position != a1.Position {
+		t.Fatalf("duplicate publish: %+v %v", a2, err)
+	}
+	c, err := b.Consumer(ctx, "rt", mq.ConsumerConfig{Group: "g", AckWait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := c.Fetch(ctx, 10, 500*time.Millisecond)
+	if err != nil || len(ds) != 1 || ds[0].Message().ID != "m1" || ds[0].Attempt() != 1 {
+		t.Fatalf("fetch: %d %v", len(ds), err)
+	}
+	if err := ds[0].Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	all, err := b.ReadAll(ctx, "rt")
+	if err != nil || len(all) != 1 || string(all[0].Message.Payload) != "x" {
+		t.Fatalf("read all after restart: %+v %v", all, err)
+	}
+	if _, err := nats.Connect(ctx, "nats://u:secret@127.0.0.1:1", nats.Options{Timeout: time.Second}); err == nil {
+		t.Fatal("connect to a closed port succeeded")
+	}
+}

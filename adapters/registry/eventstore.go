@@ -5,6 +5,7 @@ import (
 
 	"github.com/onceproof/tck/adapters/eventstore/memory"
 	"github.com/onceproof/tck/adapters/eventstore/mutants"
+	"github.com/onceproof/tck/adapters/eventstore/sqlite"
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/precheck"
 	"github.com/onceproof/tck/suites/eventstore"
@@ -38,6 +39,25 @@ func addEventStores(r *target.Registry) {
 			db := memory.NewDB()
 			caps := es.Capabilities{PreCheck: precheck.New}
 			return esStarted(ref, "in-process map", caps, func(context.Context) (es.EventStore, error) { return db.Open(), nil }, nil), nil
+		},
+	})
+	r.Add(target.Kind{
+		Suite: "eventstore", Name: "sqlite",
+		Summary: "SQLite through the pure-Go driver: constraints inside one transaction",
+		Modes:   []target.Mode{target.Embedded, target.External},
+		Needs:   "nothing (a temporary database file), or sqlite:///path/to/file.db",
+		Default: true,
+		Start: func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+			open := sqlite.OpenTemp
+			if ref.Mode() == target.External {
+				open = func(ctx context.Context) (*sqlite.DB, func() error, error) { return sqlite.OpenFile(ctx, ref.Address) }
+			}
+			db, stop, err := open(ctx)
+			if err != nil {
+				return nil, target.Unavailable(ref, err)
+			}
+			caps := es.Capabilities{PreCheck: precheck.New}
+			return esStarted(ref, "sqlite "+db.Version(ctx), caps, func(context.Context) (es.EventStore, error) { return db.Store(), nil }, stop), nil
 		},
 	})
 }

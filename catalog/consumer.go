@@ -1,0 +1,50 @@
+package catalog
+
+// Capabilities a consumer target may declare.
+const (
+	// CapTwoScopes: the consumer declares both side-effect scopes the kit
+	// observes (search-index and notify), so their independence can be checked.
+	CapTwoScopes Capability = "two-scopes"
+	// CapOutbox: the target ships an outbox writer and relay for the kit to crash.
+	CapOutbox Capability = "outbox"
+)
+
+const (
+	seedMQ        = "seeds/002 确认、重投与去重"
+	srcCrash      = seedMQ + ", 三、消费者 ACK 前后都有崩溃窗口"
+	srcScope      = seedMQ + ", 四、去重键要带版本和副作用作用域"
+	srcExpiry     = seedMQ + ", 五、短去重窗口过期"
+	srcOutbox     = seedMQ + ", 七、DB→broker 空窗"
+	srcDownstream = seedES + ", 下游副作用幂等"
+)
+
+func co(id string, level Level, kind Kind, title, contract, source string, needs ...Capability) Rule {
+	return Rule{ID: id, Suite: "consumer", Level: level, Kind: kind, Title: title, Contract: contract, Source: source, Needs: needs}
+}
+
+func init() {
+	Add(
+		co("CO-1.1", Must, Requirement, "a redelivered event gives exactly one effect per scope",
+			"E9 重投 → 同上 (m-9,v1,SearchIndex) → 不把外部效果叠加两次。 The kit redelivers through the broker (a lost ack) and replays the same event id; each scope shows exactly one effect.", srcScope),
+		co("CO-1.2", Must, Requirement, "a legitimate edit (version 2) is processed, not dropped as a duplicate",
+			"若 SearchIndex 只按 message_id=m-9 记录“已处理”，同一消息后来发生合法编辑 v2，新事件 evt:m-9:v2 会被错当成重复而丢掉。合法编辑 E10 (m-9,v2,SearchIndex) 应处理，更新到 v2。", srcScope),
+		co("CO-1.3", Must, Requirement, "scopes are independent: one scope's completion does not mark the other done",
+			"Notify 是另一个副作用作用域，不能用 SearchIndex 的已处理标记替它宣布通知已完成。E9 给 Notify (m-9,v1,Notify) 不能因搜索已处理就跳过通知。", srcScope, CapTwoScopes),
+		co("CO-1.4", Must, Requirement, "a stale replay (v1 after v2) does not overwrite v2",
+			"按稳定文档 ID 条件更新到不低于相应业务版本……旧 v1 不应覆盖已处理的 v2。", srcScope),
+		co("CO-1.5", Must, Requirement, "the same event delivered to two workers at the same moment gives one effect",
+			"“版本比较”和“索引写入”应由外部索引/状态存储的原子条件保证，不能先查版本、再用无条件写入让两个 worker 交错。 Barrier-started trials: one effect per scope.", srcScope),
+		co("CO-2.1", Must, Requirement, "a crash after the effect and before the ack: the redelivery does not double the effect",
+			"写索引→ACK: 搜索索引已更新，broker 尚未记录 ACK，W1 崩溃 → ACK 等待到期后可能重投 W1/W2，重复处理。 The consumer must absorb the redelivery.", srcCrash),
+		co("CO-2.2", Must, Requirement, "a crash after the ack and before the effect loses the effect unless a reconciliation restores it",
+			"ACK→写索引: 假设 broker 已记录 ACK，W1 尚未写索引就崩溃 → 索引效果可能永久遗漏，除非另有对账/重建。 The kit checks the effect is there after the restart (and after Reconcile, if the consumer has one).", srcCrash),
+		co("CO-2.3", Must, Requirement, "a crash between the effect and the de-dupe record gives no double effect",
+			"让“检查 + 写入副作用 + 记录完成”具备原子性或可恢复性。 A crash right after the sink call, before the record, must not lead to a second effect on redelivery.", srcDownstream),
+		co("CO-3.1", Must, Requirement, "the de-dupe horizon covers the redelivery horizon",
+			"消费者去重记录只保留 10 分钟……在 t=11 分钟把 E9 再交给 W2……若去重记录已过期，W2 查不到“之前处理过”，就可能再次做外部效果。 Run on a scaled clock; a second effect fails the rule.", srcExpiry),
+		co("CO-4.1", Must, Requirement, "outbox: a crash between commit and publish still delivers the event once; a rollback publishes nothing",
+			"业务消息与待发布记录在同一个本地数据库事务里，然后转发、重试和消费者幂等。 A crash of the writer or relay between commit and publish still delivers the event, exactly once after de-dupe; a rolled-back transaction publishes nothing.", srcOutbox, CapOutbox),
+		co("CO-5.1", Must, Requirement, "a randomized schedule of redeliveries, edits, stale replays and crashes ends equal to the model",
+			"每个有副作用的消费者都应在自己的持久边界内记录稳定输入身份. A seeded schedule of at least 200 events ends with every sink equal to the model and every (message, version, scope) effect counted exactly once.", srcDownstream),
+	)
+}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/onceproof/tck/adapters/eventstore/memory"
 	"github.com/onceproof/tck/adapters/eventstore/mutants"
+	pgstore "github.com/onceproof/tck/adapters/eventstore/postgres"
 	"github.com/onceproof/tck/adapters/eventstore/sqlite"
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/precheck"
@@ -58,6 +59,20 @@ func addEventStores(r *target.Registry) {
 			}
 			caps := es.Capabilities{PreCheck: precheck.New}
 			return esStarted(ref, "sqlite "+db.Version(ctx), caps, func(context.Context) (es.EventStore, error) { return db.Store(), nil }, stop), nil
+		},
+	})
+	r.Add(target.Kind{
+		Suite: "eventstore", Name: "postgres",
+		Summary: "PostgreSQL through pgx: named unique constraints, errors mapped by constraint name",
+		Modes:   []target.Mode{target.External},
+		Needs:   "a PostgreSQL URL, postgres://user:pw@host:5432/db (scripts/postgres-local.sh starts one); the adapter creates and uses the schema onceproof_tck only",
+		Start: func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+			db, err := pgstore.Open(ctx, ref.Address)
+			if err != nil {
+				return nil, target.Unavailable(ref, err)
+			}
+			caps := es.Capabilities{PreCheck: precheck.New}
+			return esStarted(ref, "PostgreSQL "+db.Version(), caps, func(context.Context) (es.EventStore, error) { return db.Store(), nil }, db.Close), nil
 		},
 	})
 }

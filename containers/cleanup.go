@@ -1,0 +1,151 @@
+package containers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/moby/moby/client"
+)
+
+// Removed counts what a cleanup removed.
+type Removed struct {
+	Containers, Networks, Volumes int
+}
+
+func (r Removed) String() string {
+	return fmt.Sprintf("%d containers, %d networks, %d volumes", r.Containers, r.Networks, r.Volumes)
+}
+
+// Cleanup removes every container, network and volume of the kit on this
+// Docker host, whoever created them (a CI post-step, `docker ps` hygiene).
+// Running kit sessions lose their containers: call it between runs.
+func Cleanup(ctx context.Context) (Removed, error) {
+	return removeBy(ctx, LabelKit+"=1", nil)
+}
+
+// CleanupSession removes what this process created.
+func CleanupSession(ctx context.Context) (Removed, error) {
+	return removeBy(ctx, LabelSession+"="+SessionID(), nil)
+}
+
+// CleanupStale removes the kit's resources whose owning process is no longer
+// running on this host (a run killed with SIGKILL, a crashed CI job). Other
+// live sessions are left alone, so parallel test packages do not collide.
+func CleanupStale(ctx context.Context) (Removed, error) {
+	return removeBy(ctx, LabelKit+"=1", func(labels map[string]string) bool {
+		pid, err := strconv.Atoi(labels[LabelPID])
+		if err != nil || pid <= 0 {
+			return false
+		}
+		return !alive(pid)
+	})
+}
+
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// removeBy removes containers first (a network in use cannot go), then
+// networks and volumes carrying label, keeping those keep rejects.
+func removeBy(ctx context.Context, label string, pick func(map[string]string) bool) (Removed, error) {
+	var out Removed
+	dc, err := Client(ctx)
+	if err != nil {
+		return out, err
+	}
+	f := client.Filters{}.Add("label", label)
+	var errs []error
+	cs, err := dc.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return out, err
+	}
+	for _, c := range cs.Items {
+		if pick != nil && !pick(c.Labels) {
+			continue
+		}
+		if _, err := dc.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out.Containers++
+	}
+	ns, err := dc.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+	if err != nil {
+		errs = append(errs, err)
+	} else {
+		for _, n := range ns.Items {
+			if pick != nil && !pick(n.Labels) {
+				continue
+			}
+			if _, err := dc.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			out.Networks++
+		}
+	}
+	vs, err := dc.VolumeList(ctx, client.VolumeListOptions{Filters: f})
+	if err != nil {
+		errs = append(errs, err)
+	} else {
+		for _, v := range vs.Items {
+			if pick != nil && !pick(v.Labels) {
+				continue
+			}
+			if _, err := dc.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			out.Volumes++
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// InterruptGrace is how long the process may take, after an interrupt, to
+// finish on its own (the runner ends the current rule and the CLI writes its
+// report) before the kit exits it.
+var InterruptGrace = 15 * time.Second
+
+var interruptOnce sync.Once
+
+// watchInterrupt arms, once the process has created something, a handler
+// that removes this session's containers and networks on SIGINT or SIGTERM.
+//
+// Why remove first and exit later: the containers must go whatever happens
+// next, and removing them also unblocks a rule that waits on the broker. The
+// handler does not exit at once because the runner (Ginkgo) and the CLI have
+// their own interrupt handling that writes the report; it exits with 130 only
+// if the process is still alive after InterruptGrace, or on a second signal.
+// Without it, an interrupt outside Ginkgo's handler would kill the process
+// with its containers still running.
+func watchInterrupt() {
+	interruptOnce.Do(func() {
+		ch := make(chan os.Signal, 2)
+		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+		go func() {
+			sig := <-ch
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			r, err := CleanupSession(ctx)
+			cancel()
+			fmt.Fprintf(os.Stderr, "onceproof: %v: removed %s of the kit", sig, r)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, " (error: %v)", err)
+			}
+			fmt.Fprintln(os.Stderr)
+			select {
+			case <-ch:
+			case <-time.After(InterruptGrace):
+			}
+			os.Exit(130)
+		}()
+	})
+}

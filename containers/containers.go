@@ -1,0 +1,371 @@
+// Package containers starts the real brokers and stores the kit checks in
+// Docker containers, through testcontainers-go, and makes sure nothing of
+// the kit is left behind.
+//
+// Every container and network the kit creates carries the label
+// org.onceproof.tck=1, plus the session (one per process) and the process id
+// that owns it. Stop removes a container; Session.Close removes everything of
+// this process by label; an interrupt (SIGINT, SIGTERM) does the same before
+// the process exits; Cleanup removes every leftover of the kit on the host,
+// and CleanupStale those whose owning process is gone.
+//
+// The testcontainers reaper (Ryuk) needs its own image, which a host without
+// a registry cannot pull, so unless the user set TESTCONTAINERS_RYUK_DISABLED
+// themselves the kit sets it to "true" (the only value testcontainers reads
+// as disabled) and does the reaping itself, by label.
+//
+// A machine without Docker gets an error wrapping ErrNoDocker within a few
+// seconds, never a hang.
+package containers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
+	tcnetwork "github.com/testcontainers/testcontainers-go/network"
+	"github.com/testcontainers/testcontainers-go/wait"
+)
+
+// Labels put on everything the kit creates.
+const (
+	LabelKit     = "org.onceproof.tck"         // always "1"
+	LabelSession = "org.onceproof.tck.session" // one id per process
+	LabelPID     = "org.onceproof.tck.pid"     // the owning process
+	LabelRole    = "org.onceproof.tck.role"    // what it is, e.g. "nats" or "postgres"
+)
+
+// ErrNoDocker says no Docker engine answered. Callers wrap it in
+// target.ErrUnavailable.
+var ErrNoDocker = errors.New("docker is not available")
+
+// ErrNoImage says the image is not on the host; with no registry it cannot be
+// pulled, so the message says how to build it.
+var ErrNoImage = errors.New("image not present locally")
+
+func init() {
+	// Must happen before testcontainers reads its configuration (once, on
+	// first use). A user who set the variable keeps their choice.
+	if _, set := os.LookupEnv("TESTCONTAINERS_RYUK_DISABLED"); !set {
+		os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+	}
+	// testcontainers narrates every step on stderr; the kit's output is its
+	// report. TCK_DEBUG=1 brings the narration back.
+	if os.Getenv("TCK_DEBUG") == "" {
+		tclog.SetDefault(tclog.NewNoopLogger())
+	}
+}
+
+var (
+	sessionOnce sync.Once
+	sessionID   string
+)
+
+// SessionID is this process's session: all it creates carries it.
+func SessionID() string {
+	sessionOnce.Do(func() {
+		sessionID = fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())
+	})
+	return sessionID
+}
+
+// Labels returns the labels for a resource of the given role.
+func Labels(role string) map[string]string {
+	return map[string]string{
+		LabelKit:     "1",
+		LabelSession: SessionID(),
+		LabelPID:     strconv.Itoa(os.Getpid()),
+		LabelRole:    role,
+	}
+}
+
+var (
+	cliMu sync.Mutex
+	cli   *client.Client
+)
+
+// Client returns a Docker client that answered a ping, or an error wrapping
+// ErrNoDocker. The ping is bounded so a missing daemon fails fast.
+func Client(ctx context.Context) (*client.Client, error) {
+	cliMu.Lock()
+	defer cliMu.Unlock()
+	if cli != nil {
+		return cli, nil
+	}
+	// client.FromEnv honours DOCKER_HOST; the default is the local socket.
+	c, err := dial(ctx, client.FromEnv)
+	if err != nil {
+		return nil, err
+	}
+	cli = c
+	return c, nil
+}
+
+// dial connects and pings within 5 s.
+func dial(ctx context.Context, opts ...client.Opt) (*client.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	c, err := client.New(append(opts, client.WithAPIVersionNegotiation())...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoDocker, err)
+	}
+	if _, err := c.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("%w: %v", ErrNoDocker, firstLine(err.Error()))
+	}
+	return c, nil
+}
+
+// Available reports whether a Docker engine answers (nil) or why not (an
+// error wrapping ErrNoDocker).
+func Available(ctx context.Context) error {
+	_, err := Client(ctx)
+	return err
+}
+
+// Spec says what container to start.
+type Spec struct {
+	Role  string // label and name prefix, e.g. "nats"
+	Image string
+	Env   map[string]string
+	Cmd   []string
+	// Ports are the container ports to publish, e.g. "4222/tcp"; each is
+	// bound to a fixed free port on 127.0.0.1, so it survives a restart of
+	// the container (the nemesis restarts them) and is reached on loopback.
+	Ports []string
+	// Network, with Aliases, attaches the container to a private network
+	// (the cluster); otherwise it is on Docker's default bridge.
+	Network *Network
+	Aliases []string
+	Name    string // container name suffix (optional)
+	// Files are copied into the container before it starts (path -> content).
+	Files map[string]string
+	// WaitLog is a log line that says the server is up.
+	WaitLog string
+	// Ready probes the server from the host once WaitLog was seen, retried
+	// until it succeeds or the start deadline passes.
+	Ready   func(ctx context.Context, c *Container) error
+	Timeout time.Duration // start deadline; 60 s if 0
+}
+
+// Container is one running container of the kit.
+type Container struct {
+	Spec  Spec
+	ID    string
+	Name  string
+	ports map[string]string // container port -> 127.0.0.1:hostport
+	tc    *testcontainers.DockerContainer
+}
+
+// Endpoint is host:port on loopback for a container port such as "4222/tcp".
+func (c *Container) Endpoint(port string) string { return c.ports[port] }
+
+// Start starts a container from spec and waits until it is ready. Failures
+// wrap ErrNoDocker or ErrNoImage where that is the cause.
+func Start(ctx context.Context, spec Spec) (*Container, error) {
+	dc, err := Client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	watchInterrupt()
+	if _, err := dc.ImageInspect(ctx, spec.Image); err != nil {
+		return nil, fmt.Errorf("%w: %s (build it with `make images` / scripts/build-images.sh, or name another image with %s)", ErrNoImage, spec.Image, imageVar(spec.Role))
+	}
+	timeout := spec.Timeout
+	if timeout == 0 {
+		timeout = 60 * time.Second
+	}
+	bindings := network.PortMap{}
+	ports := map[string]string{}
+	for _, p := range spec.Ports {
+		hp, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		cp, err := network.ParsePort(p)
+		if err != nil {
+			return nil, err
+		}
+		bindings[cp] = []network.PortBinding{{HostIP: netip.MustParseAddr(loopback), HostPort: strconv.Itoa(hp)}}
+		ports[p] = net.JoinHostPort("127.0.0.1", strconv.Itoa(hp))
+	}
+	name := "onceproof-" + spec.Role + "-" + shortID()
+	if spec.Name != "" {
+		name = "onceproof-" + spec.Name + "-" + shortID()
+	}
+	opts := []testcontainers.ContainerCustomizer{
+		testcontainers.WithName(name),
+		testcontainers.WithLabels(Labels(spec.Role)),
+		testcontainers.WithExposedPorts(spec.Ports...),
+		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+			hc.PortBindings = bindings
+		}),
+	}
+	if len(spec.Env) > 0 {
+		opts = append(opts, testcontainers.WithEnv(spec.Env))
+	}
+	if len(spec.Cmd) > 0 {
+		opts = append(opts, testcontainers.WithCmd(spec.Cmd...))
+	}
+	if spec.WaitLog != "" {
+		opts = append(opts, testcontainers.WithWaitStrategyAndDeadline(timeout, wait.ForLog(spec.WaitLog).WithStartupTimeout(timeout)))
+	} else {
+		// No default wait: testcontainers' port check execs a shell inside
+		// the container, and the kit's images have none.
+		opts = append(opts, testcontainers.WithWaitStrategy())
+	}
+	for path, content := range spec.Files {
+		opts = append(opts, testcontainers.WithFiles(testcontainers.ContainerFile{
+			Reader: strings.NewReader(content), ContainerFilePath: path, FileMode: 0o644,
+		}))
+	}
+	if spec.Network != nil {
+		opts = append(opts, tcnetwork.WithNetwork(spec.Aliases, spec.Network.tc))
+	}
+	tc, err := testcontainers.Run(ctx, spec.Image, opts...)
+	c := &Container{Spec: spec, Name: name, ports: ports, tc: tc}
+	if tc != nil {
+		c.ID = tc.GetContainerID()
+	}
+	if err != nil {
+		c.Remove(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("start %s (%s): %w", spec.Role, spec.Image, err)
+	}
+	if spec.Ready != nil {
+		rctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		if err := Retry(rctx, func() error { return spec.Ready(rctx, c) }); err != nil {
+			c.Remove(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("%s (%s) not ready: %w", spec.Role, spec.Image, err)
+		}
+	}
+	return c, nil
+}
+
+// Remove stops and removes the container with its anonymous volumes.
+func (c *Container) Remove(ctx context.Context) error {
+	if c == nil || c.ID == "" {
+		return nil
+	}
+	dc, err := Client(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = dc.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && strings.Contains(err.Error(), "No such container") {
+		return nil
+	}
+	return err
+}
+
+// Logs returns the container's output so far (for evidence on a failure).
+func (c *Container) Logs(ctx context.Context) string {
+	if c.tc == nil {
+		return ""
+	}
+	rc, err := c.tc.Logs(ctx)
+	if err != nil {
+		return ""
+	}
+	defer rc.Close()
+	var b strings.Builder
+	buf := make([]byte, 32<<10)
+	for b.Len() < 1<<20 {
+		n, err := rc.Read(buf)
+		b.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	return b.String()
+}
+
+// Network is a private network of the kit (the cluster's).
+type Network struct {
+	Name string
+	tc   *testcontainers.DockerNetwork
+}
+
+// NewNetwork creates a labelled private bridge network.
+func NewNetwork(ctx context.Context, role string) (*Network, error) {
+	if _, err := Client(ctx); err != nil {
+		return nil, err
+	}
+	watchInterrupt()
+	n, err := tcnetwork.New(ctx, tcnetwork.WithLabels(Labels(role)))
+	if err != nil {
+		return nil, fmt.Errorf("create network: %w", err)
+	}
+	return &Network{Name: n.Name, tc: n}, nil
+}
+
+// Remove removes the network (its containers first).
+func (n *Network) Remove(ctx context.Context) error {
+	if n == nil || n.tc == nil {
+		return nil
+	}
+	return n.tc.Remove(ctx)
+}
+
+// Retry calls f until it returns nil or ctx ends, backing off gently.
+func Retry(ctx context.Context, f func() error) error {
+	delay := 50 * time.Millisecond
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+		case <-time.After(delay):
+		}
+		if delay < time.Second {
+			delay *= 2
+		}
+	}
+}
+
+const loopback = "127.0.0.1"
+
+// freePort asks the kernel for a free port on loopback. Another process
+// could take it before Docker binds it; the start then fails and says so.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", loopback+":0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+var idMu sync.Mutex
+var idN int
+
+func shortID() string {
+	idMu.Lock()
+	defer idMu.Unlock()
+	idN++
+	return fmt.Sprintf("%d-%d-%d", os.Getpid(), time.Now().UnixMilli()%100000, idN)
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+func imageVar(role string) string {
+	return "TCK_" + strings.ToUpper(strings.NewReplacer("-", "_", "/", "_").Replace(role)) + "_IMAGE"
+}

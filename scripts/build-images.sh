@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Builds the container images the kit's container targets use, on a Docker
+# host with no registry: nothing is pulled, every image is FROM scratch.
+#
+#   nats:2.15.2   nats-server built from its Go module, static (CGO_ENABLED=0)
+#   postgres:15   PostgreSQL from this host's Debian packages, with the
+#                 libraries its binaries link (ldd), and a static entrypoint
+#
+# The images are tagged with the official names, so the kit's defaults resolve
+# locally without a pull. Repeatable and cached: an image whose inputs did not
+# change (its org.onceproof.tck.inputs label) is not rebuilt; the Go build
+# cache keeps the compiles. Override names with TCK_NATS_IMAGE and
+# TCK_POSTGRES_IMAGE (the same variables the kit reads), the versions with
+# NATS_SERVER_VERSION; FORCE=1 rebuilds.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+NATS_SERVER_VERSION=${NATS_SERVER_VERSION:-v2.15.2}
+NATS_IMAGE=${TCK_NATS_IMAGE:-nats:${NATS_SERVER_VERSION#v}}
+POSTGRES_IMAGE=${TCK_POSTGRES_IMAGE:-postgres:15}
+PG_MAJOR=${PG_MAJOR:-15}
+work=${TCK_IMAGE_WORK:-${XDG_CACHE_HOME:-$HOME/.cache}/onceproof/images}
+# The legacy builder: it needs no buildx plugin and FROM scratch pulls nothing.
+export DOCKER_BUILDKIT=0
+
+log() { printf 'build-images: %s\n' "$*" >&2; }
+
+if ! docker info >/dev/null 2>&1; then
+	log "Docker is not available (docker info failed); cannot build images"
+	exit 4
+fi
+
+# current IMAGE: prints the inputs label of an existing image, or nothing.
+current() { docker image inspect -f '{{index .Config.Labels "org.onceproof.tck.inputs"}}' "$1" 2>/dev/null || true; }
+
+build_nats() {
+	local ctx=$work/nats
+	local inputs
+	inputs=$( (echo "$NATS_SERVER_VERSION"; go version; cat "$root/images/nats/Dockerfile" "$root/images/nats/nats-server.conf") | sha256sum | cut -c1-16)
+	if [[ "${FORCE:-}" != 1 && "$(current "$NATS_IMAGE")" == "$inputs" ]]; then
+		log "$NATS_IMAGE is up to date ($inputs)"
+		return
+	fi
+	log "building nats-server $NATS_SERVER_VERSION"
+	rm -rf "$ctx" && mkdir -p "$ctx"
+	# go install outside any module builds exactly the released module.
+	(cd "$ctx" && GOFLAGS=-mod=mod CGO_ENABLED=0 GOBIN="$ctx" \
+		go install -trimpath -ldflags='-s -w' "github.com/nats-io/nats-server/v2@$NATS_SERVER_VERSION")
+	cp "$root/images/nats/Dockerfile" "$root/images/nats/nats-server.conf" "$ctx/"
+	docker build -q --label "org.onceproof.tck.image=1" --label "org.onceproof.tck.inputs=$inputs" \
+		-t "$NATS_IMAGE" "$ctx" >/dev/null
+	prune
+	log "built $NATS_IMAGE"
+}
+
+# copy_with_libs FILE...: copies each file into rootfs at its own path, with
+# every shared library it links (and the dynamic loader), dereferenced.
+copy_with_libs() {
+	local f lib
+	for f in "$@"; do
+		mkdir -p "$rootfs$(dirname "$f")"
+		cp -L "$f" "$rootfs$f"
+		for lib in $(ldd "$f" 2>/dev/null | awk '/=> \//{print $3} /^\t\/[^ ]+ \(/{print $1}'); do
+			if [[ ! -e "$rootfs$lib" ]]; then
+				mkdir -p "$rootfs$(dirname "$lib")"
+				cp -L "$lib" "$rootfs$lib"
+			fi
+		done
+	done
+}
+
+build_postgres() {
+	local pgbin=/usr/lib/postgresql/$PG_MAJOR/bin
+	if [[ ! -x "$pgbin/postgres" ]]; then
+		log "installing postgresql-$PG_MAJOR from Debian packages"
+		apt-get install -y -qq "postgresql-$PG_MAJOR" >/dev/null || { apt-get update -qq && apt-get install -y -qq "postgresql-$PG_MAJOR" >/dev/null; }
+	fi
+	local pkgver
+	pkgver=$(dpkg-query -W -f '${Version}' "postgresql-$PG_MAJOR" 2>/dev/null || "$pgbin/postgres" --version)
+	local inputs
+	inputs=$( (echo "$pkgver"; go version; cat "$root/images/postgres/Dockerfile" "$root/images/postgres/entrypoint/main.go") | sha256sum | cut -c1-16)
+	if [[ "${FORCE:-}" != 1 && "$(current "$POSTGRES_IMAGE")" == "$inputs" ]]; then
+		log "$POSTGRES_IMAGE is up to date ($inputs)"
+		return
+	fi
+	log "building $POSTGRES_IMAGE from postgresql-$PG_MAJOR $pkgver"
+	local ctx=$work/postgres
+	rm -rf "$ctx" && mkdir -p "$ctx/rootfs" "$ctx/owned/var/lib/postgresql/data" "$ctx/owned/tmp" "$ctx/owned/var/run/postgresql"
+	rootfs=$ctx/rootfs
+	# initdb runs `postgres -V` through popen, which needs /bin/sh. The JIT
+	# provider (llvmjit.so, linking LLVM) is left out: PostgreSQL runs without
+	# JIT when it is absent, and the image is 100+ MB smaller.
+	local libs=()
+	for f in /usr/lib/postgresql/"$PG_MAJOR"/lib/*.so; do
+		[[ $(basename "$f") == llvmjit* ]] || libs+=("$f")
+	done
+	copy_with_libs "$pgbin"/* "${libs[@]}" /bin/dash
+	ln -s dash "$rootfs/bin/sh"
+	mkdir -p "$rootfs/usr/share/postgresql" "$rootfs/usr/share/zoneinfo" "$rootfs/etc"
+	cp -a /usr/share/postgresql/"$PG_MAJOR" "$rootfs/usr/share/postgresql/"
+	cp -a /usr/share/zoneinfo/. "$rootfs/usr/share/zoneinfo/"
+	# initdb and postgres look their own user up; glibc reads these files.
+	printf 'root:x:0:0:root:/root:/sbin/nologin\npostgres:x:999:999:PostgreSQL:/var/lib/postgresql:/sbin/nologin\n' >"$rootfs/etc/passwd"
+	printf 'root:x:0:\npostgres:x:999:\n' >"$rootfs/etc/group"
+	(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$rootfs/docker-entrypoint" ./images/postgres/entrypoint)
+	chmod 1777 "$ctx/owned/tmp"
+	chmod 0700 "$ctx/owned/var/lib/postgresql/data"
+	cp "$root/images/postgres/Dockerfile" "$ctx/"
+	docker build -q --label "org.onceproof.tck.image=1" --label "org.onceproof.tck.inputs=$inputs" \
+		-t "$POSTGRES_IMAGE" "$ctx" >/dev/null
+	prune
+	log "built $POSTGRES_IMAGE"
+}
+
+# prune drops the kit's images a rebuild left untagged.
+prune() { docker image prune -f --filter "label=org.onceproof.tck.image=1" >/dev/null; }
+
+which=${1:-all}
+start=$(date +%s)
+case $which in
+all) build_nats; build_postgres ;;
+nats) build_nats ;;
+postgres) build_postgres ;;
+*) log "usage: $0 [all|nats|postgres]"; exit 3 ;;
+esac
+log "done in $(( $(date +%s) - start ))s"

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -95,6 +96,9 @@ SELECT EXISTS (SELECT 1 FROM onceproof_tck.streams
 // unreachable server fails Open in seconds.
 const ConnectTimeout = 5 * time.Second
 
+// MaxConns is the pool size when the URL sets no pool_max_conns.
+const MaxConns = 16
+
 // DB is a connection pool on one database with the adapter's schema in it.
 type DB struct {
 	pool    *pgxpool.Pool
@@ -119,6 +123,12 @@ func open(ctx context.Context, url string) (*DB, error) {
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = ConnectTimeout
+	}
+	// pgxpool's default (4 on this machine) would queue the suite's eight
+	// racing writers in the pool; enough connections let them meet at the
+	// constraints, where the race is decided. pool_max_conns in the URL wins.
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = MaxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -3,16 +3,18 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/onceproof/tck/adapters/eventstore/postgres"
-	"github.com/onceproof/tck/adapters/registry"
 	"github.com/onceproof/tck/catalog"
 	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/precheck"
 	"github.com/onceproof/tck/runner"
+	"github.com/onceproof/tck/suites/eventstore"
 	"github.com/onceproof/tck/target"
 	"github.com/onceproof/tck/verdict"
 )
@@ -34,21 +36,26 @@ func serverURL(tb testing.TB) string {
 	return url
 }
 
+// runSuite runs the whole eventstore suite against the server, configured as
+// the registered eventstore/postgres target is. (The registry is not
+// imported: it links every suite of the kit, and this test must not depend
+// on them.)
+func runSuite(tb testing.TB, url string) []verdict.Result {
+	tb.Helper()
+	db, err := postgres.Open(context.Background(), url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	t := eventstore.Target{
+		Open: func(context.Context) (es.EventStore, error) { return db.Store(), nil },
+		Caps: es.Capabilities{PreCheck: precheck.New},
+	}
+	return runner.Run("eventstore/postgres", func() { eventstore.Register(t) }, runner.Options{})
+}
+
 func TestSuiteOnServer(t *testing.T) {
-	url := serverURL(t)
-	kind, ref, err := registry.Targets().Resolve(target.Ref{Suite: "eventstore", Name: "postgres", Address: url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	started, err := kind.Start(context.Background(), ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer started.Stop()
-	if p := target.Password(url); p != "" && strings.Contains(started.Info.Address, p) {
-		t.Errorf("the target info shows the password: %s", started.Info.Address)
-	}
-	results := runner.Run(ref.Key(), started.Register, runner.Options{})
+	results := runSuite(t, serverURL(t))
 	got := map[string]verdict.Result{}
 	for _, r := range results {
 		got[r.Rule] = r
@@ -66,33 +73,48 @@ func TestSuiteOnServer(t *testing.T) {
 	}
 }
 
-// An unreachable server fails fast, as target.ErrUnavailable, and no error
-// text carries the password.
+// An unreachable server fails Open, and no error text carries the password.
 func TestUnreachableServer(t *testing.T) {
 	const secret = "s3cr3t-pw"
 	// Port 1 on loopback: nothing listens there, the connection is refused.
-	url := "postgres://tck:" + secret + "@127.0.0.1:1/tck?sslmode=disable&connect_timeout=2"
-	kind, ref, err := registry.Targets().Resolve(target.Ref{Suite: "eventstore", Name: "postgres", Address: url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, err = kind.Start(ctx, ref)
-	if !errors.Is(err, target.ErrUnavailable) {
-		t.Fatalf("want target.ErrUnavailable, got %v", err)
+	url := "postgres://tck:" + secret + "@127.0.0.1:1/tck?sslmode=disable"
+	_, err := postgres.Open(context.Background(), url)
+	if err == nil {
+		t.Fatal("Open of an unreachable server succeeded")
 	}
 	if strings.Contains(err.Error(), secret) {
 		t.Fatalf("the error shows the password: %v", err)
 	}
-	_, err = postgres.Open(ctx, url)
-	if err == nil || strings.Contains(err.Error(), secret) {
-		t.Fatalf("postgres.Open: want an error without the password, got %v", err)
+	// The registry wraps it so; the password must not come back either.
+	if u := target.Unavailable(target.Ref{Suite: "eventstore", Name: "postgres", Address: url}, err); !errors.Is(u, target.ErrUnavailable) || strings.Contains(u.Error(), secret) {
+		t.Fatalf("target.Unavailable: %v", u)
 	}
 }
 
-// A wrong password is refused by the server; the error names neither the
-// wrong password nor is it a conflict.
+// A server that accepts the connection and never answers must not hang
+// Open: the connect timeout ends it.
+func TestSilentServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, never answered
+		}
+	}()
+	url := "postgres://tck:pw@" + ln.Addr().String() + "/tck?sslmode=disable&connect_timeout=1"
+	if _, err := postgres.Open(context.Background(), url); err == nil {
+		t.Fatal("Open of a silent server succeeded")
+	}
+}
+
+// A wrong password is refused by the server; the error does not show it.
 func TestWrongPassword(t *testing.T) {
 	url := serverURL(t)
 	pw := target.Password(url)
@@ -123,5 +145,19 @@ func TestClosedPoolIsNotAConflict(t *testing.T) {
 	err = s.Append(ctx, es.Stream{Aggregate: agg, Version: 1, RequestID: "r", CommandID: "c", Events: []es.Event{{Name: "E", Body: []byte("x")}}})
 	if err == nil || errors.Is(err, es.ErrConflict) {
 		t.Fatalf("append on a closed pool: want a non-conflict error, got %v", err)
+	}
+}
+
+// BenchmarkSuite measures the wall time of the whole eventstore suite on the
+// server at TCK_POSTGRES_URL:
+// go test -run '^$' -bench Suite -benchtime 3x ./adapters/eventstore/postgres/
+func BenchmarkSuite(b *testing.B) {
+	url := serverURL(b)
+	for b.Loop() {
+		for _, r := range runSuite(b, url) {
+			if r.Level == string(catalog.Must) && r.Verdict != verdict.Pass {
+				b.Fatalf("%s: %s: %s", r.Rule, r.Verdict, r.Reason)
+			}
+		}
 	}
 }

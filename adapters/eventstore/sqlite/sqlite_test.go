@@ -2,41 +2,51 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/onceproof/tck/adapters/eventstore/sqlite"
-	"github.com/onceproof/tck/adapters/registry"
 	"github.com/onceproof/tck/catalog"
 	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/precheck"
 	"github.com/onceproof/tck/runner"
-	"github.com/onceproof/tck/target"
+	"github.com/onceproof/tck/suites/eventstore"
 	"github.com/onceproof/tck/verdict"
 )
 
-// runSuite starts the registered eventstore/sqlite target and runs the whole
-// eventstore suite against it, as `tck run` does.
-func runSuite(tb testing.TB, addr string) []verdict.Result {
+// runSuite runs the whole eventstore suite against a database at path (a
+// temporary one when empty), configured as the registered eventstore/sqlite
+// target is. (The registry is not imported: it links every suite of the kit,
+// and this test must not depend on them.)
+func runSuite(tb testing.TB, path string) []verdict.Result {
 	tb.Helper()
-	reg := registry.Targets()
-	kind, ref, err := reg.Resolve(target.Ref{Suite: "eventstore", Name: "sqlite", Address: addr})
-	if err != nil {
-		tb.Fatal(err)
+	ctx := context.Background()
+	var (
+		db   *sqlite.DB
+		stop func() error
+		err  error
+	)
+	if path == "" {
+		db, stop, err = sqlite.OpenTemp(ctx)
+	} else {
+		db, stop, err = sqlite.OpenFile(ctx, path)
 	}
-	if !kind.Default {
-		tb.Errorf("eventstore/sqlite must be the default event-store target")
-	}
-	started, err := kind.Start(context.Background(), ref)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer func() {
-		if err := started.Stop(); err != nil {
+		if err := stop(); err != nil {
 			tb.Errorf("stop: %v", err)
 		}
 	}()
-	return runner.Run(ref.Key(), started.Register, runner.Options{})
+	t := eventstore.Target{
+		Open: func(context.Context) (es.EventStore, error) { return db.Store(), nil },
+		Caps: es.Capabilities{PreCheck: precheck.New},
+	}
+	return runner.Run("eventstore/sqlite", func() { eventstore.Register(t) }, runner.Options{})
 }
 
 // requireMust fails the test for every MUST rule of the suite that did not
@@ -96,6 +106,48 @@ func TestClosedDatabaseIsNotAConflict(t *testing.T) {
 	}
 	if _, err := s.RequestIDExists(ctx, agg, "r"); err == nil {
 		t.Fatalf("query on a closed database: want an error")
+	}
+}
+
+// A writer locked out by another process's write transaction gets the
+// driver's error (busy, or the cancelled context), never a conflict, and
+// nothing is stored.
+func TestLockedDatabaseIsNotAConflict(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "locked.db")
+	db, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// Another "process": its own connection, holding the write lock.
+	other, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	s := db.Store()
+	agg := es.AggregateID{Context: "c", Name: "n", ID: "locked", Tenant: "t"}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	err = s.Append(short, es.Stream{Aggregate: agg, Version: 1, RequestID: "r", CommandID: "c", Events: []es.Event{{Name: "E", Body: []byte("x")}}})
+	if err == nil || errors.Is(err, es.ErrConflict) {
+		t.Fatalf("append while another writer holds the lock: want a non-conflict error, got %v", err)
+	}
+	t.Logf("locked out: %v", err)
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Load(ctx, agg, 1, es.MaxVersion); err != nil || len(got) != 0 {
+		t.Fatalf("after the refused append: %d streams, %v", len(got), err)
 	}
 }
 

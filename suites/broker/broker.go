@@ -28,6 +28,8 @@ type Factory func(ctx context.Context) (mq.Broker, error)
 // Target is what Register needs.
 type Target struct {
 	Open Factory
+	// Caps is what the broker declares (normally Open(...).Capabilities()).
+	Caps mq.Capabilities
 	// Fault, when set, lets the kit put a fault proxy between a client and
 	// the broker (BR-1.6).
 	Fault *Fault
@@ -108,3 +110,6 @@ func (w Windows) withDefaults() Windows {
 	}
 	return w
 }
+
+// DefaultWindows are the test windows a zero Windows takes.
+func DefaultWindows() Windows { return Windows{}.withDefaults() }

@@ -135,11 +135,11 @@ func dial(url string, opts Options) (*natsgo.Conn, error) {
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_-]`)
 
-// streamName maps a topic to a stream name (no dots, spaces or wildcards).
-func streamName(topic string) string { return unsafeName.ReplaceAllString(topic, "_") }
+// StreamName maps a topic to a stream name (no dots, spaces or wildcards).
+func StreamName(topic string) string { return unsafeName.ReplaceAllString(topic, "_") }
 
 // Subject is the one subject a topic's stream binds.
-func Subject(topic string) string { return SubjectPrefix + streamName(topic) }
+func Subject(topic string) string { return SubjectPrefix + StreamName(topic) }
 
 // CreateTopic creates the stream with the declared window and retention.
 func (b *Broker) CreateTopic(ctx context.Context, name string, cfg mq.TopicConfig) error {
@@ -148,7 +148,7 @@ func (b *Broker) CreateTopic(ctx context.Context, name string, cfg mq.TopicConfi
 		window = b.opts.DedupeWindow
 	}
 	sc := jetstream.StreamConfig{
-		Name:       streamName(name),
+		Name:       StreamName(name),
 		Subjects:   []string{Subject(name)},
 		Duplicates: window,
 		Retention:  jetstream.LimitsPolicy,
@@ -167,7 +167,7 @@ func (b *Broker) CreateTopic(ctx context.Context, name string, cfg mq.TopicConfi
 
 // DeleteTopic deletes the stream and with it its consumers.
 func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
-	err := b.js.DeleteStream(ctx, streamName(name))
+	err := b.js.DeleteStream(ctx, StreamName(name))
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil
 	}
@@ -207,7 +207,7 @@ func (b *Broker) Consumer(ctx context.Context, topic string, cfg mq.ConsumerConf
 		return nil, err
 	}
 	cc := jetstream.ConsumerConfig{
-		Durable:    streamName(cfg.Group),
+		Durable:    StreamName(cfg.Group),
 		AckPolicy:  jetstream.AckExplicitPolicy,
 		AckWait:    cfg.AckWait,
 		MaxDeliver: cfg.MaxDeliver,
@@ -216,7 +216,7 @@ func (b *Broker) Consumer(ctx context.Context, topic string, cfg mq.ConsumerConf
 	if cc.MaxDeliver <= 0 {
 		cc.MaxDeliver = -1
 	}
-	c, err := js.CreateOrUpdateConsumer(ctx, streamName(topic), cc)
+	c, err := js.CreateOrUpdateConsumer(ctx, StreamName(topic), cc)
 	if err != nil {
 		nc.Close()
 		return nil, err
@@ -230,7 +230,7 @@ func (b *Broker) Consumer(ctx context.Context, topic string, cfg mq.ConsumerConf
 
 // ReadAll reads every stored message by sequence, straight from the stream.
 func (b *Broker) ReadAll(ctx context.Context, topic string) ([]mq.Stored, error) {
-	s, err := b.js.Stream(ctx, streamName(topic))
+	s, err := b.js.Stream(ctx, StreamName(topic))
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +291,7 @@ func (b *Broker) Capabilities() mq.Capabilities {
 
 // WatchMaxDeliver subscribes to the server's max-deliveries advisory.
 func (b *Broker) WatchMaxDeliver(ctx context.Context, topic, group string) (<-chan string, error) {
-	subj := fmt.Sprintf("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.%s.%s", streamName(topic), streamName(group))
+	subj := fmt.Sprintf("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.%s.%s", StreamName(topic), StreamName(group))
 	out := make(chan string, 64)
 	sub, err := b.nc.Subscribe(subj, func(m *natsgo.Msg) {
 		var adv struct {

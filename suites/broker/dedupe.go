@@ -1,0 +1,329 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/onsi/gomega"
+
+	"github.com/onceproof/tck/faultproxy"
+	"github.com/onceproof/tck/mq"
+	"github.com/onceproof/tck/spec"
+)
+
+// replyTimeout is how long a publish whose reply the proxy dropped waits
+// before the producer gives up (BR-1.6): the producer "only sees a timeout".
+const replyTimeout = 500 * time.Millisecond
+
+func window(c mq.Capabilities) time.Duration { return c.DedupeWindow }
+
+func registerDedupe(p *plan) {
+	none := func(Windows, mq.Capabilities) time.Duration { return 0 }
+
+	p.add("BR-1.1", none, func(f *fixture) judge {
+		topic, err := f.topic("t", mq.TopicConfig{DedupeWindow: window(f.t.Caps)})
+		if err != nil {
+			return f.failed(err, "creating the topic")
+		}
+		id := f.name("msg")
+		a1, err1 := f.publish("producer", topic, mq.Message{ID: id, Payload: []byte("E9")})
+		a2, err2 := f.publish("producer", topic, mq.Message{ID: id, Payload: []byte("E9")})
+		n, _, errR := f.copies(topic, id)
+		return func() {
+			expect(err1).NotTo(gomega.HaveOccurred(), "first publish")
+			expect(err2).NotTo(gomega.HaveOccurred(), "repeated publish")
+			expect(errR).NotTo(gomega.HaveOccurred(), "reading the topic back")
+			expect(n).To(gomega.Equal(1), "a publish repeated with the same id inside the window must be stored once; copies stored")
+			expect(a2.Duplicate || a2.Position == a1.Position).To(gomega.BeTrue(),
+				"the second reply must say duplicate or return the first position (first %s, second %s)", describeAck(a1), describeAck(a2))
+			if f.t.Caps.DuplicateFlag {
+				expect(a2.Duplicate).To(gomega.BeTrue(), "the broker declares a duplicate flag, but the second reply does not carry it")
+			}
+			f.ev2().Notef("stored once; the second reply: %s", describeAck(a2))
+		}
+	})
+
+	p.add("BR-1.2", func(w Windows, c mq.Capabilities) time.Duration { return window(c) + 2*w.Tolerance }, measureWindow)
+
+	p.add("BR-1.3", func(_ Windows, c mq.Capabilities) time.Duration { return window(c) * 12 / 10 }, func(f *fixture) judge {
+		W := window(f.t.Caps)
+		topic, err := f.topic("t", mq.TopicConfig{DedupeWindow: W})
+		if err != nil {
+			return f.failed(err, "creating the topic")
+		}
+		// Two ids published together stand for one first publish followed
+		// along two independent branches, so that branch A's hit cannot
+		// move branch B's window (the seed's point).
+		idA, idB := f.name("branchA"), f.name("branchB")
+		if _, err := f.publish("producer", topic, mq.Message{ID: idA, Payload: []byte("E9")}); err != nil {
+			return f.failed(err, "first publish, branch A")
+		}
+		t0 := time.Now()
+		if _, err := f.publish("producer", topic, mq.Message{ID: idB, Payload: []byte("E9")}); err != nil {
+			return f.failed(err, "first publish, branch B")
+		}
+		tB := time.Now()
+		f.sleepUntil(t0.Add(W * 8 / 10))
+		aA, errA := f.publish("branch-A", topic, mq.Message{ID: idA, Payload: []byte("E9")})
+		atA := time.Since(t0)
+		f.sleepUntil(tB.Add(W * 12 / 10))
+		aB, errB := f.publish("branch-B", topic, mq.Message{ID: idB, Payload: []byte("E9")})
+		atB := time.Since(tB)
+		nA, _, errRA := f.copies(topic, idA)
+		nB, _, errRB := f.copies(topic, idB)
+		f.ev.Figure("declared window", W.Seconds(), "s")
+		f.ev.Figure("branch A retry at", atA.Seconds(), "s")
+		f.ev.Figure("branch B retry at", atB.Seconds(), "s")
+		return func() {
+			expect(errA).NotTo(gomega.HaveOccurred(), "branch A retry at 0.8 of the window")
+			expect(errB).NotTo(gomega.HaveOccurred(), "branch B retry at 1.2 of the window")
+			expect(errRA).NotTo(gomega.HaveOccurred(), "reading back")
+			expect(errRB).NotTo(gomega.HaveOccurred(), "reading back")
+			f.ev2().Notef("branch A (0.8 window, %.2fs): %s, %d copies; branch B (1.2 window, %.2fs): %s, %d copies",
+				atA.Seconds(), describeAck(aA), nA, atB.Seconds(), describeAck(aB), nB)
+			expect(nA).To(gomega.Equal(1), "branch A: a retry at 0.8 of the window (%.2fs) must be dropped; copies stored", atA.Seconds())
+			expect(nB).To(gomega.Equal(2), "branch B: a retry at 1.2 of the window (%.2fs) must be stored again; copies stored", atB.Seconds())
+		}
+	})
+
+	p.add("BR-1.4", func(_ Windows, c mq.Capabilities) time.Duration { return window(c) * 12 / 10 }, func(f *fixture) judge {
+		W := window(f.t.Caps)
+		topic, err := f.topic("t", mq.TopicConfig{DedupeWindow: W})
+		if err != nil {
+			return f.failed(err, "creating the topic")
+		}
+		// hit gets a duplicate at half the window; control does not. Both
+		// are retried at 1.2 of the window: if the hit refreshed hit's
+		// window (to 1.5), hit is dropped and control stored.
+		hit, control := f.name("hit"), f.name("control")
+		if _, err := f.publish("producer", topic, mq.Message{ID: hit, Payload: []byte("E9")}); err != nil {
+			return f.failed(err, "first publish")
+		}
+		t0 := time.Now()
+		if _, err := f.publish("producer", topic, mq.Message{ID: control, Payload: []byte("E9")}); err != nil {
+			return f.failed(err, "first publish of the control")
+		}
+		f.sleepUntil(t0.Add(W / 2))
+		aHit, errHit := f.publish("producer", topic, mq.Message{ID: hit, Payload: []byte("E9")})
+		f.sleepUntil(t0.Add(W * 12 / 10))
+		aLate, errLate := f.publish("producer", topic, mq.Message{ID: hit, Payload: []byte("E9")})
+		aCtl, errCtl := f.publish("producer", topic, mq.Message{ID: control, Payload: []byte("E9")})
+		nHit, _, errR1 := f.copies(topic, hit)
+		nCtl, _, errR2 := f.copies(topic, control)
+		refreshed := nHit == 1
+		f.ev.Figure("declared refresh on hit", f.t.Caps.DedupeRefreshOnHit, "")
+		f.ev.Figure("measured refresh on hit", refreshed, "")
+		return func() {
+			for _, e := range []error{errHit, errLate, errCtl, errR1, errR2} {
+				expect(e).NotTo(gomega.HaveOccurred(), "publishing and reading back")
+			}
+			if !aHit.Duplicate && aHit.Position != "" && nHit > 1 && aLate.Duplicate {
+				spec.Unknown("the hit at half the window was not dropped, so there was no hit to refresh anything")
+			}
+			if nCtl == 1 {
+				spec.Unknown("the control id was still dropped at 1.2 of the declared window (%s): the window is longer than declared (BR-1.2), so refresh cannot be told apart", describeAck(aCtl))
+			}
+			f.ev2().Notef("duplicate hit at 0.5 window, retry at 1.2 window: %s (%d copies); control: %d copies; refresh on hit measured %v, declared %v",
+				describeAck(aLate), nHit, nCtl, refreshed, f.t.Caps.DedupeRefreshOnHit)
+			expect(refreshed).To(gomega.Equal(f.t.Caps.DedupeRefreshOnHit), "whether a duplicate hit refreshes the window: measured (want = declared)")
+		}
+	})
+
+	p.add("BR-1.5", none, func(f *fixture) judge {
+		topic, err := f.topic("t", mq.TopicConfig{DedupeWindow: window(f.t.Caps)})
+		if err != nil {
+			return f.failed(err, "creating the topic")
+		}
+		a, b, c := f.name("a"), f.name("b"), f.name("c")
+		_, e1 := f.publish("producer", topic, mq.Message{ID: a, Payload: []byte("same body")})
+		_, e2 := f.publish("producer", topic, mq.Message{ID: b, Payload: []byte("same body")})
+		_, e3 := f.publish("producer", topic, mq.Message{ID: c, Payload: []byte("v1 body")})
+		_, e4 := f.publish("producer", topic, mq.Message{ID: c, Payload: []byte("changed body")})
+		na, _, r1 := f.copies(topic, a)
+		nb, _, r2 := f.copies(topic, b)
+		nc, pc, r3 := f.copies(topic, c)
+		return func() {
+			for _, e := range []error{e1, e2, e3, e4, r1, r2, r3} {
+				expect(e).NotTo(gomega.HaveOccurred(), "publishing and reading back")
+			}
+			expect([]int{na, nb}).To(gomega.Equal([]int{1, 1}), "two ids with equal payloads must both be stored; copies of each")
+			expect(nc).To(gomega.Equal(1), "one id with a changed payload must be dropped; copies stored")
+			expect(pc).To(gomega.Equal([]string{"v1 body"}), "the first payload must be the one kept")
+		}
+	})
+
+	p.add("BR-1.6", func(Windows, mq.Capabilities) time.Duration { return 2 * replyTimeout }, lostPublishAck)
+}
+
+// ev2 is the workload's evidence, for judges that add notes.
+func (f *fixture) ev2() interface{ Notef(string, ...any) } { return f.ev }
+
+// measureWindow finds the moment the same id is stored again. Each probe
+// uses an id of its own, first published at the start, so that a probe's
+// hit cannot move another probe's window even on a broker that refreshes on
+// a hit. Offsets count from the first publish's ack.
+func measureWindow(f *fixture) judge {
+	W, tol := window(f.t.Caps), f.w.Tolerance
+	topic, err := f.topic("t", mq.TopicConfig{DedupeWindow: W})
+	if err != nil {
+		return f.failed(err, "creating the topic")
+	}
+	offsets := []time.Duration{W / 2, W * 3 / 4}
+	step := tol / 5
+	if step <= 0 {
+		step = 10 * time.Millisecond
+	}
+	for o := W - 2*tol; o <= W+2*tol; o += step {
+		if o > W*3/4 {
+			offsets = append(offsets, o)
+		}
+	}
+	type probe struct {
+		id      string
+		first   time.Time
+		offset  time.Duration
+		at      time.Duration
+		stored  bool
+		skipped bool
+	}
+	probes := make([]*probe, len(offsets))
+	for i, o := range offsets {
+		pr := &probe{id: f.name(fmt.Sprintf("probe%02d", i)), offset: o}
+		if _, err := f.publish("producer", topic, mq.Message{ID: pr.id, Payload: []byte("E9")}); err != nil {
+			return f.failed(err, "first publish of a probe")
+		}
+		pr.first = time.Now()
+		probes[i] = pr
+	}
+	sort.Slice(probes, func(i, j int) bool { return probes[i].first.Add(probes[i].offset).Before(probes[j].first.Add(probes[j].offset)) })
+	for _, pr := range probes {
+		f.sleepUntil(pr.first.Add(pr.offset))
+		ack, err := f.publish("prober", topic, mq.Message{ID: pr.id, Payload: []byte("E9")})
+		pr.at = time.Since(pr.first)
+		if err != nil {
+			pr.skipped = true
+			continue
+		}
+		// A reply that is neither a duplicate flag nor the first position
+		// is taken at its word here; the read-back below is authoritative.
+		_ = ack
+	}
+	all, err := f.b.ReadAll(f.ctx, topic)
+	if err != nil {
+		return f.failed(err, "reading the topic back")
+	}
+	count := map[string]int{}
+	for _, s := range all {
+		count[s.Message.ID]++
+	}
+	sort.Slice(probes, func(i, j int) bool { return probes[i].offset < probes[j].offset })
+	var lastDropped, firstStored time.Duration = -1, -1
+	nonMonotonic := false
+	for _, pr := range probes {
+		if pr.skipped {
+			continue
+		}
+		pr.stored = count[pr.id] > 1
+		if pr.stored && firstStored < 0 {
+			firstStored = pr.at
+		}
+		if !pr.stored {
+			if firstStored >= 0 {
+				nonMonotonic = true
+			}
+			lastDropped = pr.at
+		}
+	}
+	f.ev.Figure("declared window", W.Seconds(), "s")
+	f.ev.Figure("tolerance", tol.Seconds(), "s")
+	f.ev.Figure("probes", len(probes), "")
+	if lastDropped >= 0 {
+		f.ev.Figure("last retry dropped at", lastDropped.Seconds(), "s")
+	}
+	if firstStored >= 0 {
+		f.ev.Figure("measured window", firstStored.Seconds(), "s")
+	}
+	return func() {
+		if nonMonotonic {
+			f.ev.Notef("a probe was dropped after an earlier probe had been stored again: the window is not sharp")
+		}
+		expect(firstStored >= 0).To(gomega.BeTrue(),
+			"no retry up to %.2fs was stored again: the effective window is longer than the declared %s plus the tolerance %s", (W + 2*tol).Seconds(), W, tol)
+		f.ev.Notef("measured window %.3fs (last drop %.3fs), declared %s ± %s", firstStored.Seconds(), lastDropped.Seconds(), W, tol)
+		expect(firstStored).To(gomega.BeNumerically(">=", W-tol), "the same id was stored again after %.3fs, before the declared window %s minus the tolerance %s", firstStored.Seconds(), W, tol)
+		expect(firstStored).To(gomega.BeNumerically("<=", W+tol), "the same id was first stored again after %.3fs, beyond the declared window %s plus the tolerance %s", firstStored.Seconds(), W, tol)
+	}
+}
+
+// lostPublishAck is BR-1.6: the proxy swallows the broker's reply to one
+// publish; the producer sees a timeout and retries, once with the same id
+// and once (the hazard) with a fresh id.
+func lostPublishAck(f *fixture) judge {
+	fault := f.t.Fault
+	W := window(f.t.Caps)
+	topic, err := f.topic("t", mq.TopicConfig{DedupeWindow: W})
+	if err != nil {
+		return f.failed(err, "creating the topic")
+	}
+	px, err := faultproxy.Start(fault.Addr, fault.Split)
+	if err != nil {
+		return f.failed(err, "starting the fault proxy")
+	}
+	f.defer_(func() { _ = px.Close() })
+	via, err := fault.OpenVia(f.ctx, px.Addr())
+	if err != nil {
+		return f.failed(err, "opening the broker through the proxy")
+	}
+	f.defer_(func() { _ = via.Close() })
+
+	// attempt publishes m with the reply dropped, then retries with retryID.
+	attempt := func(label, retryID string, m mq.Message) (dropped bool, first error, retry mq.PublishAck, retryErr error) {
+		gone := px.DropNext(fault.PublishReply(topic))
+		f.rec.Note("proxy", "arm", label, "drop the next publish reply on "+topic)
+		ctx, cancel := context.WithTimeout(f.ctx, replyTimeout)
+		_, first = f.publishOn(ctx, via, "producer", topic, m)
+		cancel()
+		select {
+		case <-gone:
+			dropped = true
+			f.rec.Note("proxy", "dropped", label, "the broker's reply never reached the producer")
+		default:
+		}
+		m.ID = retryID
+		retry, retryErr = f.publishOn(f.ctx, via, "producer", topic, m)
+		return
+	}
+	same := f.name("same")
+	d1, e1, r1, re1 := attempt("same-id", same, mq.Message{ID: same, Payload: []byte("intent-1")})
+	firstFresh, fresh := f.name("fresh1"), f.name("fresh2")
+	d2, e2, r2, re2 := attempt("fresh-id", fresh, mq.Message{ID: firstFresh, Payload: []byte("intent-2")})
+
+	all, errR := f.b.ReadAll(f.ctx, topic)
+	byPayload := map[string]int{}
+	for _, s := range all {
+		byPayload[string(s.Message.Payload)]++
+	}
+	return func() {
+		expect(errR).NotTo(gomega.HaveOccurred(), "reading the topic back")
+		if !d1 || !d2 {
+			spec.Unknown("the proxy did not see the publish reply to drop (dropped same-id %v, fresh-id %v): the lost-ack case was not exercised", d1, d2)
+		}
+		if e1 == nil || e2 == nil {
+			spec.Unknown("a publish whose reply was dropped still returned success (%v, %v)", e1, e2)
+		}
+		expect(re1).NotTo(gomega.HaveOccurred(), "the retry with the same id")
+		expect(re2).NotTo(gomega.HaveOccurred(), "the retry with a fresh id")
+		f.ev.Figure("copies after same-id retry", byPayload["intent-1"], "")
+		f.ev.Figure("copies after fresh-id retry", byPayload["intent-2"], "")
+		f.ev.Notef("same-id retry after a lost ack: %s, %d copies; fresh-id retry: %s, %d copies",
+			describeAck(r1), byPayload["intent-1"], describeAck(r2), byPayload["intent-2"])
+		expect(byPayload["intent-1"]).To(gomega.Equal(1), "after a lost publish ack, a retry with the same id must leave exactly one copy")
+		if byPayload["intent-2"] < 2 {
+			spec.Unknown("the publish whose ack was lost was not stored (%d copies of the fresh-id intent), so the lost-ack case did not happen as staged", byPayload["intent-2"])
+		}
+		expect(byPayload["intent-2"]).To(gomega.Equal(2), "a retry with a fresh id after a lost ack leaves two copies")
+		f.ev.Hazard("a producer that retries a lost publish ack with a fresh message id stores the same intent twice (%d copies): keep the id stable across retries (seed 002, 二)", byPayload["intent-2"])
+	}
+}

@@ -175,7 +175,9 @@ type natsServer struct {
 	client NATSClient
 }
 
-func (s *natsServer) Open(ctx context.Context) (mq.Broker, error) { return s.client.open(ctx, s.e.URL()) }
+func (s *natsServer) Open(ctx context.Context) (mq.Broker, error) {
+	return s.client.open(ctx, s.e.URL())
+}
 
 func (s *natsServer) Restart(ctx context.Context, how broker.Restart) error {
 	if how == broker.Abrupt {

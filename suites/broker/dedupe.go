@@ -197,7 +197,9 @@ func measureWindow(f *fixture) judge {
 		pr.first = time.Now()
 		probes[i] = pr
 	}
-	sort.Slice(probes, func(i, j int) bool { return probes[i].first.Add(probes[i].offset).Before(probes[j].first.Add(probes[j].offset)) })
+	sort.Slice(probes, func(i, j int) bool {
+		return probes[i].first.Add(probes[i].offset).Before(probes[j].first.Add(probes[j].offset))
+	})
 	for _, pr := range probes {
 		f.sleepUntil(pr.first.Add(pr.offset))
 		ack, err := f.publish("prober", topic, mq.Message{ID: pr.id, Payload: []byte("E9")})

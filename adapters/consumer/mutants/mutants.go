@@ -1,0 +1,139 @@
+// Package mutants holds deliberately broken consumers and outboxes, each a
+// few lines from the reference, for the self-test: every CO rule must be
+// failed by at least one of them, and each must fail the rules it names.
+package mutants
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/onceproof/tck/adapters/consumer/reference"
+	"github.com/onceproof/tck/outbox"
+	"github.com/onceproof/tck/suites/consumer"
+)
+
+// Mutant is one broken consumer design (or a reference consumer behind a
+// broken outbox).
+type Mutant struct {
+	Name     string
+	Summary  string
+	MustFail []string
+	Design   reference.Design
+	Outbox   consumer.Outbox // nil: the reference outbox
+}
+
+// All lists the mutants.
+func All() []Mutant {
+	ref := reference.Reference
+	with := func(f func(*reference.Design)) reference.Design { d := ref(); f(&d); return d }
+	return []Mutant{
+		{Name: "dedupe-message-id", MustFail: []string{"CO-1.2", "CO-5.1"},
+			Summary: "de-dupe key is (message id, scope): the edit v2 is dropped as a duplicate of v1",
+			Design: with(func(d *reference.Design) {
+				d.Key = func(e consumer.Event, scope string) string { return fmt.Sprintf("dedupe/%s/%s", e.MessageID, scope) }
+			})},
+		{Name: "shared-flag", MustFail: []string{"CO-1.3"},
+			Summary: "one \"processed\" flag per (message, version) shared by all scopes: the index marks the notification done",
+			Design: with(func(d *reference.Design) {
+				d.Key = func(e consumer.Event, _ string) string { return fmt.Sprintf("processed/%s/v%d", e.MessageID, e.Version) }
+			})},
+		{Name: "short-ttl", MustFail: []string{"CO-3.1"},
+			Summary: "de-dupe records live 10 minutes; the redelivery comes at 11",
+			Design:  with(func(d *reference.Design) { d.Lifetime = 10 * time.Minute })},
+		{Name: "ack-first", MustFail: []string{"CO-2.2"},
+			Summary: "acks before the effects: a crash after the ack loses them",
+			Design:  with(func(d *reference.Design) { d.AckFirst = true })},
+		{Name: "check-then-write", MustFail: []string{"CO-1.5", "CO-2.3"},
+			Summary: "reads the de-dupe record, does the effect, then writes the record: no claim, no recovery",
+			Design:  with(func(d *reference.Design) { d.CheckThenWrite = true })},
+		{Name: "plain-put", MustFail: []string{"CO-1.4", "CO-5.1"},
+			Summary: "writes the index with an unconditional put and no record: a stale version wins",
+			Design:  with(func(d *reference.Design) { d.PlainPut = true })},
+		{Name: "memory-dedupe", MustFail: []string{"CO-2.1", "CO-1.5"},
+			Summary: "keeps de-dupe records in the instance's memory: a crash before the ack forgets them",
+			Design:  with(func(d *reference.Design) { d.Memory = true })},
+		{Name: "outbox-direct-publish", MustFail: []string{"CO-4.1"},
+			Summary: "the writer commits the business row, then publishes itself, outside the transaction: a crash between loses the event",
+			Design:  ref(), Outbox: DirectPublish},
+		{Name: "outbox-mark-first", MustFail: []string{"CO-4.1"},
+			Summary: "the relay marks a row sent before publishing it: a crash between loses the event",
+			Design:  ref(), Outbox: MarkFirst},
+	}
+}
+
+// DirectPublish is an outbox writer with no outbox: it commits the business
+// row and then publishes the event itself. The relay has nothing to do.
+func DirectPublish(ctx context.Context, path string, pub consumer.Publisher, topic string) (consumer.OutboxWriter, consumer.OutboxRelay, func() error, error) {
+	o, err := outbox.New(path, pub, topic)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return &direct{o: o, pub: pub, topic: topic}, idle{}, o.Close, nil
+}
+
+type direct struct {
+	o     *outbox.Outbox
+	pub   consumer.Publisher
+	topic string
+}
+
+func (d *direct) Submit(ctx context.Context, e consumer.Event, inTx func() error) error {
+	tx, err := d.o.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO messages (id, version, body) VALUES (?, ?, ?)`, e.MessageID, e.Version, e.Body); err != nil {
+		return err
+	}
+	if inTx != nil {
+		if err := inTx(); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	_, err = d.pub.Publish(ctx, d.topic, consumer.Message(e, e.EventID))
+	return err
+}
+
+type idle struct{}
+
+func (idle) RelayOnce(context.Context) (int, error) { return 0, nil }
+
+// MarkFirst is the reference writer with a relay that marks each row sent
+// before it publishes it.
+func MarkFirst(ctx context.Context, path string, pub consumer.Publisher, topic string) (consumer.OutboxWriter, consumer.OutboxRelay, func() error, error) {
+	o, err := outbox.New(path, pub, topic)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return o, &markFirst{o: o, pub: pub, topic: topic}, o.Close, nil
+}
+
+type markFirst struct {
+	o     *outbox.Outbox
+	pub   consumer.Publisher
+	topic string
+}
+
+func (m *markFirst) RelayOnce(ctx context.Context) (int, error) {
+	rows, err := outbox.PendingRows(ctx, m.o.DB)
+	if err != nil {
+		return 0, err
+	}
+	for i, p := range rows {
+		if err := outbox.MarkSent(ctx, m.o.DB, p.Seq); err != nil {
+			return i, err
+		}
+		var e consumer.Event
+		_ = json.Unmarshal(p.Payload, &e)
+		if _, err := m.pub.Publish(ctx, m.topic, consumer.Message(e, p.EventID)); err != nil {
+			return i, err
+		}
+	}
+	return len(rows), nil
+}

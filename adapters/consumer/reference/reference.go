@@ -1,0 +1,227 @@
+// Package reference is the consumer/reference target: a consumer that keeps
+// every (message, version, scope) effect exactly once across redeliveries,
+// edits, stale replays, two workers and crashes at any point.
+//
+// Its design, scope by scope:
+//
+//  1. claim the de-dupe key (message id, version, scope) in the durable store
+//     with one atomic insert-if-absent, holding a lease on the kit's clock;
+//     a key already "done" is skipped, a live claim of another worker is
+//     left to it (nak, come back later);
+//  2. a claim whose lease ran out belongs to an instance that died between
+//     its claim and its "done": take it over with a compare-and-swap and
+//     first ask the sink whether the effect is already there (the notifier
+//     answers by key; the index by version), so a crash between the effect
+//     and the record makes no second effect;
+//  3. do the effect: the index through its conditional, versioned upsert
+//     (which converges on its own and never lets an older version win), the
+//     notifier with one send;
+//  4. mark the key "done", and ack only after every scope is done.
+//
+// Records never expire, so the de-dupe horizon covers any redelivery.
+//
+// Design is the same consumer with its deliberate weaknesses as switches;
+// package mutants flips them one at a time.
+package reference
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/onceproof/tck/sinks"
+	"github.com/onceproof/tck/suites/consumer"
+)
+
+// Design describes one consumer. The zero switches are the reference.
+type Design struct {
+	// Key is the de-dupe key of (event, scope).
+	Key func(e consumer.Event, scope string) string
+	// Lifetime of a de-dupe record on the kit's clock (0: forever).
+	Lifetime time.Duration
+	// Lease of a claim on the kit's clock.
+	Lease time.Duration
+
+	AckFirst       bool // ack before the effects
+	CheckThenWrite bool // read the record, do the effect, then write the record: no claim, no recovery
+	PlainPut       bool // index scope: an unconditional put and no record
+	Memory         bool // de-dupe records in the instance's memory
+}
+
+// Key is the reference de-dupe key: (message id, version, scope).
+func Key(e consumer.Event, scope string) string {
+	return fmt.Sprintf("dedupe/%s/v%d/%s", e.MessageID, e.Version, scope)
+}
+
+// Reference returns the correct design.
+func Reference() Design {
+	return Design{Key: Key, Lease: 2 * time.Minute}
+}
+
+// Scopes are the scopes every design performs, in order.
+var Scopes = []string{sinks.ScopeIndex, sinks.ScopeNotify}
+
+// Declared is what the design declares to the kit.
+func (d Design) Declared() consumer.Declared {
+	return consumer.Declared{Scopes: Scopes, DedupeLifetime: d.Lifetime}
+}
+
+// Factory builds instances of the design.
+func (d Design) Factory() consumer.Factory {
+	if d.Key == nil {
+		d.Key = Key
+	}
+	if d.Lease <= 0 {
+		d.Lease = 2 * time.Minute
+	}
+	return func(ctx context.Context, env consumer.Env) (consumer.Consumer, error) {
+		return &instance{d: d, env: env, mem: map[string]bool{}}, nil
+	}
+}
+
+type instance struct {
+	d   Design
+	env consumer.Env
+	mem map[string]bool // only the Memory design uses it; it dies with the instance
+}
+
+const done = "done"
+
+// Handle implements consumer.Consumer.
+func (c *instance) Handle(ctx context.Context, d consumer.Delivery) error {
+	e := d.Event()
+	if c.d.AckFirst {
+		if err := d.Ack(ctx); err != nil {
+			return err
+		}
+	}
+	for _, scope := range Scopes {
+		busy, err := c.apply(ctx, e, scope)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", e.EventID, scope, err)
+		}
+		if busy {
+			// Another worker holds the claim: let it finish, look again later.
+			return d.Nak(ctx, c.d.Lease/2)
+		}
+	}
+	if c.d.AckFirst {
+		return nil
+	}
+	return d.Ack(ctx)
+}
+
+func doc(e consumer.Event) sinks.Doc {
+	return sinks.Doc{ID: e.MessageID, Version: e.Version, Body: e.Body}
+}
+
+func (c *instance) effect(ctx context.Context, e consumer.Event, scope string) error {
+	switch scope {
+	case sinks.ScopeIndex:
+		if c.d.PlainPut {
+			return c.env.Index.Put(ctx, doc(e))
+		}
+		_, err := c.env.Index.Upsert(ctx, doc(e))
+		return err
+	case sinks.ScopeNotify:
+		return c.env.Notifier.Send(ctx, sinks.Notification{MessageID: e.MessageID, Version: e.Version, Text: e.Body})
+	}
+	return fmt.Errorf("unknown scope %q", scope)
+}
+
+// present asks the sink whether the effect of (e, scope) is already there.
+func (c *instance) present(ctx context.Context, e consumer.Event, scope string) (bool, error) {
+	switch scope {
+	case sinks.ScopeIndex:
+		cur, ok, err := c.env.Index.Get(ctx, e.MessageID)
+		return ok && cur.Version >= e.Version, err
+	case sinks.ScopeNotify:
+		n, err := c.env.Notifier.Sent(ctx, e.MessageID, e.Version)
+		return n > 0, err
+	}
+	return false, fmt.Errorf("unknown scope %q", scope)
+}
+
+// apply performs one scope of e at most once; busy means another live
+// worker holds it.
+func (c *instance) apply(ctx context.Context, e consumer.Event, scope string) (busy bool, err error) {
+	if scope == sinks.ScopeIndex && c.d.PlainPut {
+		return false, c.effect(ctx, e, scope)
+	}
+	key := c.d.Key(e, scope)
+	if c.d.Memory {
+		if c.mem[key] {
+			return false, nil
+		}
+		if err := c.effect(ctx, e, scope); err != nil {
+			return false, err
+		}
+		c.mem[key] = true
+		return false, nil
+	}
+	if c.d.CheckThenWrite {
+		rec, ok, err := c.env.Store.Get(ctx, key)
+		if err != nil || (ok && rec.Value == done) {
+			return false, err
+		}
+		if err := c.effect(ctx, e, scope); err != nil {
+			return false, err
+		}
+		return false, c.env.Store.Put(ctx, key, done, c.d.Lifetime)
+	}
+
+	claim := c.claim()
+	ok, err := c.env.Store.Insert(ctx, key, claim, c.d.Lifetime)
+	if err != nil {
+		return false, err
+	}
+	recovering := false
+	if !ok {
+		rec, found, err := c.env.Store.Get(ctx, key)
+		if err != nil {
+			return false, err
+		}
+		switch {
+		case !found:
+			return true, nil // expired between the two calls: try again later
+		case rec.Value == done:
+			return false, nil
+		case c.live(rec.Value):
+			return true, nil
+		}
+		swapped, err := c.env.Store.CompareAndSwap(ctx, key, rec.Value, claim, c.d.Lifetime)
+		if err != nil || !swapped {
+			return !swapped, err
+		}
+		recovering = true
+	}
+	skip := false
+	if recovering {
+		if skip, err = c.present(ctx, e, scope); err != nil {
+			return false, err
+		}
+	}
+	if !skip {
+		if err := c.effect(ctx, e, scope); err != nil {
+			return false, err
+		}
+	}
+	return false, c.env.Store.Put(ctx, key, done, c.d.Lifetime)
+}
+
+// A claim is "pending WORKER UNTIL" with UNTIL in Unix nanoseconds of the
+// kit's clock.
+func (c *instance) claim() string {
+	return fmt.Sprintf("pending %s %d", c.env.Worker, c.env.Clock.Now().Add(c.d.Lease).UnixNano())
+}
+
+func (c *instance) live(v string) bool {
+	f := strings.Fields(v)
+	if len(f) != 3 || f[0] != "pending" {
+		return false
+	}
+	until, err := strconv.ParseInt(f[2], 10, 64)
+	return err == nil && c.env.Clock.Now().UnixNano() < until
+}

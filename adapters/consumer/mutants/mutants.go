@@ -37,7 +37,9 @@ func All() []Mutant {
 		{Name: "shared-flag", MustFail: []string{"CO-1.3"},
 			Summary: "one \"processed\" flag per (message, version) shared by all scopes: the index marks the notification done",
 			Design: with(func(d *reference.Design) {
-				d.Key = func(e consumer.Event, _ string) string { return fmt.Sprintf("processed/%s/v%d", e.MessageID, e.Version) }
+				d.Key = func(e consumer.Event, _ string) string {
+					return fmt.Sprintf("processed/%s/v%d", e.MessageID, e.Version)
+				}
 			})},
 		{Name: "short-ttl", MustFail: []string{"CO-3.1"},
 			Summary: "de-dupe records live 10 minutes; the redelivery comes at 11",

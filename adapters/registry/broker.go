@@ -20,10 +20,13 @@ func addBrokers(r *target.Registry) {
 	r.Add(target.Kind{
 		Suite: "broker", Name: "nats",
 		Summary: "NATS JetStream through nats.go/jetstream: an embedded nats-server, or a server at nats://[user:password@]host:port",
-		Modes:   []target.Mode{target.Embedded, target.External},
-		Needs:   "nothing (embedded); a nats-server with JetStream for a URL",
+		Modes:   []target.Mode{target.Embedded, target.External, target.Container},
+		Needs:   "nothing (embedded); a nats-server with JetStream for a URL; Docker and the image nats:2.15.2 (TCK_NATS_IMAGE; `make images` builds it) for =container",
 		Default: true,
 		Start: func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+			if ref.Mode() == target.Container {
+				return natsContainer(ctx, ref, NATSClient{}) // containers.go
+			}
 			if ref.Mode() == target.Embedded {
 				return NATSEmbedded(ctx, ref, NATSClient{})
 			}

@@ -64,9 +64,12 @@ func addEventStores(r *target.Registry) {
 	r.Add(target.Kind{
 		Suite: "eventstore", Name: "postgres",
 		Summary: "PostgreSQL through pgx: named unique constraints, errors mapped by constraint name",
-		Modes:   []target.Mode{target.External},
-		Needs:   "a PostgreSQL URL, postgres://user:pw@host:5432/db (scripts/postgres-local.sh starts one); the adapter creates and uses the schema onceproof_tck only",
+		Modes:   []target.Mode{target.External, target.Container},
+		Needs:   "a PostgreSQL URL, postgres://user:pw@host:5432/db (scripts/postgres-local.sh starts one), or Docker and the image postgres:15 (TCK_POSTGRES_IMAGE; `make images` builds it) for =container; the adapter creates and uses the schema onceproof_tck only",
 		Start: func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+			if ref.Mode() == target.Container {
+				return postgresContainer(ctx, ref) // containers.go
+			}
 			db, err := pgstore.Open(ctx, ref.Address)
 			if err != nil {
 				return nil, target.Unavailable(ref, err)

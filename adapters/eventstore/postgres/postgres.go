@@ -111,10 +111,23 @@ type DB struct {
 func Open(ctx context.Context, url string) (*DB, error) {
 	db, err := open(ctx, url)
 	if err != nil {
-		return nil, target.RedactError(err, target.Password(url))
+		// pgx lists one line per address tried; a report wants one line.
+		msg := target.RedactError(err, target.Password(url)).Error()
+		msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
+		return nil, &openError{msg: "postgres: " + msg, err: err}
 	}
 	return db, nil
 }
+
+// openError is Open's error: redacted, on one line, still unwrapping to the
+// driver's error for errors.As.
+type openError struct {
+	msg string
+	err error
+}
+
+func (e *openError) Error() string { return e.msg }
+func (e *openError) Unwrap() error { return e.err }
 
 func open(ctx context.Context, url string) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url)

@@ -85,6 +85,10 @@ func TestUnreachableServer(t *testing.T) {
 	if strings.Contains(err.Error(), secret) {
 		t.Fatalf("the error shows the password: %v", err)
 	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("the error should fit on one line: %q", err)
+	}
+	t.Logf("unreachable: %v", err)
 	// The registry wraps it so; the password must not come back either.
 	if u := target.Unavailable(target.Ref{Suite: "eventstore", Name: "postgres", Address: url}, err); !errors.Is(u, target.ErrUnavailable) || strings.Contains(u.Error(), secret) {
 		t.Fatalf("target.Unavailable: %v", u)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	pgstore "github.com/onceproof/tck/adapters/eventstore/postgres"
 	"github.com/onceproof/tck/containers"
@@ -55,16 +56,32 @@ func natsContainer(ctx context.Context, ref target.Ref, client NATSClient) (*tar
 	if err != nil {
 		return nil, target.Unavailable(ref, err)
 	}
+	// The suite stops a rule's private server when the rule's workload
+	// ends, which may be after the run returns; the target's Stop removes
+	// any still there, so nothing outlives the run.
+	var mu sync.Mutex
+	var privates []*containers.Container
 	private := func(ctx context.Context) (broker.Server, error) {
 		pn, err := containers.StartNATS(ctx, containers.NATSOptions{})
 		if err != nil {
 			return nil, err
 		}
+		mu.Lock()
+		privates = append(privates, pn.Container)
+		mu.Unlock()
 		return &natsContainerServer{n: pn, client: client}, nil
 	}
 	st, err := inContainer(ref, n.Container, n.Spec.Image, n.URL, "nats-server "+n.Version+" (container)",
 		func(url string, stop func() error) (*target.Started, error) {
-			return natsStarted(ctx, ref, url, client, stop, private)
+			return natsStarted(ctx, ref, url, client, func() error {
+				mu.Lock()
+				defer mu.Unlock()
+				errs := []error{stop()}
+				for _, c := range privates {
+					errs = append(errs, c.Remove(context.Background()))
+				}
+				return errors.Join(errs...)
+			}, private)
 		})
 	if err != nil {
 		return nil, err

@@ -1,0 +1,116 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+	"github.com/onceproof/tck/containers"
+	"github.com/onceproof/tck/runner"
+	"github.com/onceproof/tck/target"
+	"github.com/onceproof/tck/verdict"
+)
+
+// runContainer starts key=container, runs its suite, stops it, and checks
+// that nothing of this process is left on the Docker host.
+func runContainer(t *testing.T, key, image string) []verdict.Result {
+	containers.Need(t, image)
+	ctx := context.Background()
+	ref, err := target.Parse(key + "=container")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind, ref, err := Targets().Resolve(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	st, err := kind.Start(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s started in %v: %s %s", key, time.Since(start).Round(time.Millisecond), st.Info.Version, st.Info.Address)
+	rs := runner.Run(ref.Key(), st.Register, runner.Options{})
+	if err := st.Stop(); err != nil {
+		t.Errorf("stop: %v", err)
+	}
+	assertNothingLeft(t)
+	return rs
+}
+
+func assertNothingLeft(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	dc, err := containers.Client(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := client.Filters{}.Add("label", containers.LabelSession+"="+containers.SessionID())
+	cs, err := dc.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs.Items {
+		t.Errorf("left behind: container %s (%s)", c.Names, c.Image)
+	}
+}
+
+func TestPostgresContainerPassesEventStoreSuite(t *testing.T) {
+	for _, r := range runContainer(t, "eventstore/postgres", containers.PostgresImage()) {
+		if r.Verdict == verdict.Fail {
+			t.Errorf("%s: %s: %s", r.Rule, r.Verdict, r.Reason)
+		}
+	}
+}
+
+func TestNATSContainerPassesBrokerSuite(t *testing.T) {
+	for _, r := range runContainer(t, "broker/nats", containers.NATSImage()) {
+		if r.Verdict == verdict.Fail {
+			t.Errorf("%s: %s: %s", r.Rule, r.Verdict, r.Reason)
+		}
+		if r.Rule == "BR-3.1" {
+			t.Logf("BR-3.1 %s: %s", r.Verdict, r.Reason)
+		}
+	}
+}
+
+// Without Docker a container target is unavailable (exit 4) with one line
+// saying so. The check runs in a child process whose DOCKER_HOST points
+// nowhere, because this process keeps its Docker client once connected.
+func TestContainerWithoutDocker(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestContainerWithoutDockerChild$", "-test.v")
+	cmd.Env = append(os.Environ(), "DOCKER_HOST=unix:///nonexistent/docker.sock", "TCK_NO_DOCKER_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "--- PASS: TestContainerWithoutDockerChild") {
+		t.Fatalf("child did not run the check:\n%s", out)
+	}
+}
+
+func TestContainerWithoutDockerChild(t *testing.T) {
+	if os.Getenv("TCK_NO_DOCKER_CHILD") == "" {
+		t.Skip("runs only as the child of TestContainerWithoutDocker")
+	}
+	for _, key := range []string{"broker/nats=container", "eventstore/postgres=container"} {
+		ref, _ := target.Parse(key)
+		kind, ref, err := Targets().Resolve(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = kind.Start(context.Background(), ref)
+		if !errors.Is(err, target.ErrUnavailable) || !strings.Contains(err.Error(), "docker is not available") {
+			t.Fatalf("%s: want target unavailable because docker is not, got %v", key, err)
+		}
+		if strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: the error is not one line: %q", key, err)
+		}
+		t.Logf("%s: %v", key, err)
+	}
+}

@@ -64,7 +64,9 @@ func Run(target string, register func(), opts Options) []verdict.Result {
 	suiteCfg.Timeout = 24 * time.Hour // each rule has its own deadline
 	suiteCfg.RandomSeed = 1           // the catalog's order, every time
 	for _, id := range opts.Rules {
-		suiteCfg.FocusStrings = append(suiteCfg.FocusStrings, "^"+regexp.QuoteMeta(id)+" ")
+		// The full text starts with the suite's container (e.g. "consumer"),
+		// so the id is matched as a word, not at the start.
+		suiteCfg.FocusStrings = append(suiteCfg.FocusStrings, `(^|\s)`+regexp.QuoteMeta(id)+" ")
 	}
 	repCfg := types.NewDefaultReporterConfig()
 	repCfg.NoColor = true

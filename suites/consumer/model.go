@@ -97,7 +97,9 @@ func (m *Model) Diff(effects []sinks.Effect, docs map[string]sinks.Doc) []string
 		}
 		return a.Scope < b.Scope
 	})
-	var out []string
+	// Index documents first: "a stale version won" says more than the
+	// effect count it also shows up in.
+	out := m.diffDocs(docs)
 	for _, k := range ks {
 		want, g := m.Expected[k], got[k]
 		switch {
@@ -110,25 +112,33 @@ func (m *Model) Diff(effects []sinks.Effect, docs map[string]sinks.Doc) []string
 			out = append(out, fmt.Sprintf("%s: unexpected effect (want %d, got %d)", k, want, g))
 		}
 	}
-	if m.scopes[sinks.ScopeIndex] {
-		ids := map[string]bool{}
-		for id := range m.Final {
-			ids[id] = true
-		}
-		for id := range docs {
-			ids[id] = true
-		}
-		for _, id := range sortedKeys(ids) {
-			want, wok := m.Final[id]
-			got, gok := docs[id]
-			switch {
-			case wok && !gok:
-				out = append(out, fmt.Sprintf("index %s: missing (want v%d)", id, want.Version))
-			case !wok && gok:
-				out = append(out, fmt.Sprintf("index %s: unexpected document v%d", id, got.Version))
-			case want != got:
-				out = append(out, fmt.Sprintf("index %s: holds v%d, want v%d (a stale version won)", id, got.Version, want.Version))
-			}
+	return out
+}
+
+func (m *Model) diffDocs(docs map[string]sinks.Doc) []string {
+	if !m.scopes[sinks.ScopeIndex] {
+		return nil
+	}
+	var out []string
+	ids := map[string]bool{}
+	for id := range m.Final {
+		ids[id] = true
+	}
+	for id := range docs {
+		ids[id] = true
+	}
+	for _, id := range sortedKeys(ids) {
+		want, wok := m.Final[id]
+		got, gok := docs[id]
+		switch {
+		case wok && !gok:
+			out = append(out, fmt.Sprintf("index %s: missing (want v%d)", id, want.Version))
+		case !wok && gok:
+			out = append(out, fmt.Sprintf("index %s: unexpected document v%d", id, got.Version))
+		case got.Version < want.Version:
+			out = append(out, fmt.Sprintf("index %s: holds v%d, want v%d (a stale version won)", id, got.Version, want.Version))
+		case want != got:
+			out = append(out, fmt.Sprintf("index %s: holds v%d %q, want v%d %q", id, got.Version, got.Body, want.Version, want.Body))
 		}
 	}
 	return out

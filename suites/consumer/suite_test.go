@@ -1,0 +1,118 @@
+package consumer_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onceproof/tck/adapters/broker/nats"
+	"github.com/onceproof/tck/adapters/consumer/reference"
+	"github.com/onceproof/tck/mq"
+	"github.com/onceproof/tck/outbox"
+	"github.com/onceproof/tck/runner"
+	"github.com/onceproof/tck/suites/consumer"
+	"github.com/onceproof/tck/verdict"
+)
+
+func embedded(tb testing.TB) func(context.Context) (mq.Broker, error) {
+	tb.Helper()
+	e, err := nats.StartEmbedded(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = e.Stop() })
+	return func(ctx context.Context) (mq.Broker, error) { return nats.Connect(ctx, e.URL(), nats.Options{}) }
+}
+
+type handler func(ctx context.Context, d consumer.Delivery) error
+
+func (h handler) Handle(ctx context.Context, d consumer.Delivery) error { return h(ctx, d) }
+
+func factoryOf(h handler) consumer.Factory {
+	return func(context.Context, consumer.Env) (consumer.Consumer, error) { return h, nil }
+}
+
+// A consumer that panics, blocks or errors on every delivery gets a clear
+// verdict with the panic, deadline or error in the evidence, and the run
+// goes on to the next rule.
+func TestBadConsumersGetClearVerdicts(t *testing.T) {
+	broker := embedded(t)
+	timing := consumer.Timing{Settle: 1500 * time.Millisecond, HandleDeadline: 300 * time.Millisecond}
+	cases := []struct {
+		name    string
+		h       handler
+		verdict verdict.Verdict
+		reason  string
+		note    string
+	}{
+		{"panics", func(context.Context, consumer.Delivery) error { panic("boom in Handle") },
+			verdict.Fail, "the consumer panicked", "boom in Handle"},
+		{"blocks", func(ctx context.Context, _ consumer.Delivery) error { select {} },
+			verdict.Unknown, "the consumer blocked", "deadline: Handle("},
+		{"errors", func(context.Context, consumer.Delivery) error { return errors.New("index unavailable") },
+			verdict.Fail, "returned an error", "index unavailable"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tgt := consumer.Target{Broker: broker, New: factoryOf(c.h), Timing: timing}
+			rs := runner.Run("consumer/"+c.name, func() { consumer.Register(tgt) }, runner.Options{Rules: []string{"CO-1.1", "CO-1.2"}})
+			ran := 0
+			for _, r := range rs {
+				if r.Rule != "CO-1.1" && r.Rule != "CO-1.2" {
+					continue
+				}
+				ran++
+				if r.Verdict != c.verdict || !strings.Contains(r.Reason, c.reason) {
+					t.Errorf("%s: %s %q, want %s containing %q", r.Rule, r.Verdict, r.Reason, c.verdict, c.reason)
+				}
+				if !strings.Contains(strings.Join(r.Evidence.Notes, "\n"), c.note) {
+					t.Errorf("%s: evidence lacks %q: %v", r.Rule, c.note, r.Evidence.Notes)
+				}
+			}
+			if ran != 2 {
+				t.Errorf("%d of the 2 rules ran: the run did not continue", ran)
+			}
+		})
+	}
+}
+
+// A consumer that swallows the kit's crash panic is still ended: the crash
+// is the kit's, not a flag the consumer reads.
+func TestSwallowedCrashStillEndsTheInstance(t *testing.T) {
+	ref := reference.Reference().Factory()
+	swallow := func(ctx context.Context, env consumer.Env) (consumer.Consumer, error) {
+		c, err := ref(ctx, env)
+		return handler(func(ctx context.Context, d consumer.Delivery) (err error) {
+			defer func() { _ = recover() }()
+			return c.Handle(ctx, d)
+		}), err
+	}
+	tgt := consumer.Target{Broker: embedded(t), New: swallow, Declared: reference.Reference().Declared()}
+	rs := runner.Run("consumer/swallow", func() { consumer.Register(tgt) }, runner.Options{Rules: []string{"CO-2.1"}})
+	for _, r := range rs {
+		if r.Rule == "CO-2.1" && r.Verdict != verdict.Pass {
+			t.Fatalf("CO-2.1: %s %s", r.Verdict, r.Reason)
+		}
+	}
+}
+
+// BenchmarkReferenceSuite measures the wall time of the whole consumer
+// suite (every CO rule) against the reference consumer over embedded NATS.
+//
+//	go test ./suites/consumer -run '^$' -bench ReferenceSuite -benchtime 1x
+func BenchmarkReferenceSuite(b *testing.B) {
+	broker := embedded(b)
+	d := reference.Reference()
+	tgt := consumer.Target{Broker: broker, New: d.Factory(), Declared: d.Declared(), Outbox: outbox.Factory, Seed: 1}
+	for i := 0; i < b.N; i++ {
+		rs := runner.Run("consumer/reference", func() { consumer.Register(tgt) }, runner.Options{})
+		for _, r := range rs {
+			if r.Verdict != verdict.Pass {
+				b.Fatalf("%s: %s %s", r.Rule, r.Verdict, r.Reason)
+			}
+		}
+	}
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/suite")
+}

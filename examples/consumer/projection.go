@@ -1,0 +1,36 @@
+// Package projection is an example of a backend team's own consumer checked
+// by the kit: a search projection that keeps one document per message at
+// its newest version. It declares one scope (search-index) and relies on the
+// index's conditional, versioned upsert alone: a redelivery, a replay or a
+// second worker writes the same version again, which changes nothing, and
+// an older version never wins. It acks only after the write.
+package projection
+
+import (
+	"context"
+
+	"github.com/onceproof/tck/sinks"
+	"github.com/onceproof/tck/suites/consumer"
+)
+
+// Projection is one instance.
+type Projection struct {
+	index sinks.Index
+}
+
+// New is the factory the kit calls at start and after every crash.
+func New(_ context.Context, env consumer.Env) (consumer.Consumer, error) {
+	return &Projection{index: env.Index}, nil
+}
+
+// Declared is what the projection says about itself.
+var Declared = consumer.Declared{Scopes: []string{sinks.ScopeIndex}}
+
+// Handle writes the event's version of the document, then acks.
+func (p *Projection) Handle(ctx context.Context, d consumer.Delivery) error {
+	e := d.Event()
+	if _, err := p.index.Upsert(ctx, sinks.Doc{ID: e.MessageID, Version: e.Version, Body: e.Body}); err != nil {
+		return err
+	}
+	return d.Ack(ctx)
+}

@@ -117,7 +117,7 @@ func registerDelivery(p *plan) {
 		return func() {
 			expect(err).NotTo(gomega.HaveOccurred(), "member-2 fetching")
 			expect(again).NotTo(gomega.BeNil(), "the delivery of a member that died before acking must be redelivered to another member; member-2 got nothing within %s", aw+4*tol)
-			expect(again.d.Message().ID).To(gomega.Equal(id), "member-2 got another message")
+			expect(string(again.d.Message().Payload)).To(gomega.Equal("body of "+id), "member-2 got another message")
 			expect(again.d.Attempt()).To(gomega.Equal(first.d.Attempt()+1), "the redelivery's attempt number")
 			f.ev.Figure("redelivered to member-2 after", again.at.Sub(first.at).Seconds(), "s")
 		}
@@ -130,13 +130,14 @@ func registerDelivery(p *plan) {
 		if err != nil {
 			return f.failed(err, "setting up")
 		}
-		got := map[string]*delivered{}
+		got := map[string]*delivered{} // by payload: "body of <id>"
+		plain, delayed = "body of "+plain, "body of "+delayed
 		for len(got) < 2 {
 			d, err := f.next("member-1", c, time.Now().Add(aw))
 			if err != nil || d == nil {
 				return f.failed(fmt.Errorf("only %d of 2 first deliveries: %v", len(got), err), "first deliveries")
 			}
-			got[d.d.Message().ID] = d
+			got[string(d.d.Message().Payload)] = d
 		}
 		nakAt := map[string]time.Time{}
 		errP := f.settle("member-1", "nak", got[plain].d, func(ctx ctxT) error { return got[plain].d.Nak(ctx, 0) })
@@ -150,7 +151,7 @@ func registerDelivery(p *plan) {
 			if err != nil || d == nil {
 				break
 			}
-			mid := d.d.Message().ID
+			mid := string(d.d.Message().Payload)
 			if _, seen := back[mid]; !seen {
 				back[mid] = d.at.Sub(nakAt[mid])
 			}

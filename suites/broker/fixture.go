@@ -157,6 +157,28 @@ func (f *fixture) copies(topic, id string) (int, []string, error) {
 	return f.copiesOn(f.b, topic, id)
 }
 
+// intentsOn counts the stored copies of one intent, known by its payload:
+// a producer that changes the id on a retry stores copies under other ids,
+// and they are copies all the same.
+func (f *fixture) intentsOn(b mq.Broker, topic, payload string) (int, error) {
+	h := f.rec.Invoke("checker", "read-all", topic)
+	all, err := b.ReadAll(f.ctx, topic)
+	if err != nil {
+		h.Info(err.Error())
+		return 0, err
+	}
+	n := 0
+	for _, s := range all {
+		if string(s.Message.Payload) == payload {
+			n++
+		}
+	}
+	h.OK(fmt.Sprintf("%d stored, %d of intent %q", len(all), n, payload))
+	return n, nil
+}
+
+func (f *fixture) intents(topic, payload string) (int, error) { return f.intentsOn(f.b, topic, payload) }
+
 // consumer opens a member of group on topic.
 func (f *fixture) consumer(topic, group string, cfg mq.ConsumerConfig) (mq.Consumer, error) {
 	cfg.Group = group

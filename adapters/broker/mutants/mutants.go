@@ -1,0 +1,278 @@
+// Package mutants holds deliberately broken broker clients for the
+// self-test. Each sits in front of a real embedded NATS JetStream and puts
+// one defect in the client path (or in what the target declares), the kind
+// of mistake seed 002 warns about: a producer that mints a fresh message id
+// per send, an ack that is never sent, a nak that ignores its delay, a
+// close that acks what it held. Each names the BR rules it must fail; the
+// package test and `tck selftest --suite broker` check that it does, and
+// that every BR rule is failed by at least one mutant.
+package mutants
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+	"time"
+
+	"github.com/onceproof/tck/adapters/broker/nats"
+	"github.com/onceproof/tck/mq"
+)
+
+// Mutant is one broken client.
+type Mutant struct {
+	Name     string
+	Summary  string
+	MustFail []string
+	// Options adjusts the adapter's options (nil: none).
+	Options func(*nats.Options)
+	// Wrap puts the defect around a healthy handle (nil: none).
+	Wrap func(mq.Broker) mq.Broker
+	// Declare adjusts what the target declares (nil: the truth).
+	Declare func(mq.Capabilities) mq.Capabilities
+}
+
+// All returns every broker mutant.
+func All() []Mutant {
+	return []Mutant{
+		{
+			Name: "fresh-id", Summary: "the producer mints a fresh message id on every send, retries included",
+			MustFail: []string{"BR-1.1", "BR-1.2", "BR-1.3", "BR-1.6"},
+			Wrap: with(hooks{publish: func(m mq.Message) mq.Message {
+				m.ID = m.ID + "~" + nonce()
+				return m
+			}}),
+		},
+		{
+			Name: "short-window", Summary: "declares the window it asked for, but creates topics with half of it",
+			MustFail: []string{"BR-1.2", "BR-1.3"},
+			Wrap: with(hooks{topic: func(c mq.TopicConfig) mq.TopicConfig {
+				c.DedupeWindow /= 2
+				return c
+			}}),
+		},
+		{
+			Name: "claims-refresh", Summary: "declares that a duplicate hit refreshes the de-dupe window (NATS does not)",
+			MustFail: []string{"BR-1.4"},
+			Declare: func(c mq.Capabilities) mq.Capabilities {
+				c.DedupeRefreshOnHit = true
+				return c
+			},
+		},
+		{
+			Name: "claims-dedupe-restart", Summary: "declares that the de-dupe state survives a restart under work-queue retention too",
+			MustFail: []string{"BR-1.7"},
+			Declare: func(c mq.Capabilities) mq.Capabilities {
+				c.DedupeAfterRestart = []mq.Retention{mq.Limits, mq.WorkQueue}
+				return c
+			},
+		},
+		{
+			Name: "memory-storage", Summary: "creates every topic in memory: acked publishes vanish with a restart",
+			MustFail: []string{"BR-1.7", "BR-3.1"},
+			Options:  func(o *nats.Options) { o.Memory = true },
+		},
+		{
+			Name: "ack-unsent", Summary: "Ack reports success without telling the broker",
+			MustFail: []string{"BR-2.2", "BR-2.8"},
+			Wrap:     with(hooks{ack: func(context.Context, mq.Delivery) error { return nil }}),
+		},
+		{
+			Name: "redelivery-as-new", Summary: "the consumer reports every delivery as a first attempt",
+			MustFail: []string{"BR-2.1"},
+			Wrap:     with(hooks{attempt: func(int) int { return 1 }}),
+		},
+		{
+			Name: "nak-no-delay", Summary: "nak ignores the requested delay",
+			MustFail: []string{"BR-2.4"},
+			Wrap: with(hooks{nak: func(ctx context.Context, d mq.Delivery, _ time.Duration) error {
+				return d.Nak(ctx, 0)
+			}}),
+		},
+		{
+			Name: "nak-as-term", Summary: "nak terminates the message instead of asking for redelivery",
+			MustFail: []string{"BR-2.4", "BR-2.9"},
+			Wrap: with(hooks{nak: func(ctx context.Context, d mq.Delivery, _ time.Duration) error {
+				return d.Term(ctx)
+			}}),
+		},
+		{
+			Name: "term-as-nak", Summary: "term asks for redelivery instead of stopping it",
+			MustFail: []string{"BR-2.5"},
+			Wrap: with(hooks{term: func(ctx context.Context, d mq.Delivery) error {
+				return d.Nak(ctx, 0)
+			}}),
+		},
+		{
+			Name: "no-max-deliver", Summary: "opens consumers without the max-deliver limit it was given",
+			MustFail: []string{"BR-2.6"},
+			Wrap: with(hooks{consumer: func(c mq.ConsumerConfig) mq.ConsumerConfig {
+				c.MaxDeliver = 0
+				return c
+			}}),
+		},
+		{
+			Name: "in-progress-noop", Summary: "in-progress reports success without telling the broker",
+			MustFail: []string{"BR-2.7"},
+			Wrap:     with(hooks{inProgress: func(context.Context, mq.Delivery) error { return nil }}),
+		},
+		{
+			Name: "close-acks", Summary: "closing a consumer acks every delivery it still holds, processed or not",
+			MustFail: []string{"BR-2.3", "BR-2.9"},
+			Wrap:     with(hooks{closeAcks: true}),
+		},
+		{
+			Name: "limits-only", Summary: "creates every topic with limits retention, work queues included",
+			MustFail: []string{"BR-2.8"},
+			Wrap: with(hooks{topic: func(c mq.TopicConfig) mq.TopicConfig {
+				c.Retention = mq.Limits
+				return c
+			}}),
+		},
+	}
+}
+
+func nonce() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// hooks are the places a defect can sit; nil means healthy.
+type hooks struct {
+	publish    func(mq.Message) mq.Message
+	topic      func(mq.TopicConfig) mq.TopicConfig
+	consumer   func(mq.ConsumerConfig) mq.ConsumerConfig
+	attempt    func(int) int
+	ack        func(context.Context, mq.Delivery) error
+	nak        func(context.Context, mq.Delivery, time.Duration) error
+	term       func(context.Context, mq.Delivery) error
+	inProgress func(context.Context, mq.Delivery) error
+	closeAcks  bool
+}
+
+func with(h hooks) func(mq.Broker) mq.Broker {
+	return func(b mq.Broker) mq.Broker { return &broker{Broker: b, h: h} }
+}
+
+type broker struct {
+	mq.Broker
+	h hooks
+}
+
+func (b *broker) CreateTopic(ctx context.Context, name string, cfg mq.TopicConfig) error {
+	if b.h.topic != nil {
+		cfg = b.h.topic(cfg)
+	}
+	return b.Broker.CreateTopic(ctx, name, cfg)
+}
+
+func (b *broker) Publish(ctx context.Context, topic string, m mq.Message) (mq.PublishAck, error) {
+	if b.h.publish != nil {
+		m = b.h.publish(m)
+	}
+	return b.Broker.Publish(ctx, topic, m)
+}
+
+func (b *broker) Consumer(ctx context.Context, topic string, cfg mq.ConsumerConfig) (mq.Consumer, error) {
+	if b.h.consumer != nil {
+		cfg = b.h.consumer(cfg)
+	}
+	c, err := b.Broker.Consumer(ctx, topic, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &consumer{Consumer: c, h: b.h, held: map[*delivery]bool{}}, nil
+}
+
+// WatchMaxDeliver passes the broker's signal through untouched.
+func (b *broker) WatchMaxDeliver(ctx context.Context, topic, group string) (<-chan string, error) {
+	if w, ok := b.Broker.(mq.MaxDeliverWatcher); ok {
+		return w.WatchMaxDeliver(ctx, topic, group)
+	}
+	return nil, mq.ErrUnsupported
+}
+
+type consumer struct {
+	mq.Consumer
+	h    hooks
+	mu   sync.Mutex
+	held map[*delivery]bool // fetched and not yet settled
+}
+
+func (c *consumer) Fetch(ctx context.Context, max int, wait time.Duration) ([]mq.Delivery, error) {
+	ds, err := c.Consumer.Fetch(ctx, max, wait)
+	out := make([]mq.Delivery, len(ds))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, d := range ds {
+		w := &delivery{Delivery: d, c: c}
+		c.held[w] = true
+		out[i] = w
+	}
+	return out, err
+}
+
+func (c *consumer) Close() error {
+	if c.h.closeAcks {
+		c.mu.Lock()
+		held := c.held
+		c.held = map[*delivery]bool{}
+		c.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		for d := range held {
+			_ = d.Delivery.Ack(ctx)
+		}
+		cancel()
+	}
+	return c.Consumer.Close()
+}
+
+type delivery struct {
+	mq.Delivery
+	c *consumer
+}
+
+func (d *delivery) settled() {
+	d.c.mu.Lock()
+	delete(d.c.held, d)
+	d.c.mu.Unlock()
+}
+
+func (d *delivery) Attempt() int {
+	if d.c.h.attempt != nil {
+		return d.c.h.attempt(d.Delivery.Attempt())
+	}
+	return d.Delivery.Attempt()
+}
+
+func (d *delivery) Ack(ctx context.Context) error {
+	d.settled()
+	if d.c.h.ack != nil {
+		return d.c.h.ack(ctx, d.Delivery)
+	}
+	return d.Delivery.Ack(ctx)
+}
+
+func (d *delivery) Nak(ctx context.Context, delay time.Duration) error {
+	d.settled()
+	if d.c.h.nak != nil {
+		return d.c.h.nak(ctx, d.Delivery, delay)
+	}
+	return d.Delivery.Nak(ctx, delay)
+}
+
+func (d *delivery) Term(ctx context.Context) error {
+	d.settled()
+	if d.c.h.term != nil {
+		return d.c.h.term(ctx, d.Delivery)
+	}
+	return d.Delivery.Term(ctx)
+}
+
+func (d *delivery) InProgress(ctx context.Context) error {
+	if d.c.h.inProgress != nil {
+		return d.c.h.inProgress(ctx, d.Delivery)
+	}
+	return d.Delivery.InProgress(ctx)
+}

@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/onceproof/tck/adapters/registry"
@@ -47,5 +48,15 @@ func TestReference(t *testing.T) {
 			}
 			t.Errorf("%s: %s (%s)", r.Rule, r.Verdict, r.Reason)
 		}
+	}
+}
+
+func TestOneTarget(t *testing.T) {
+	key := os.Getenv("BROKER_TARGET")
+	if key == "" {
+		t.Skip("set BROKER_TARGET=broker/NAME[=ADDRESS]")
+	}
+	for _, r := range run(t, key) {
+		t.Logf("%s %s %.0fms: %s", r.Rule, r.Verdict, r.DurationMs, r.Reason)
 	}
 }

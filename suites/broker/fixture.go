@@ -177,7 +177,9 @@ func (f *fixture) intentsOn(b mq.Broker, topic, payload string) (int, error) {
 	return n, nil
 }
 
-func (f *fixture) intents(topic, payload string) (int, error) { return f.intentsOn(f.b, topic, payload) }
+func (f *fixture) intents(topic, payload string) (int, error) {
+	return f.intentsOn(f.b, topic, payload)
+}
 
 // consumer opens a member of group on topic.
 func (f *fixture) consumer(topic, group string, cfg mq.ConsumerConfig) (mq.Consumer, error) {

@@ -62,11 +62,7 @@ func NATSEmbedded(ctx context.Context, ref target.Ref, client NATSClient) (*targ
 		return nil, target.Unavailable(ref, err)
 	}
 	st, err := natsStarted(ctx, ref, e.URL(), client, e.Stop, func(ctx context.Context) (broker.Server, error) {
-		pe, err := nats.StartEmbedded(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return &natsServer{e: pe, client: client}, nil
+		return natsPrivate(ctx, client)
 	})
 	if err != nil {
 		_ = e.Stop()
@@ -172,10 +168,52 @@ func natsFault(addr string, client NATSClient) *broker.Fault {
 	}
 }
 
+// natsPrivate starts a rule's own server: a nats-server child process of
+// the embedded version when a binary can be had (it can be killed, for the
+// abrupt restart), else an embedded server (graceful restarts only).
+func natsPrivate(ctx context.Context, client NATSClient) (broker.Server, error) {
+	bin, binErr := nats.Binary(ctx)
+	if binErr == nil {
+		p, err := nats.StartProcess(ctx, bin, nats.Sync{})
+		if err == nil {
+			return &natsProcess{p: p, client: client}, nil
+		}
+		binErr = err
+	}
+	pe, err := nats.StartEmbedded(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &natsServer{e: pe, client: client, why: binErr}, nil
+}
+
+// natsProcess is a rule's own nats-server child process.
+type natsProcess struct {
+	p      *nats.Process
+	client NATSClient
+}
+
+func (s *natsProcess) Open(ctx context.Context) (mq.Broker, error) { return s.client.open(ctx, s.p.URL()) }
+
+func (s *natsProcess) Restart(ctx context.Context, how broker.Restart) error {
+	return s.p.Restart(ctx, how == broker.Abrupt)
+}
+
+func (s *natsProcess) Sync(ctx context.Context) (string, bool, error) {
+	sy, err := s.p.Sync(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	return sy.String() + " (read from the child nats-server's /varz)", sy.CanLoseAcked(), nil
+}
+
+func (s *natsProcess) Stop() error { return s.p.Stop() }
+
 // natsServer is a rule's own embedded server.
 type natsServer struct {
 	e      *nats.Embedded
 	client NATSClient
+	why    error // why no child process could be used
 }
 
 func (s *natsServer) Open(ctx context.Context) (mq.Broker, error) {
@@ -184,7 +222,8 @@ func (s *natsServer) Open(ctx context.Context) (mq.Broker, error) {
 
 func (s *natsServer) Restart(ctx context.Context, how broker.Restart) error {
 	if how == broker.Abrupt {
-		return fmt.Errorf("%w: an embedded server lives in the kit's own process and cannot be killed without killing the kit", mq.ErrUnsupported)
+		return fmt.Errorf("%w: an embedded server lives in the kit's own process and cannot be killed without killing the kit, and no nats-server child process could be started (%v; set %s)",
+			mq.ErrUnsupported, s.why, nats.BinaryEnv)
 	}
 	return s.e.Restart(ctx)
 }

@@ -56,3 +56,39 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal("connect to a closed port succeeded")
 	}
 }
+
+// TestProcess: a child nats-server comes back after SIGKILL with what it had
+// acknowledged, and reports its sync setting.
+func TestProcess(t *testing.T) {
+	ctx := context.Background()
+	bin, err := nats.Binary(ctx)
+	if err != nil {
+		t.Skipf("no nats-server binary: %v", err)
+	}
+	p, err := nats.StartProcess(ctx, bin, nats.Sync{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	if s, err := p.Sync(ctx); err != nil || s.Always || s.Interval != 2*time.Minute {
+		t.Fatalf("sync %+v %v", s, err)
+	}
+	b, err := nats.Connect(ctx, p.URL(), nats.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.CreateTopic(ctx, "k", mq.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Publish(ctx, "k", mq.Message{ID: "a", Payload: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Restart(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	all, err := b.ReadAll(ctx, "k")
+	if err != nil || len(all) != 1 {
+		t.Fatalf("after SIGKILL: %+v %v", all, err)
+	}
+}

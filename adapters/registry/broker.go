@@ -193,7 +193,9 @@ type natsProcess struct {
 	client NATSClient
 }
 
-func (s *natsProcess) Open(ctx context.Context) (mq.Broker, error) { return s.client.open(ctx, s.p.URL()) }
+func (s *natsProcess) Open(ctx context.Context) (mq.Broker, error) {
+	return s.client.open(ctx, s.p.URL())
+}
 
 func (s *natsProcess) Restart(ctx context.Context, how broker.Restart) error {
 	return s.p.Restart(ctx, how == broker.Abrupt)

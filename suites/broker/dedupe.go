@@ -41,7 +41,7 @@ func registerDedupe(p *plan) {
 			if f.t.Caps.DuplicateFlag {
 				expect(a2.Duplicate).To(gomega.BeTrue(), "the broker declares a duplicate flag, but the second reply does not carry it")
 			}
-			f.ev2().Notef("stored once; the second reply: %s", describeAck(a2))
+			f.ev.Notef("stored once; the second reply: %s", describeAck(a2))
 		}
 	})
 
@@ -81,7 +81,7 @@ func registerDedupe(p *plan) {
 			expect(errB).NotTo(gomega.HaveOccurred(), "branch B retry at 1.2 of the window")
 			expect(errRA).NotTo(gomega.HaveOccurred(), "reading back")
 			expect(errRB).NotTo(gomega.HaveOccurred(), "reading back")
-			f.ev2().Notef("branch A (0.8 window, %.2fs): %s, %d copies; branch B (1.2 window, %.2fs): %s, %d copies",
+			f.ev.Notef("branch A (0.8 window, %.2fs): %s, %d copies; branch B (1.2 window, %.2fs): %s, %d copies",
 				atA.Seconds(), describeAck(aA), nA, atB.Seconds(), describeAck(aB), nB)
 			expect(nA).To(gomega.Equal(1), "branch A: a retry at 0.8 of the window (%.2fs) must be dropped; copies stored", atA.Seconds())
 			expect(nB).To(gomega.Equal(2), "branch B: a retry at 1.2 of the window (%.2fs) must be stored again; copies stored", atB.Seconds())
@@ -126,7 +126,7 @@ func registerDedupe(p *plan) {
 			if nCtl == 1 {
 				spec.Unknown("the control id was still dropped at 1.2 of the declared window (%s): the window is longer than declared (BR-1.2), so refresh cannot be told apart", describeAck(aCtl))
 			}
-			f.ev2().Notef("duplicate hit at 0.5 window, retry at 1.2 window: %s (%d copies); control: %d copies; refresh on hit measured %v, declared %v",
+			f.ev.Notef("duplicate hit at 0.5 window, retry at 1.2 window: %s (%d copies); control: %d copies; refresh on hit measured %v, declared %v",
 				describeAck(aLate), nHit, nCtl, refreshed, f.t.Caps.DedupeRefreshOnHit)
 			expect(refreshed).To(gomega.Equal(f.t.Caps.DedupeRefreshOnHit), "whether a duplicate hit refreshes the window: measured (want = declared)")
 		}
@@ -152,14 +152,12 @@ func registerDedupe(p *plan) {
 			expect([]int{na, nb}).To(gomega.Equal([]int{1, 1}), "two ids with equal payloads must both be stored; copies of each")
 			expect(nc).To(gomega.Equal(1), "one id with a changed payload must be dropped; copies stored")
 			expect(pc).To(gomega.Equal([]string{"v1 body"}), "the first payload must be the one kept")
+			f.ev.Notef("equal payloads under two ids: both stored; one id with a changed payload: dropped, first payload kept")
 		}
 	})
 
 	p.add("BR-1.6", func(Windows, mq.Capabilities) time.Duration { return 2 * replyTimeout }, lostPublishAck)
 }
-
-// ev2 is the workload's evidence, for judges that add notes.
-func (f *fixture) ev2() interface{ Notef(string, ...any) } { return f.ev }
 
 // measureWindow finds the moment the same id is stored again. Each probe
 // uses an id of its own, first published at the start, so that a probe's

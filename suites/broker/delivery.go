@@ -120,6 +120,7 @@ func registerDelivery(p *plan) {
 			expect(string(again.d.Message().Payload)).To(gomega.Equal("body of "+id), "member-2 got another message")
 			expect(again.d.Attempt()).To(gomega.Equal(first.d.Attempt()+1), "the redelivery's attempt number")
 			f.ev.Figure("redelivered to member-2 after", again.at.Sub(first.at).Seconds(), "s")
+			f.ev.Notef("member-1 closed without acking; member-2 got the message after %.3fs, attempt %d", again.at.Sub(first.at).Seconds(), again.d.Attempt())
 		}
 	})
 
@@ -280,6 +281,8 @@ func registerDelivery(p *plan) {
 			expect(since).To(gomega.BeNumerically(">", aw+tol),
 				"in-progress at %.2fs must push the deadline back; the message came back after %.3fs, at the original ack wait %s", (aw * 6 / 10).Seconds(), since.Seconds(), aw)
 			expect(again.at.Sub(ipAt)).To(gomega.BeNumerically(">=", aw-tol), "redelivered %.3fs after in-progress, earlier than one ack wait", again.at.Sub(ipAt).Seconds())
+			f.ev.Notef("in-progress at %.2fs pushed the deadline back: redelivered after %.3fs, %.3fs after the in-progress (ack wait %s)",
+				(aw * 6 / 10).Seconds(), since.Seconds(), again.at.Sub(ipAt).Seconds(), aw)
 		}
 	})
 

@@ -124,7 +124,8 @@ func (p *plan) startSelected() {
 	}
 	for _, id := range p.order {
 		r := catalog.MustLookup(id)
-		if !selected(id+" "+r.Title, cfg.FocusStrings, cfg.SkipStrings) {
+		// The text Ginkgo matches: the container's, then the spec's.
+		if !selected("broker "+id+" "+r.Title, cfg.FocusStrings, cfg.SkipStrings) {
 			continue
 		}
 		ok := true

@@ -57,7 +57,10 @@ func Key(e consumer.Event, scope string) string {
 
 // Reference returns the correct design.
 func Reference() Design {
-	return Design{Key: Key, Lease: 2 * time.Minute}
+	// The lease is twice the broker's ack wait in the kit's default timing:
+	// long enough that a live worker slowed by a busy machine keeps its
+	// claim, short enough that a dead one's claim is taken over soon.
+	return Design{Key: Key, Lease: 4 * time.Minute}
 }
 
 // Scopes are the scopes every design performs, in order.
@@ -74,7 +77,7 @@ func (d Design) Factory() consumer.Factory {
 		d.Key = Key
 	}
 	if d.Lease <= 0 {
-		d.Lease = 2 * time.Minute
+		d.Lease = 4 * time.Minute
 	}
 	return func(ctx context.Context, env consumer.Env) (consumer.Consumer, error) {
 		return &instance{d: d, env: env, mem: map[string]bool{}}, nil
@@ -104,7 +107,7 @@ func (c *instance) Handle(ctx context.Context, d consumer.Delivery) error {
 		}
 		if busy {
 			// Another worker holds the claim: let it finish, look again later.
-			return d.Nak(ctx, c.d.Lease/2)
+			return d.Nak(ctx, c.d.Lease/4)
 		}
 	}
 	if c.d.AckFirst {

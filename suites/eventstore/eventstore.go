@@ -13,6 +13,7 @@ package eventstore
 
 import (
 	"context"
+	"runtime"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -39,20 +40,23 @@ type Target struct {
 
 // RaceConfig sizes the barrier-started race trials.
 type RaceConfig struct {
-	Writers   int           // goroutines released together per trial (default 8)
-	MaxTrials int           // stop after this many trials without a violation (default 400)
-	Budget    time.Duration // or after this long (default 600ms)
+	Writers   int           // goroutines released together per trial (default: two per processor, at least 4)
+	MaxTrials int           // stop after this many trials without a violation (default 20000)
+	Budget    time.Duration // or after this long (default 1s; a quarter of it for ES-2.4 and ES-2.6)
 }
 
 func (c RaceConfig) withDefaults() RaceConfig {
 	if c.Writers < 2 {
-		c.Writers = 8
+		// Two rivals per processor: measured on two cores, 4 writers catch
+		// a tight check-then-write far sooner than 2 (too few rivals in
+		// flight) or 8 (the writers queue behind each other).
+		c.Writers = min(max(4, 2*runtime.GOMAXPROCS(0)), 16)
 	}
 	if c.MaxTrials <= 0 {
-		c.MaxTrials = 400
+		c.MaxTrials = 20000
 	}
 	if c.Budget <= 0 {
-		c.Budget = 600 * time.Millisecond
+		c.Budget = time.Second
 	}
 	return c
 }

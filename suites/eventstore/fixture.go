@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
@@ -39,11 +41,21 @@ func (f *fixture) aggregate(label string) es.AggregateID {
 	return es.AggregateID{Context: "tck", Name: "order", ID: strings.ToLower(f.rule) + "-" + label + "-" + nonce(), Tenant: "t1"}
 }
 
+// nonce is unique within the process and, through the random run prefix,
+// across runs against one shared database. A counter, not a random read per
+// call: race trials call it thousands of times a second.
 func nonce() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	return runPrefix + strconv.FormatUint(counter.Add(1), 36)
 }
+
+var (
+	counter   atomic.Uint64
+	runPrefix = func() string {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		return hex.EncodeToString(b[:]) + "-"
+	}()
+)
 
 func stream(agg es.AggregateID, version int, requestID string, events ...string) es.Stream {
 	if len(events) == 0 {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/onceproof/tck/es"
 )
@@ -29,15 +30,11 @@ func (db *DB) Open() *Store { return &Store{db: db} }
 // Store is a handle; it implements es.EventStore.
 type Store struct {
 	db     *DB
-	mu     sync.Mutex
-	closed bool
+	closed atomic.Bool // atomic, not a mutex: a handle must not serialize its callers
 }
 
 func (s *Store) usable(ctx context.Context) error {
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
+	if s.closed.Load() {
 		return es.ErrClosed
 	}
 	return ctx.Err()
@@ -114,9 +111,7 @@ func (s *Store) RequestIDExists(ctx context.Context, agg es.AggregateID, request
 
 // Close implements es.EventStore.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed = true
+	s.closed.Store(true)
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/precheck"
@@ -98,8 +99,7 @@ func (db *DB) Open() es.EventStore { return &store{db: db} }
 
 type store struct {
 	db     *DB
-	mu     sync.Mutex
-	closed bool
+	closed atomic.Bool // atomic, not a mutex: a handle must not serialize its callers
 }
 
 func (db *DB) key(a es.AggregateID) string {
@@ -126,10 +126,7 @@ func (db *DB) verKey(a es.AggregateID) string {
 }
 
 func (s *store) usable(ctx context.Context) error {
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
+	if s.closed.Load() {
 		return es.ErrClosed
 	}
 	return ctx.Err()
@@ -376,9 +373,7 @@ func (s *store) RequestIDExists(ctx context.Context, agg es.AggregateID, request
 }
 
 func (s *store) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed = true
+	s.closed.Store(true)
 	return nil
 }
 

@@ -1,0 +1,137 @@
+// Package reports holds the report model of one run and its writers:
+// results.json (the stable, versioned interface), report.md (for a design
+// review), report.html (one self-contained file, inline SVG timelines),
+// junit.xml (for CI), and the raw histories.
+package reports
+
+import (
+	"sort"
+	"time"
+
+	"github.com/onceproof/tck/catalog"
+	"github.com/onceproof/tck/target"
+	"github.com/onceproof/tck/verdict"
+)
+
+// Schema names the results.json format; it changes only with the format.
+const Schema = "onceproof.results/v1"
+
+// Exit codes of a run (documented in the README).
+const (
+	ExitConformant   = 0 // every MUST rule passed (or was not applicable)
+	ExitMustFailed   = 1 // a MUST rule failed
+	ExitInconclusive = 2 // nothing failed, but some MUST rule is unknown, or nothing ran
+	ExitUsage        = 3 // bad command line or configuration
+	ExitUnavailable  = 4 // a target could not be started or reached
+)
+
+// Kit identifies the kit that wrote the report.
+type Kit struct {
+	Name      string `json:"name"`
+	Version   string `json:"version"`
+	GoVersion string `json:"goVersion"`
+}
+
+// Run describes the invocation.
+type Run struct {
+	Command    string    `json:"command"` // redacted
+	Started    time.Time `json:"started"`
+	Finished   time.Time `json:"finished"`
+	DurationMs int64     `json:"durationMs"`
+	Suites     []string  `json:"suites"`
+	Rules      []string  `json:"rules,omitempty"` // the --rule filter, if any
+}
+
+// Target is one target of the run as reported.
+type Target struct {
+	target.Info
+	Status string `json:"status"`          // "ran" or "unavailable"
+	Error  string `json:"error,omitempty"` // why it could not be started (redacted)
+}
+
+// Hazard is a risk found by a rule, lifted to the top of the report.
+type Hazard struct {
+	Target string `json:"target"`
+	Rule   string `json:"rule"`
+	Text   string `json:"text"`
+}
+
+// Summary counts verdicts and gives the exit code.
+type Summary struct {
+	Counts      map[verdict.Verdict]int `json:"counts"`
+	MustFailed  []string                `json:"mustFailed,omitempty"` // "target rule"
+	MustUnknown []string                `json:"mustUnknown,omitempty"`
+	ExitCode    int                     `json:"exitCode"`
+	Conclusion  string                  `json:"conclusion"`
+}
+
+// Report is the whole of results.json.
+type Report struct {
+	Schema  string           `json:"schema"`
+	Kit     Kit              `json:"kit"`
+	Run     Run              `json:"run"`
+	Targets []Target         `json:"targets"`
+	Summary Summary          `json:"summary"`
+	Hazards []Hazard         `json:"hazards,omitempty"`
+	Results []verdict.Result `json:"results"`
+}
+
+// Finish sorts the results, lifts the hazards and computes the summary.
+func (r *Report) Finish() {
+	r.Schema = Schema
+	verdict.Sort(r.Results, catalog.Less)
+	r.Hazards = nil
+	for _, res := range r.Results {
+		if res.Evidence == nil {
+			continue
+		}
+		for _, h := range res.Evidence.Hazards {
+			r.Hazards = append(r.Hazards, Hazard{Target: res.Target, Rule: res.Rule, Text: h})
+		}
+	}
+	sort.SliceStable(r.Hazards, func(i, j int) bool { return r.Hazards[i].Target < r.Hazards[j].Target })
+	r.Summary = Summarize(r.Results, r.Targets)
+}
+
+// Summarize decides the exit code. A failed MUST wins (1): it is a definite
+// finding even when another target could not be reached; then an unreachable
+// target (4); then anything undecided (2): an unknown MUST, or a run in which
+// no rule was decided at all. SHOULD and MAY failures are reported, not fatal.
+func Summarize(results []verdict.Result, targets []Target) Summary {
+	s := Summary{Counts: map[verdict.Verdict]int{}}
+	decided := 0
+	for _, r := range results {
+		s.Counts[r.Verdict]++
+		if r.Verdict == verdict.Pass || r.Verdict == verdict.Fail {
+			decided++
+		}
+		if r.Level != string(catalog.Must) {
+			continue
+		}
+		switch r.Verdict {
+		case verdict.Fail:
+			s.MustFailed = append(s.MustFailed, r.Target+" "+r.Rule)
+		case verdict.Unknown:
+			s.MustUnknown = append(s.MustUnknown, r.Target+" "+r.Rule)
+		}
+	}
+	unavailable := 0
+	for _, t := range targets {
+		if t.Status == "unavailable" {
+			unavailable++
+		}
+	}
+	switch {
+	case len(s.MustFailed) > 0:
+		s.ExitCode, s.Conclusion = ExitMustFailed, "not conformant: a MUST rule failed"
+	case unavailable > 0:
+		s.ExitCode, s.Conclusion = ExitUnavailable, "incomplete: a target could not be started or reached"
+	case len(s.MustUnknown) > 0:
+		s.ExitCode, s.Conclusion = ExitInconclusive, "inconclusive: a MUST rule could not be decided"
+	case decided == 0:
+		s.ExitCode, s.Conclusion = ExitInconclusive, "inconclusive: no rule was decided"
+	default:
+		s.ExitCode, s.Conclusion = ExitConformant, "conformant: every MUST rule that applies passed"
+	}
+	return s
+}

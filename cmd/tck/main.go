@@ -1,0 +1,137 @@
+// Command tck is the onceproof conformance kit: it runs the event-store,
+// broker and consumer suites against targets and writes a conformance report.
+//
+//	tck list      [--suite S] [--format text|json|markdown]
+//	tck targets   [--suite S] [--mutants] [--format text|json]
+//	tck plan      [--suite S]... [--target T]... [--rule ID]...
+//	tck run       [--suite S]... [--target T]... [--rule ID]... [--out DIR] [--quiet]
+//	tck selftest  [--suite S]... [--out DIR]
+//	tck report    --in DIR
+//	tck version
+//
+// Exit codes: 0 conformant, 1 a MUST rule failed, 2 inconclusive,
+// 3 usage or configuration error, 4 a target could not be started or reached.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/onceproof/tck/reports"
+	"github.com/onceproof/tck/target"
+)
+
+// Version is the kit's version; a release build sets it with -ldflags "-X main.Version=...".
+var Version = "0.1.0-dev"
+
+// usageError is a bad command line or configuration: exit 3, one line.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// exitError carries a decided exit code (the run's verdict) without a message.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+var commands = map[string]struct {
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+	summary string
+}{
+	"list":     {cmdList, "print the rule catalog"},
+	"targets":  {cmdTargets, "list the targets the kit can start or reach"},
+	"plan":     {cmdPlan, "show what a run would check, without running it"},
+	"run":      {cmdRun, "run suites against targets and write a report"},
+	"selftest": {cmdSelftest, "run every deliberately broken target and print the kill matrix"},
+	"report":   {cmdReport, "re-render report.md, report.html and junit.xml from a results.json"},
+	"version":  {cmdVersion, "print the kit's version"},
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is main without the process: it returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		args = []string{"run"}
+	}
+	name := args[0]
+	if name == "help" || name == "-h" || name == "--help" {
+		help(stdout)
+		return 0
+	}
+	c, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "tck: unknown command %q (commands: %s; see tck help)\n", target.Redact(name), commandNames())
+		return reports.ExitUsage
+	}
+	err := c.run(ctx, args[1:], stdout, stderr)
+	var ue usageError
+	var ee exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "tck %s: %s\n", name, oneLine(target.Redact(ue.msg)))
+		return reports.ExitUsage
+	case errors.Is(err, target.ErrUnavailable):
+		fmt.Fprintf(stderr, "tck %s: %s\n", name, oneLine(target.Redact(err.Error())))
+		return reports.ExitUnavailable
+	case errors.Is(err, errHelp):
+		return 0
+	default:
+		fmt.Fprintf(stderr, "tck %s: %s\n", name, oneLine(target.Redact(err.Error())))
+		return reports.ExitUsage
+	}
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func commandNames() string {
+	return "list, targets, plan, run, selftest, report, version"
+}
+
+func help(w io.Writer) {
+	fmt.Fprintf(w, `tck: the onceproof conformance kit %s
+
+Usage: tck <command> [flags]   (tck <command> -h for its flags)
+
+`, Version)
+	for _, n := range strings.Split(commandNames(), ", ") {
+		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprint(w, `
+A target is SUITE/NAME[=ADDRESS]; ADDRESS is embedded, container or a URL, e.g.
+  --target eventstore/sqlite
+  --target eventstore/postgres=postgres://user:pw@127.0.0.1:5432/db
+  --target broker/nats=nats://127.0.0.1:4222
+
+Exit codes: 0 conformant, 1 a MUST rule failed, 2 inconclusive,
+            3 usage or configuration error, 4 a target could not be started or reached.
+`)
+}
+
+func cmdVersion(_ context.Context, args []string, stdout, _ io.Writer) error {
+	fs := newFlags("version")
+	if err := parse(fs, args, stdout); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "onceproof tck %s\n", Version)
+	return nil
+}

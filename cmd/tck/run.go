@@ -1,0 +1,363 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/onceproof/tck/adapters/registry"
+	"github.com/onceproof/tck/catalog"
+	"github.com/onceproof/tck/reports"
+	"github.com/onceproof/tck/runner"
+	"github.com/onceproof/tck/selftest"
+	"github.com/onceproof/tck/target"
+	"github.com/onceproof/tck/verdict"
+)
+
+// startTimeout bounds starting one target (a container start included).
+const startTimeout = 3 * time.Minute
+
+type planned struct {
+	kind target.Kind
+	ref  target.Ref
+	name string // how results name the target
+}
+
+type plan struct {
+	suites  []string
+	targets []planned
+	rules   []string
+}
+
+type selection struct {
+	suites, targets, rules multi
+}
+
+// makePlan validates the selection completely before anything is started,
+// so a usage error (exit 3) never leaves a half-run behind.
+func makePlan(reg *target.Registry, sel selection) (plan, error) {
+	var p plan
+	if err := checkSuites(sel.suites); err != nil {
+		return p, err
+	}
+	for _, id := range sel.rules {
+		if _, ok := catalog.Lookup(id); !ok {
+			return p, usagef("unknown rule %q (see tck list)", id)
+		}
+	}
+	p.rules = sel.rules
+	wanted := map[string]bool{}
+	for _, s := range sel.suites {
+		wanted[s] = true
+	}
+	seen := map[string]bool{}
+	for _, t := range sel.targets {
+		ref, err := target.Parse(t)
+		if err != nil {
+			return p, usagef("%v", err)
+		}
+		if err := checkSuites([]string{ref.Suite}); err != nil {
+			return p, err
+		}
+		if len(wanted) > 0 && !wanted[ref.Suite] {
+			return p, usagef("target %s is not in the selected suites (%s)", ref, strings.Join(sel.suites, ", "))
+		}
+		kind, ref, err := reg.Resolve(ref)
+		if err != nil {
+			return p, usagef("%v", err)
+		}
+		name := ref.Key()
+		if ref.Address != string(kind.Modes[0]) {
+			name = ref.String()
+		}
+		if seen[name] {
+			return p, usagef("target %s is given twice", name)
+		}
+		seen[name] = true
+		p.targets = append(p.targets, planned{kind, ref, name})
+	}
+	// Suites named by --suite (or all suites, when neither flag is given)
+	// without a --target get their default targets.
+	named := map[string]bool{}
+	for _, t := range p.targets {
+		named[t.kind.Suite] = true
+	}
+	suites := sel.suites
+	if len(suites) == 0 && len(sel.targets) == 0 {
+		suites = catalog.Suites()
+	}
+	for _, s := range suites {
+		if named[s] {
+			continue
+		}
+		found := false
+		for _, k := range reg.Kinds(s, false) {
+			if k.Default {
+				p.targets = append(p.targets, planned{k, target.Ref{Suite: k.Suite, Name: k.Name, Address: string(k.Modes[0])}, k.Key()})
+				found = true
+			}
+		}
+		if !found {
+			return p, usagef("suite %s has no default target; name one with --target (see tck targets)", s)
+		}
+	}
+	// Run in catalog suite order.
+	order := map[string]int{}
+	for i, s := range catalog.Suites() {
+		order[s] = i
+	}
+	sortStable(p.targets, func(a, b planned) bool { return order[a.kind.Suite] < order[b.kind.Suite] })
+	for _, t := range p.targets {
+		if len(p.suites) == 0 || p.suites[len(p.suites)-1] != t.kind.Suite {
+			p.suites = append(p.suites, t.kind.Suite)
+		}
+	}
+	if len(p.rules) > 0 {
+		in := map[string]bool{}
+		for _, s := range p.suites {
+			in[s] = true
+		}
+		for _, id := range p.rules {
+			if r := catalog.MustLookup(id); !in[r.Suite] {
+				return p, usagef("rule %s belongs to suite %s, which this run does not include", id, r.Suite)
+			}
+		}
+	}
+	return p, nil
+}
+
+func sortStable[T any](s []T, less func(a, b T) bool) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && less(s[j], s[j-1]); j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+func cmdPlan(_ context.Context, args []string, stdout, _ io.Writer) error {
+	fs := newFlags("plan")
+	var sel selection
+	fs.Var(&sel.suites, "suite", "suite to run (repeatable; default: every suite)")
+	fs.Var(&sel.targets, "target", "target SUITE/NAME[=ADDRESS] (repeatable; default: each suite's default)")
+	fs.Var(&sel.rules, "rule", "only these rule ids (repeatable)")
+	if err := parse(fs, args, stdout); err != nil {
+		return err
+	}
+	p, err := makePlan(registry.Targets(), sel)
+	if err != nil {
+		return err
+	}
+	for _, t := range p.targets {
+		fmt.Fprintf(stdout, "%s (%s; needs %s)\n", t.name, t.ref.Mode(), t.kind.Needs)
+		for _, r := range catalog.All(t.kind.Suite) {
+			if len(p.rules) > 0 && !contains(p.rules, r.ID) {
+				continue
+			}
+			fmt.Fprintf(stdout, "  %-7s %-6s %s\n", r.ID, r.Level, r.Title)
+		}
+	}
+	return nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if x == y {
+			return true
+		}
+	}
+	return false
+}
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("run")
+	var sel selection
+	fs.Var(&sel.suites, "suite", "suite to run (repeatable; default: every suite)")
+	fs.Var(&sel.targets, "target", "target SUITE/NAME[=ADDRESS] (repeatable; default: each suite's default)")
+	fs.Var(&sel.rules, "rule", "only these rule ids (repeatable); the others are reported as skipped")
+	out := fs.String("out", "", "report folder (default: a new timestamped folder under ./tck-results/)")
+	quiet := fs.Bool("quiet", false, "no progress lines, only the summary")
+	if err := parse(fs, args, stdout); err != nil {
+		return err
+	}
+	p, err := makePlan(registry.Targets(), sel)
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	dir := *out
+	if dir == "" {
+		dir = filepath.Join("tck-results", started.Format("20060102-150405"))
+	}
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return usagef("--out %s exists and is not a folder", dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return usagef("cannot create the report folder: %v", err)
+	}
+	logFile, err := os.Create(filepath.Join(dir, "ginkgo.log"))
+	if err != nil {
+		return usagef("cannot write into the report folder: %v", err)
+	}
+	defer logFile.Close()
+
+	progress := func(format string, a ...any) {
+		if !*quiet {
+			fmt.Fprintf(stderr, format+"\n", a...)
+		}
+	}
+	rep := &reports.Report{
+		Kit: reports.Kit{Name: "onceproof", Version: Version, GoVersion: runtime.Version()},
+		Run: reports.Run{Command: target.Redact("tck run " + strings.Join(args, " ")), Started: started, Suites: p.suites, Rules: p.rules},
+	}
+	var unavailable []string
+	for _, t := range p.targets {
+		if ctx.Err() != nil {
+			rep.Targets = append(rep.Targets, reports.Target{Info: target.Info{Name: t.name, Suite: t.kind.Suite, Mode: t.ref.Mode()}, Status: "skipped", Error: "the run was interrupted"})
+			rep.Results = append(rep.Results, skippedAll(t, "the run was interrupted before this target started")...)
+			continue
+		}
+		progress("%s: starting (%s)", t.name, t.ref.Mode())
+		sctx, cancel := context.WithTimeout(ctx, startTimeout)
+		st, err := t.kind.Start(sctx, t.ref)
+		cancel()
+		if err != nil {
+			if !errors.Is(err, target.ErrUnavailable) {
+				err = target.Unavailable(t.ref, err)
+			}
+			msg := oneLine(target.Redact(err.Error()))
+			fmt.Fprintf(stderr, "tck run: %s\n", msg)
+			unavailable = append(unavailable, msg)
+			rep.Targets = append(rep.Targets, reports.Target{Info: target.Info{Name: t.name, Suite: t.kind.Suite, Mode: t.ref.Mode(), Address: target.Redact(t.ref.Address)}, Status: "unavailable", Error: msg})
+			continue
+		}
+		st.Info.Name = t.name
+		rep.Targets = append(rep.Targets, reports.Target{Info: st.Info, Status: "ran"})
+		tstart := time.Now()
+		results := runner.Run(t.name, st.Register, runner.Options{
+			Rules: p.rules,
+			Log:   logFile,
+			Progress: func(r verdict.Result) {
+				progress("  %-7s %-14s %6.0fms  %s", r.Rule, r.Verdict, r.DurationMs, clip(r.Reason, 100))
+			},
+		})
+		rep.Results = append(rep.Results, results...)
+		if err := st.Stop(); err != nil {
+			fmt.Fprintf(stderr, "tck run: %s: stopping: %s\n", t.name, oneLine(target.Redact(err.Error())))
+		}
+		progress("%s: done in %.1fs", t.name, time.Since(tstart).Seconds())
+	}
+	rep.Run.Finished = time.Now()
+	rep.Run.DurationMs = rep.Run.Finished.Sub(started).Milliseconds()
+	rep.Finish()
+	if ctx.Err() != nil && rep.Summary.ExitCode == reports.ExitConformant {
+		rep.Summary.ExitCode, rep.Summary.Conclusion = reports.ExitInconclusive, "inconclusive: the run was interrupted"
+	}
+	if err := reports.WriteAll(dir, rep); err != nil {
+		return fmt.Errorf("writing the report: %w", err)
+	}
+	fmt.Fprintf(stdout, "%s: %s\nreport: %s\n", rep.Summary.Conclusion, countsLine(rep.Summary.Counts), filepath.Join(dir, reports.FileMarkdown))
+	return exitError{rep.Summary.ExitCode}
+}
+
+func skippedAll(t planned, reason string) []verdict.Result {
+	var out []verdict.Result
+	for _, r := range catalog.All(t.kind.Suite) {
+		out = append(out, verdict.Result{Rule: r.ID, Suite: r.Suite, Target: t.name, Level: string(r.Level), Kind: string(r.Kind),
+			Title: r.Title, Verdict: verdict.Skipped, Reason: reason, Evidence: &verdict.Evidence{}})
+	}
+	return out
+}
+
+func countsLine(c map[verdict.Verdict]int) string {
+	var parts []string
+	for _, v := range []verdict.Verdict{verdict.Pass, verdict.Fail, verdict.Unknown, verdict.NotApplicable, verdict.Skipped} {
+		parts = append(parts, fmt.Sprintf("%d %s", c[v], v))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func clip(s string, n int) string {
+	s = oneLine(s)
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+func cmdSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("selftest")
+	var suites multi
+	fs.Var(&suites, "suite", "suite to self-test (repeatable; default: every suite)")
+	out := fs.String("out", "", "also write the matrices as JSON into this folder")
+	quiet := fs.Bool("quiet", false, "no progress lines")
+	if err := parse(fs, args, stdout); err != nil {
+		return err
+	}
+	if err := checkSuites(suites); err != nil {
+		return err
+	}
+	if len(suites) == 0 {
+		suites = catalog.Suites()
+	}
+	reg := registry.Targets()
+	var matrices []selftest.Matrix
+	problems := 0
+	for _, s := range suites {
+		if ctx.Err() != nil {
+			return exitError{reports.ExitInconclusive}
+		}
+		m := selftest.Run(ctx, reg, s, selftest.Options{Progress: func(name string, r verdict.Result) {
+			if !*quiet {
+				fmt.Fprintf(stderr, "  %-45s %-7s %s\n", name, r.Rule, r.Verdict)
+			}
+		}})
+		matrices = append(matrices, m)
+		fmt.Fprintln(stdout, m.Text())
+		for _, pr := range m.Problems() {
+			fmt.Fprintf(stdout, "PROBLEM: %s\n", pr)
+			problems++
+		}
+	}
+	if *out != "" {
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			return usagef("cannot create %s: %v", *out, err)
+		}
+		data, _ := json.MarshalIndent(matrices, "", "  ")
+		if err := os.WriteFile(filepath.Join(*out, "selftest.json"), data, 0o644); err != nil {
+			return err
+		}
+	}
+	if problems > 0 {
+		fmt.Fprintf(stdout, "selftest: %d problems\n", problems)
+		return exitError{reports.ExitMustFailed}
+	}
+	fmt.Fprintln(stdout, "selftest: the reference passes every rule, every mutant fails at least one, every rule is failed by a mutant")
+	return nil
+}
+
+func cmdReport(_ context.Context, args []string, stdout, _ io.Writer) error {
+	fs := newFlags("report")
+	in := fs.String("in", "", "a report folder holding results.json")
+	if err := parse(fs, args, stdout); err != nil {
+		return err
+	}
+	if *in == "" {
+		return usagef("--in DIR is required")
+	}
+	rep, err := reports.Read(filepath.Join(*in, reports.FileJSON))
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if err := reports.WriteAll(*in, rep); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "rewrote %s\n", *in)
+	return nil
+}

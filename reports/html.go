@@ -20,6 +20,7 @@ func HTML(w io.Writer, r *Report) error {
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"counts":   counts,
+	"where":    where,
 	"config":   config,
 	"timeline": timelineSVG,
 	"ops": func(ev *verdict.Evidence) []history.Op {
@@ -51,7 +52,7 @@ details{margin:.3em 0 1em}pre{background:#f8f8f8;padding:.5em;overflow-x:auto;fo
 <p>Kit {{.Kit.Name}} {{.Kit.Version}} ({{.Kit.GoVersion}}). Command <code>{{.Run.Command}}</code>, started {{when .Run.Started}}, took {{secs .Run.DurationMs}} s.</p>
 <h2>Targets</h2>
 <table><tr><th>target</th><th>mode</th><th>version</th><th>declared</th><th>status</th></tr>
-{{range .Targets}}<tr><td>{{.Name}}</td><td>{{.Mode}} {{.Address}}</td><td>{{.Version}}{{if .Emulator}} (emulator){{end}}</td><td>{{config .Config}}</td><td>{{.Status}}{{if .Mutant}} (deliberately broken){{end}} {{.Error}}{{range .Notes}}<br>{{.}}{{end}}</td></tr>
+{{range .Targets}}<tr><td>{{.Name}}</td><td>{{where .}}</td><td>{{.Version}}{{if .Emulator}} (emulator){{end}}</td><td>{{config .Config}}</td><td>{{.Status}}{{if .Mutant}} (deliberately broken){{end}} {{.Error}}{{range .Notes}}<br>{{.}}{{end}}</td></tr>
 {{end}}</table>
 {{if .Hazards}}<h2>Hazards found</h2><ul>{{range .Hazards}}<li><b>{{.Target}} {{.Rule}}</b>: {{.Text}}</li>{{end}}</ul>{{end}}
 <h2>Verdicts</h2>

@@ -38,7 +38,7 @@ func Markdown(w io.Writer, r *Report) error {
 		if t.Mutant {
 			status += " (deliberately broken)"
 		}
-		fmt.Fprintf(&b, "| %s | %s %s | %s | %s | %s |\n", cell(t.Name), t.Mode, cell(t.Address), cell(t.Version), cell(config(t.Config)), cell(status))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", cell(t.Name), cell(where(t)), cell(t.Version), cell(config(t.Config)), cell(status))
 	}
 
 	if len(r.Hazards) > 0 {
@@ -142,4 +142,12 @@ func mark(v verdict.Verdict) string {
 func cell(s string) string {
 	s = strings.ReplaceAll(s, "|", `\|`)
 	return strings.ReplaceAll(s, "\n", " ")
+}
+
+// where is the mode, with the address when it says more than the mode.
+func where(t Target) string {
+	if t.Address == "" || t.Address == string(t.Mode) {
+		return string(t.Mode)
+	}
+	return string(t.Mode) + " " + t.Address
 }

@@ -79,7 +79,17 @@ type Report struct {
 // Finish sorts the results, lifts the hazards and computes the summary.
 func (r *Report) Finish() {
 	r.Schema = Schema
-	verdict.Sort(r.Results, catalog.Less)
+	// Suites in catalog order, then targets by name, then rules by id.
+	sort.SliceStable(r.Results, func(i, j int) bool {
+		a, b := r.Results[i], r.Results[j]
+		if a.Rule[:2] != b.Rule[:2] {
+			return catalog.Less(a.Rule, b.Rule)
+		}
+		if a.Target != b.Target {
+			return a.Target < b.Target
+		}
+		return catalog.Less(a.Rule, b.Rule)
+	})
 	r.Hazards = nil
 	for _, res := range r.Results {
 		if res.Evidence == nil {

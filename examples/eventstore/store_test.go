@@ -28,7 +28,7 @@ var _ = Describe("my event store", func() {
 		// ... and a factory that opens a handle on it for each rule.
 		Open: func(ctx context.Context) (es.EventStore, error) { return db.Open(), nil },
 		Caps: es.Capabilities{
-			AcceptsVersionGap: false,         // what your store declares; ES-1.11 measures it
+			AcceptsVersionGap: false,        // what your store declares; ES-1.11 measures it
 			PreCheck:          precheck.New, // your request-id pre-check chain, if you have one (ES-3.1)
 		},
 	})

@@ -92,7 +92,17 @@ func ConnectBroker(ctx context.Context, url string, opts Options) (*Broker, erro
 
 func connect(ctx context.Context, url string, opts Options) (*Broker, error) {
 	opts = opts.withDefaults()
-	nc, err := dial(url, opts)
+	// A permission violation arrives asynchronously; catch it so that an
+	// account without JetStream rights fails at once and says so.
+	denied := make(chan error, 1)
+	nc, err := dial(url, opts, natsgo.ErrorHandler(func(_ *natsgo.Conn, _ *natsgo.Subscription, err error) {
+		if errors.Is(err, natsgo.ErrPermissionViolation) {
+			select {
+			case denied <- err:
+			default:
+			}
+		}
+	}))
 	if err != nil {
 		return nil, err
 	}
@@ -105,13 +115,24 @@ func connect(ctx context.Context, url string, opts Options) (*Broker, error) {
 	// JetStream and on an account not allowed to use it.
 	cctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	if _, err := js.AccountInfo(cctx); err != nil {
+	infoErr := make(chan error, 1)
+	go func() {
+		_, err := js.AccountInfo(cctx)
+		infoErr <- err
+	}()
+	select {
+	case err = <-infoErr:
+	case err = <-denied:
+		nc.Close()
+		return nil, fmt.Errorf("the account may not use JetStream: %w", err)
+	}
+	if err != nil {
 		nc.Close()
 		switch {
 		case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
 			return nil, fmt.Errorf("the server has no JetStream for this account: %w", err)
 		default:
-			return nil, fmt.Errorf("JetStream account info (no JetStream, or no permission?): %w", err)
+			return nil, fmt.Errorf("JetStream account info: %w", err)
 		}
 	}
 	return &Broker{url: url, opts: opts, nc: nc, js: js}, nil
@@ -119,14 +140,14 @@ func connect(ctx context.Context, url string, opts Options) (*Broker, error) {
 
 // dial connects with settings that suit a test kit: a quick failure when
 // nothing listens, fast reconnects across a server restart.
-func dial(url string, opts Options) (*natsgo.Conn, error) {
-	nc, err := natsgo.Connect(url,
+func dial(url string, opts Options, extra ...natsgo.Option) (*natsgo.Conn, error) {
+	nc, err := natsgo.Connect(url, append([]natsgo.Option{
 		natsgo.Name(opts.Name),
 		natsgo.Timeout(opts.Timeout),
-		natsgo.ReconnectWait(50*time.Millisecond),
+		natsgo.ReconnectWait(50 * time.Millisecond),
 		natsgo.MaxReconnects(-1),
 		natsgo.NoCallbacksAfterClientClose(),
-	)
+	}, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("connecting: %w", err)
 	}

@@ -250,4 +250,5 @@ func (f *fixture) sleepUntil(t time.Time) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
+// ctxT keeps the settle closures of the delivery rules on one line.
 type ctxT = context.Context

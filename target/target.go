@@ -242,6 +242,9 @@ func (r *Registry) Resolve(ref Ref) (Kind, Ref, error) {
 		return Kind{}, ref, fmt.Errorf("unknown target %s; known: %s", ref.Key(), strings.Join(names, ", "))
 	}
 	if ref.Address == "" {
+		if k.Modes[0] == External {
+			return Kind{}, ref, fmt.Errorf("target %s needs an address: %s=URL%s", ref.Key(), ref.Key(), containerHint(k))
+		}
 		ref.Address = string(k.Modes[0])
 	}
 	if !k.Supports(ref.Mode()) {
@@ -253,6 +256,13 @@ func (r *Registry) Resolve(ref Ref) (Kind, Ref, error) {
 		}
 	}
 	return k, ref, nil
+}
+
+func containerHint(k Kind) string {
+	if k.Supports(Container) {
+		return " or " + k.Key() + "=container"
+	}
+	return ""
 }
 
 func modes(k Kind) string {

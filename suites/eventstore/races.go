@@ -294,14 +294,18 @@ func mixedRace() trial {
 	return func(ctx context.Context, f *fixture, rec *history.Recorder, n int) string {
 		agg := f.aggregate("race")
 		var ss []es.Stream
+		// Roles cycle so that any n >= 3 has a create, two writers sharing
+		// one request id at versions 1 and 2, and (n >= 4) a plain append.
 		for i := 0; i < n; i++ {
-			switch i % 3 {
+			switch i % 4 {
 			case 0:
 				ss = append(ss, stream(agg, 1, fmt.Sprintf("req-c%d", i), "A", "B"))
 			case 1:
-				ss = append(ss, stream(agg, 2, fmt.Sprintf("req-n%d", i), "A", "B", "C"))
+				ss = append(ss, stream(agg, 1, "req-shared"))
+			case 2:
+				ss = append(ss, stream(agg, 2, "req-shared", "A", "B", "C"))
 			default:
-				ss = append(ss, stream(agg, 1+i%2, "req-shared"))
+				ss = append(ss, stream(agg, 2, fmt.Sprintf("req-n%d", i), "A", "B", "C"))
 			}
 		}
 		at := raceAppends(ctx, f.store, rec, ss)

@@ -22,7 +22,7 @@ func addBrokers(r *target.Registry) {
 		Summary: "NATS JetStream through nats.go/jetstream: an embedded nats-server, or a server at nats://[user:password@]host:port",
 		Modes:   []target.Mode{target.Embedded, target.External, target.Container},
 		Needs:   "nothing (embedded); a nats-server with JetStream for a URL; Docker and the image nats:2.15.2 (TCK_NATS_IMAGE; `make images` builds it) for =container",
-		Default: true,
+		Default: true, Reference: true,
 		Start: func(ctx context.Context, ref target.Ref) (*target.Started, error) {
 			if ref.Mode() == target.Container {
 				return natsContainer(ctx, ref, NATSClient{}) // containers.go

@@ -22,7 +22,7 @@ func addConsumers(r *target.Registry) {
 		Summary: "the reference consumer (atomic claim of (message, version, scope), versioned upsert, ack last) and outbox, over NATS JetStream",
 		Modes:   []target.Mode{target.Embedded, target.External},
 		Needs:   "nothing (embedded NATS); a nats-server with JetStream for a URL",
-		Default: true,
+		Default: true, Reference: true,
 		Start: func(ctx context.Context, ref target.Ref) (*target.Started, error) {
 			return consumerStarted(ctx, ref, reference.Reference(), outbox.Factory, false)
 		},

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 
 	"github.com/onceproof/tck/es"
 )
@@ -29,20 +28,13 @@ func (db *DB) Open() *Store { return &Store{db: db} }
 
 // Store is a handle; it implements es.EventStore.
 type Store struct {
-	db     *DB
-	closed atomic.Bool // atomic, not a mutex: a handle must not serialize its callers
-}
-
-func (s *Store) usable(ctx context.Context) error {
-	if s.closed.Load() {
-		return es.ErrClosed
-	}
-	return ctx.Err()
+	db        *DB
+	es.Handle // closed flag; Close
 }
 
 // Append implements es.EventStore.
 func (s *Store) Append(ctx context.Context, st es.Stream) error {
-	if err := s.usable(ctx); err != nil {
+	if err := s.Usable(ctx); err != nil {
 		return err
 	}
 	if err := es.Validate(st); err != nil {
@@ -81,7 +73,7 @@ func (s *Store) Append(ctx context.Context, st es.Stream) error {
 
 // Load implements es.EventStore.
 func (s *Store) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]es.Stream, error) {
-	if err := s.usable(ctx); err != nil {
+	if err := s.Usable(ctx); err != nil {
 		return nil, err
 	}
 	if err := es.ValidateRange(from, to); err != nil {
@@ -100,19 +92,13 @@ func (s *Store) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]e
 
 // RequestIDExists implements es.EventStore.
 func (s *Store) RequestIDExists(ctx context.Context, agg es.AggregateID, requestID string) (bool, error) {
-	if err := s.usable(ctx); err != nil {
+	if err := s.Usable(ctx); err != nil {
 		return false, err
 	}
 	s.db.mu.Lock()
 	defer s.db.mu.Unlock()
 	_, ok := s.db.reqs[agg][requestID]
 	return ok, nil
-}
-
-// Close implements es.EventStore.
-func (s *Store) Close() error {
-	s.closed.Store(true)
-	return nil
 }
 
 // clone copies a stream so callers cannot alias stored bytes.

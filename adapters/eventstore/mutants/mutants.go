@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/precheck"
@@ -98,8 +97,8 @@ type DB struct {
 func (db *DB) Open() es.EventStore { return &store{db: db} }
 
 type store struct {
-	db     *DB
-	closed atomic.Bool // atomic, not a mutex: a handle must not serialize its callers
+	db        *DB
+	es.Handle // closed flag; Close
 }
 
 func (db *DB) key(a es.AggregateID) string {
@@ -125,13 +124,6 @@ func (db *DB) verKey(a es.AggregateID) string {
 	return db.key(a)
 }
 
-func (s *store) usable(ctx context.Context) error {
-	if s.closed.Load() {
-		return es.ErrClosed
-	}
-	return ctx.Err()
-}
-
 func (s *store) Append(ctx context.Context, st es.Stream) error {
 	err := s.append(ctx, st)
 	return s.db.mapError(err)
@@ -153,7 +145,7 @@ func (db *DB) mapError(err error) error {
 }
 
 func (s *store) append(ctx context.Context, st es.Stream) error {
-	if err := s.usable(ctx); err != nil {
+	if err := s.Usable(ctx); err != nil {
 		return err
 	}
 	if err := es.Validate(st); err != nil {
@@ -327,7 +319,7 @@ func (db *DB) stored(st es.Stream) es.Stream {
 }
 
 func (s *store) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]es.Stream, error) {
-	if err := s.usable(ctx); err != nil {
+	if err := s.Usable(ctx); err != nil {
 		return nil, s.db.mapError(err)
 	}
 	if err := es.ValidateRange(from, to); err != nil {
@@ -354,7 +346,7 @@ func (s *store) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]e
 }
 
 func (s *store) RequestIDExists(ctx context.Context, agg es.AggregateID, requestID string) (bool, error) {
-	if err := s.usable(ctx); err != nil {
+	if err := s.Usable(ctx); err != nil {
 		return false, s.db.mapError(err)
 	}
 	db := s.db
@@ -370,11 +362,6 @@ func (s *store) RequestIDExists(ctx context.Context, agg es.AggregateID, request
 	}
 	_, ok := db.reqs[db.reqKey(agg)][requestID]
 	return ok, nil
-}
-
-func (s *store) Close() error {
-	s.closed.Store(true)
-	return nil
 }
 
 // trustFast rejects whatever the fast checker calls a maybe.

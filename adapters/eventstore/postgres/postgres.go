@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -189,23 +188,16 @@ func (db *DB) Close() error {
 
 // Store is a handle on a DB; it implements es.EventStore.
 type Store struct {
-	db     *DB
-	closed atomic.Bool
+	db        *DB
+	es.Handle // closed flag; Close
 }
 
 var _ es.EventStore = (*Store)(nil)
 
-func (s *Store) usable(ctx context.Context) error {
-	if s.closed.Load() {
-		return es.ErrClosed
-	}
-	return ctx.Err()
-}
-
 // Append implements es.EventStore: one statement writes the stream row and
 // its events, or nothing.
 func (s *Store) Append(ctx context.Context, st es.Stream) error {
-	if err := s.usable(ctx); err != nil {
+	if err := s.Usable(ctx); err != nil {
 		return err
 	}
 	if err := es.Validate(st); err != nil {
@@ -265,7 +257,7 @@ func (s *Store) conflict(ctx context.Context, st es.Stream, err error) error {
 
 // Load implements es.EventStore.
 func (s *Store) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]es.Stream, error) {
-	if err := s.usable(ctx); err != nil {
+	if err := s.Usable(ctx); err != nil {
 		return nil, err
 	}
 	if err := es.ValidateRange(from, to); err != nil {
@@ -306,19 +298,12 @@ func clamp(v int) int32 {
 
 // RequestIDExists implements es.EventStore.
 func (s *Store) RequestIDExists(ctx context.Context, agg es.AggregateID, requestID string) (bool, error) {
-	if err := s.usable(ctx); err != nil {
+	if err := s.Usable(ctx); err != nil {
 		return false, err
 	}
 	var ok bool
 	err := s.db.pool.QueryRow(ctx, selectRequest, agg.Context, agg.Name, agg.Tenant, agg.ID, requestID).Scan(&ok)
 	return ok, err
-}
-
-// Close implements es.EventStore; later calls on this handle fail with
-// es.ErrClosed.
-func (s *Store) Close() error {
-	s.closed.Store(true)
-	return nil
 }
 
 // String names the adapter in reports.

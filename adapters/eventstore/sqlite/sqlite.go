@@ -21,7 +21,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -163,23 +162,16 @@ func (db *DB) Close() error {
 
 // Store is a handle on a DB; it implements es.EventStore.
 type Store struct {
-	db     *DB
-	closed atomic.Bool
+	db        *DB
+	es.Handle // closed flag; Close
 }
 
 var _ es.EventStore = (*Store)(nil)
 
-func (s *Store) usable(ctx context.Context) error {
-	if s.closed.Load() {
-		return es.ErrClosed
-	}
-	return ctx.Err()
-}
-
 // Append implements es.EventStore: the stream row and its events in one
 // transaction, or nothing.
 func (s *Store) Append(ctx context.Context, st es.Stream) (err error) {
-	if err := s.usable(ctx); err != nil {
+	if err := s.Usable(ctx); err != nil {
 		return err
 	}
 	if err := es.Validate(st); err != nil {
@@ -270,7 +262,7 @@ func failedColumns(msg string) string {
 
 // Load implements es.EventStore.
 func (s *Store) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]es.Stream, error) {
-	if err := s.usable(ctx); err != nil {
+	if err := s.Usable(ctx); err != nil {
 		return nil, err
 	}
 	if err := es.ValidateRange(from, to); err != nil {
@@ -302,19 +294,12 @@ func (s *Store) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]e
 
 // RequestIDExists implements es.EventStore; it reads committed data only.
 func (s *Store) RequestIDExists(ctx context.Context, agg es.AggregateID, requestID string) (bool, error) {
-	if err := s.usable(ctx); err != nil {
+	if err := s.Usable(ctx); err != nil {
 		return false, err
 	}
 	var ok bool
 	err := s.db.r.QueryRowContext(ctx, selectRequest, agg.Context, agg.Name, agg.Tenant, agg.ID, requestID).Scan(&ok)
 	return ok, err
-}
-
-// Close implements es.EventStore; later calls on this handle fail with
-// es.ErrClosed.
-func (s *Store) Close() error {
-	s.closed.Store(true)
-	return nil
 }
 
 // String names the adapter in reports.

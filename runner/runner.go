@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -50,7 +51,7 @@ func Run(target string, register func(), opts Options) []verdict.Result {
 		results []verdict.Result
 	)
 	ginkgo.ReportAfterEach(func(r types.SpecReport) {
-		res := toResult(target, r)
+		res := toResult(target, r, opts.Rules)
 		rmu.Lock()
 		results = append(results, res)
 		rmu.Unlock()
@@ -96,7 +97,7 @@ func (failer) Fail() {}
 
 var ruleIDRe = regexp.MustCompile(`^((?:ES|BR|CO)-\d+\.\d+) `)
 
-func toResult(target string, r types.SpecReport) verdict.Result {
+func toResult(target string, r types.SpecReport, focus []string) verdict.Result {
 	id := ""
 	if m := ruleIDRe.FindStringSubmatch(r.LeafNodeText); m != nil {
 		id = m[1]
@@ -133,8 +134,12 @@ func toResult(target string, r types.SpecReport) verdict.Result {
 			res.Verdict, res.Reason = override.Verdict, override.Reason
 		case msg != "":
 			res.Verdict, res.Reason = verdict.Skipped, msg
-		default:
+		case len(focus) > 0 && !slices.Contains(focus, id):
 			res.Verdict, res.Reason = verdict.Skipped, "filtered out by --rule"
+		default:
+			// Ginkgo skips the remaining specs without a message once the
+			// run is interrupted.
+			res.Verdict, res.Reason = verdict.Skipped, "not run: the run was interrupted"
 		}
 	case types.SpecStateFailed:
 		res.Verdict, res.Reason = verdict.Fail, firstLine(msg)

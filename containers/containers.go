@@ -180,6 +180,10 @@ func Start(ctx context.Context, spec Spec) (*Container, error) {
 		return nil, err
 	}
 	watchInterrupt()
+	staleOnce.Do(func() {
+		// What a killed earlier run left (its owner is gone) goes first.
+		_, _ = CleanupStale(ctx)
+	})
 	if _, err := dc.ImageInspect(ctx, spec.Image); err != nil {
 		return nil, fmt.Errorf("%w: %s (build it with `make images` / scripts/build-images.sh, or name another image with %s)", ErrNoImage, spec.Image, imageVar(spec.Role))
 	}
@@ -350,6 +354,8 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+var staleOnce sync.Once
 
 var idMu sync.Mutex
 var idN int

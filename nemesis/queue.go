@@ -188,7 +188,9 @@ func QueueUnderFault(ctx context.Context, b mq.Broker, topic, kind string, w Wor
 	}
 	for {
 		if member == nil {
-			c, err := b.Consumer(ctx, topic, cfg)
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			c, err := b.Consumer(cctx, topic, cfg)
+			cancel()
 			if err != nil {
 				rec.Note("consumer", "reconnect", "", "error: "+err.Error())
 				if ctx.Err() != nil {

@@ -1,0 +1,102 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	natsadapter "github.com/onceproof/tck/adapters/broker/nats"
+	"github.com/onceproof/tck/containers"
+	"github.com/onceproof/tck/history"
+)
+
+// Leaders watches which server leads a JetStream stream of a cluster, and
+// notes every change on the timeline (actor "observer", action "leader").
+type Leaders struct {
+	js     jetstream.JetStream
+	nc     *natsgo.Conn
+	stream string
+	rec    *history.Recorder
+	last   string
+	// Changes counts the leader changes seen after the first leader.
+	Changes int
+}
+
+// WatchLeader starts watching topic's stream on the cluster at url.
+func WatchLeader(url, topic string, rec *history.Recorder) (*Leaders, error) {
+	nc, err := natsgo.Connect(url, natsgo.MaxReconnects(-1), natsgo.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return &Leaders{js: js, nc: nc, stream: natsadapter.StreamName(topic), rec: rec}, nil
+}
+
+// Leader asks the cluster for the stream's leader now and notes a change.
+func (l *Leaders) Leader(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	s, err := l.js.Stream(ctx, l.stream)
+	if err != nil {
+		return "", err
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return "", err
+	}
+	if info.Cluster == nil || info.Cluster.Leader == "" {
+		return "", fmt.Errorf("stream %s has no leader now", l.stream)
+	}
+	if lead := info.Cluster.Leader; lead != l.last {
+		was := l.last
+		if was == "" {
+			was = "none"
+		} else {
+			l.Changes++
+		}
+		l.rec.Note("observer", "leader", l.stream, fmt.Sprintf("%s (was %s)", lead, was))
+		l.last = lead
+	}
+	return l.last, nil
+}
+
+// Run polls the leader every interval until ctx ends.
+func (l *Leaders) Run(ctx context.Context, interval time.Duration) {
+	for ctx.Err() == nil {
+		_, _ = l.Leader(ctx)
+		select {
+		case <-ctx.Done():
+		case <-time.After(interval):
+		}
+	}
+}
+
+// Close ends the watcher's connection.
+func (l *Leaders) Close() { l.nc.Close() }
+
+// KillLeader is the cluster fault: it finds the stream's leader, kills its
+// container (SIGKILL), holds, starts it again and waits until it answers.
+func KillLeader(nm *Nemesis, c *containers.NATSCluster, l *Leaders, hold time.Duration) Broken {
+	return func(ctx context.Context) error {
+		var lead string
+		err := containers.Retry(ctx, func() error {
+			var err error
+			lead, err = l.Leader(ctx)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		node := c.Node(lead)
+		if node == nil {
+			return fmt.Errorf("leader %q is no node of the cluster", lead)
+		}
+		return nm.Apply(ctx, Kill, Target{Name: lead + " (stream leader)", Container: node.Container, Ready: node.Ping}, hold)
+	}
+}

@@ -20,6 +20,7 @@ type Leaders struct {
 	stream string
 	rec    *history.Recorder
 	last   string
+	seen   bool
 	// Changes counts the leader changes seen after the first leader.
 	Changes int
 }
@@ -43,27 +44,34 @@ func (l *Leaders) Leader(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	s, err := l.js.Stream(ctx, l.stream)
-	if err != nil {
-		return "", err
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		return "", err
-	}
-	if info.Cluster == nil || info.Cluster.Leader == "" {
-		return "", fmt.Errorf("stream %s has no leader now", l.stream)
-	}
-	if lead := info.Cluster.Leader; lead != l.last {
-		was := l.last
-		if was == "" {
-			was = "none"
-		} else {
-			l.Changes++
+	if err == nil {
+		var info *jetstream.StreamInfo
+		if info, err = s.Info(ctx); err == nil && (info.Cluster == nil || info.Cluster.Leader == "") {
+			err = fmt.Errorf("stream %s has no leader now", l.stream)
+		} else if err == nil {
+			lead := info.Cluster.Leader
+			if lead != l.last {
+				was := l.last
+				if was == "" {
+					was = "none"
+				}
+				if l.seen {
+					l.Changes++
+				}
+				l.seen = true
+				l.rec.Note("observer", "leader", l.stream, fmt.Sprintf("%s (was %s)", lead, was))
+				l.last = lead
+			}
+			return lead, nil
 		}
-		l.rec.Note("observer", "leader", l.stream, fmt.Sprintf("%s (was %s)", lead, was))
-		l.last = lead
 	}
-	return l.last, nil
+	// No answer: while the leader is gone the stream cannot say who leads.
+	// A leader seen before and lost now is a change on the timeline.
+	if l.last != "" {
+		l.rec.Note("observer", "leader", l.stream, fmt.Sprintf("none (was %s): %v", l.last, err))
+		l.last = ""
+	}
+	return "", err
 }
 
 // Run polls the leader every interval until ctx ends.

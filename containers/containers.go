@@ -270,8 +270,19 @@ func (c *Container) Remove(ctx context.Context) error {
 	_, err = dc.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 	// Gone already, or being removed by another path (the suite's own
 	// cleanup racing the target's Stop): either way it will not be left.
-	if err != nil && (strings.Contains(err.Error(), "No such container") || strings.Contains(err.Error(), "already in progress")) {
+	if err != nil && strings.Contains(err.Error(), "No such container") {
 		return nil
+	}
+	if err != nil && strings.Contains(err.Error(), "already in progress") {
+		// Wait for the other removal, so that after Remove it is gone.
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		return Retry(wctx, func() error {
+			if _, err := dc.ContainerInspect(wctx, c.ID, client.ContainerInspectOptions{}); err == nil {
+				return errors.New("still being removed")
+			}
+			return nil
+		})
 	}
 	return err
 }

@@ -7,6 +7,7 @@
 //	tck run       [--suite S]... [--target T]... [--rule ID]... [--out DIR] [--quiet]
 //	tck selftest  [--suite S]... [--out DIR]
 //	tck report    --in DIR
+//	tck clean     [--all]
 //	tck version
 //
 // Exit codes: 0 conformant, 1 a MUST rule failed, 2 inconclusive,
@@ -52,6 +53,7 @@ var commands = map[string]struct {
 	"run":      {cmdRun, "run suites against targets and write a report"},
 	"selftest": {cmdSelftest, "run every deliberately broken target and print the kill matrix"},
 	"report":   {cmdReport, "re-render report.md, report.html and junit.xml from a results.json"},
+	"clean":    {cmdClean, "remove containers the kit left behind on this Docker host"},
 	"version":  {cmdVersion, "print the kit's version"},
 }
 
@@ -104,7 +106,7 @@ func oneLine(s string) string {
 }
 
 func commandNames() string {
-	return "list, targets, plan, run, selftest, report, version"
+	return "list, targets, plan, run, selftest, report, clean, version"
 }
 
 func help(w io.Writer) {

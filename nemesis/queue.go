@@ -234,6 +234,9 @@ func QueueUnderFault(ctx context.Context, b mq.Broker, topic, kind string, w Wor
 			continue
 		}
 		for _, d := range ds {
+			if member == nil {
+				break
+			}
 			id := d.Message().ID
 			if rng.Float64() < w.NakRate {
 				nctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -251,8 +254,17 @@ func QueueUnderFault(ctx context.Context, b mq.Broker, topic, kind string, w Wor
 			cancel()
 			if err != nil {
 				// Not confirmed: the broker will redeliver; not a dequeue.
+				// After a restart nats-server drops, with no reply, an ack
+				// past the delivery pointer it restored (its consumer state
+				// is flushed asynchronously, so a SIGKILL loses the last
+				// deliveries' record): every other ack of this batch would
+				// wait out the same silence, 2 s each, while the stream's
+				// redeliveries wait for a fetch. The batch is left to
+				// redelivery and the member reopened.
 				h.Info(err.Error())
-				continue
+				rec.Note("consumer", "ack", id, "unconfirmed; the rest of the batch left to redelivery, member reopened")
+				closeMember()
+				break
 			}
 			h.OK(fmt.Sprintf("attempt %d", d.Attempt()))
 		}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"time"
 
 	pgstore "github.com/onceproof/tck/adapters/eventstore/postgres"
+	"github.com/onceproof/tck/catalog"
 	"github.com/onceproof/tck/containers"
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/mq"
@@ -155,3 +158,162 @@ func postgresContainer(ctx context.Context, ref target.Ref) (*target.Started, er
 			return st, nil
 		})
 }
+
+func init() { extra = append(extra, addClusters) }
+
+func addClusters(r *target.Registry) {
+	r.Add(target.Kind{
+		Suite: "broker", Name: "nats-cluster",
+		Summary: "a three-node NATS JetStream cluster in containers, streams with three replicas; the stream leader is killed and restarted during BR-2.9",
+		Modes:   []target.Mode{target.Container},
+		Needs:   "Docker and the image nats:2.15.2 (TCK_NATS_IMAGE; `make images` builds it)",
+		Start:   natsClusterContainer,
+	})
+}
+
+// clusterRules are the rules broker/nats-cluster runs: the ones its fault
+// is aimed at. The others are not-applicable there, saying why.
+var clusterRules = map[string]bool{"BR-2.9": true, "BR-3.1": true}
+
+// clusterReplicas is the replica count of every stream the cluster target
+// creates: one per node, so the stream survives the loss of any one.
+const clusterReplicas = 3
+
+// natsClusterContainer is broker/nats-cluster=container: three nats-server
+// containers on a private network, started once per run; every topic is a
+// stream with three replicas. BR-2.9 runs while the leader of its stream is
+// killed (SIGKILL) and restarted, with the leader changes on its timeline;
+// BR-3.1 restarts the node leading its stream (gracefully, then with
+// SIGKILL) while the two other replicas stay up. One node is down at a time.
+func natsClusterContainer(ctx context.Context, ref target.Ref) (*target.Started, error) {
+	c, err := containers.StartNATSCluster(ctx, clusterReplicas, containers.NATSOptions{})
+	if err != nil {
+		return nil, target.Unavailable(ref, err)
+	}
+	remove := func() error { return c.Remove(context.Background()) }
+	client := NATSClient{Wrap: func(b mq.Broker) mq.Broker { return replicated{Broker: b, n: clusterReplicas} }}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	probe, err := client.open(cctx, c.URL)
+	if err != nil {
+		_ = remove()
+		return nil, target.Unavailable(ref, target.RedactError(err, target.Password(c.URL)))
+	}
+	caps := probe.Capabilities()
+	_ = probe.Close()
+	faults := &nemesis.ClusterFaults{C: c}
+	na := map[string]string{}
+	for _, r := range catalog.All("broker") {
+		if !clusterRules[r.ID] {
+			na[r.ID] = `needs capability "undisturbed broker": broker/nats-cluster kills and restarts stream leaders during the run, which moves the leaders and the timings of every stream on the cluster; this rule runs on broker/nats, and the cluster target checks BR-2.9 and BR-3.1`
+		}
+	}
+	t := broker.Target{
+		Open: func(ctx context.Context) (mq.Broker, error) { return client.open(ctx, c.URL) },
+		Caps: caps,
+		Private: func(ctx context.Context) (broker.Server, error) {
+			return &clusterServer{c: c, client: client, faults: faults}, nil
+		},
+		Disrupt:       faults.KillStreamLeader,
+		NotApplicable: na,
+		// An election takes up to the election timeout (4 to 9 s) on top
+		// of the workload; the rule's budget leaves room for it.
+		Budget: 90 * time.Second,
+	}
+	var names []string
+	for _, n := range c.Nodes {
+		names = append(names, n.Spec.Name+"="+n.Name)
+	}
+	cfg := brokerConfig(caps, t)
+	cfg["image"] = c.Nodes[0].Spec.Image
+	cfg["replicas"] = fmt.Sprint(clusterReplicas)
+	cfg["fault"] = "BR-2.9: the stream leader killed (SIGKILL), held 3s, restarted; BR-3.1: the stream leader's node restarted (SIGTERM, then SIGKILL)"
+	if always, interval, err := c.Nodes[0].Sync(ctx); err == nil {
+		cfg["sync"] = syncString(always, interval)
+	}
+	return &target.Started{
+		Info: target.Info{
+			Name: ref.Key(), Suite: ref.Suite, Mode: target.Container, Address: target.Redact(c.URL),
+			Version: "nats-server " + c.Nodes[0].Version + " (3-node cluster, containers), nats.go " + natsClientVersion,
+			Config:  cfg,
+			Notes: []string{fmt.Sprintf("cluster %s on network %s, removed when the run ends; one node is down at a time, so the cluster keeps its quorum",
+				strings.Join(names, ", "), c.Network.Name)},
+		},
+		Register: func() { broker.Register(t) },
+		Stop:     remove,
+	}, nil
+}
+
+// replicated gives every topic created through it n replicas.
+type replicated struct {
+	mq.Broker
+	n       int
+	created func(topic string)
+}
+
+func (r replicated) CreateTopic(ctx context.Context, name string, cfg mq.TopicConfig) error {
+	if cfg.Replicas == 0 {
+		cfg.Replicas = r.n
+	}
+	err := r.Broker.CreateTopic(ctx, name, cfg)
+	if err == nil && r.created != nil {
+		r.created(name)
+	}
+	return err
+}
+
+// clusterServer is BR-3.1's broker on the cluster: the shared cluster, where
+// a restart is of the node leading the rule's own stream.
+type clusterServer struct {
+	c      *containers.NATSCluster
+	client NATSClient
+	faults *nemesis.ClusterFaults
+
+	mu     sync.Mutex
+	topics []string
+}
+
+func (s *clusterServer) Open(ctx context.Context) (mq.Broker, error) {
+	b, err := s.client.open(ctx, s.c.URL)
+	if err != nil {
+		return nil, err
+	}
+	r, _ := b.(replicated)
+	r.created = func(topic string) {
+		s.mu.Lock()
+		s.topics = append(s.topics, topic)
+		s.mu.Unlock()
+	}
+	return r, nil
+}
+
+// Restart restarts the node leading the stream of the first topic created
+// through this server (SIGTERM or SIGKILL), then waits until the stream has
+// a leader again.
+func (s *clusterServer) Restart(ctx context.Context, how broker.Restart) error {
+	s.mu.Lock()
+	var topic string
+	if len(s.topics) > 0 {
+		topic = s.topics[0]
+	}
+	s.mu.Unlock()
+	if topic == "" {
+		return errors.New("no topic was created on this server, so no stream leader to restart")
+	}
+	k := nemesis.Restart
+	if how == broker.Abrupt {
+		k = nemesis.Kill
+	}
+	return s.faults.RestartStreamLeader(ctx, topic, k)
+}
+
+func (s *clusterServer) Sync(ctx context.Context) (string, bool, error) {
+	always, interval, err := s.c.Nodes[0].Sync(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	return syncString(always, interval) + "; a restart here is of the node leading the stream, the two other replicas stay up", !always, nil
+}
+
+// Stop leaves the shared cluster to the target's Stop.
+func (s *clusterServer) Stop() error { return nil }

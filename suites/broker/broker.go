@@ -18,7 +18,9 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/faultproxy"
+	"github.com/onceproof/tck/history"
 	"github.com/onceproof/tck/mq"
+	"github.com/onceproof/tck/verdict"
 )
 
 // Factory opens a handle on the broker under test. Handles opened by one
@@ -43,6 +45,19 @@ type Target struct {
 	Budget time.Duration
 	// Timeout bounds each rule (default: Budget plus a margin).
 	Timeout time.Duration
+	// Disrupt, when set, is a fault the target injects during BR-2.9 (a
+	// cluster target kills and restarts the stream leader). The workload
+	// calls it once, in its own goroutine, after a third of its publishes
+	// were acknowledged, and keeps publishing and consuming while it runs;
+	// it returns once the fault is healed. It notes what it did on rec (the
+	// rule's timeline) and its figures on ev. An error means the fault
+	// could not be applied as intended: the rule is then unknown unless it
+	// failed anyway.
+	Disrupt func(ctx context.Context, rule, topic string, rec *history.Recorder, ev *verdict.Evidence) error
+	// NotApplicable lists rules this target cannot run, each with the
+	// reason (naming the capability it lacks); they are reported
+	// not-applicable with it and start no workload.
+	NotApplicable map[string]string
 }
 
 // Fault is how to reach the broker through a fault proxy.

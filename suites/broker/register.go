@@ -96,6 +96,9 @@ func (p *plan) add(id string, wait func(w Windows, c mq.Capabilities) time.Durat
 	p.rules[id] = ruleDef{wait: wait, run: run}
 	p.order = append(p.order, id)
 	p.set.It(id, func(ctx context.Context, ev *verdict.Evidence) {
+		if why, ok := p.t.NotApplicable[id]; ok {
+			spec.NotApplicable("%s", why)
+		}
 		p.once.Do(p.startSelected)
 		w := wait(p.t.Windows, p.t.Caps)
 		ev.Figure("wait by definition", w.Seconds(), "s")
@@ -128,7 +131,8 @@ func (p *plan) startSelected() {
 		if !selected("broker "+id+" "+r.Title, cfg.FocusStrings, cfg.SkipStrings) {
 			continue
 		}
-		ok := true
+		_, excluded := p.t.NotApplicable[id]
+		ok := !excluded
 		for _, n := range r.Needs {
 			ok = ok && have[n]
 		}

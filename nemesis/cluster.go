@@ -1,0 +1,130 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/onceproof/tck/containers"
+	"github.com/onceproof/tck/history"
+	"github.com/onceproof/tck/verdict"
+)
+
+// ClusterFaults hurts the nodes of one NATS cluster on behalf of several
+// rules running at once, one node at a time: two rules each killing "their"
+// stream leader together could take two of three nodes down and the cluster
+// would lose its quorum, which is another fault than the one either asked for.
+type ClusterFaults struct {
+	C *containers.NATSCluster
+	// Hold is how long the killed leader stays down (default 3 s).
+	Hold time.Duration
+	// Settle bounds the wait for a stream leader after a heal (default 30 s;
+	// NATS elects within its election timeout, 4 to 9 s by default).
+	Settle time.Duration
+
+	mu sync.Mutex
+}
+
+func (cf *ClusterFaults) hold() time.Duration {
+	if cf.Hold <= 0 {
+		return 3 * time.Second
+	}
+	return cf.Hold
+}
+
+func (cf *ClusterFaults) settle() time.Duration {
+	if cf.Settle <= 0 {
+		return 30 * time.Second
+	}
+	return cf.Settle
+}
+
+// KillStreamLeader is the broker suite's Disrupt for a cluster: it kills
+// (SIGKILL) the node leading topic's stream, holds, starts it again, and
+// returns once the stream has a leader again. A watcher polls the leader
+// every 100 ms from before the kill until after the election, noting each
+// change on rec ("n2 -> none", "none -> n3"); ev gets the count of leader
+// changes and the order of leaders.
+func (cf *ClusterFaults) KillStreamLeader(ctx context.Context, rule, topic string, rec *history.Recorder, ev *verdict.Evidence) error {
+	cf.mu.Lock()
+	defer cf.mu.Unlock()
+	l, err := WatchLeader(cf.C.URL, topic, rec)
+	if err != nil {
+		return fmt.Errorf("watching the stream leader: %w", err)
+	}
+	defer l.Close()
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); l.Run(wctx, 100*time.Millisecond) }()
+	defer func() { stopWatch(); <-watched }()
+
+	nm := New(rec)
+	nm.HealTimeout = cf.settle()
+	killedAt := time.Now()
+	lead, err := FaultLeader(ctx, nm, Kill, cf.C, l, cf.hold())
+	if err != nil {
+		return err
+	}
+	// The fault is over when the stream has a leader again; the watcher
+	// notes it (with the old one back, there was no change).
+	sctx, cancel := context.WithTimeout(ctx, cf.settle())
+	err = containers.Retry(sctx, func() error {
+		now, err := l.Leader(sctx)
+		if err != nil {
+			return err
+		}
+		if now == "" {
+			return errors.New("no leader yet")
+		}
+		return nil
+	})
+	cancel()
+	changes := l.Changes()
+	ev.Figure("stream leader changes", changes, "changes")
+	ev.Figure("stream leader killed", lead, "")
+	ev.Figure("stream leaders in order", strings.Join(l.History(), " -> "), "")
+	if at := l.ElectedAt(); !at.IsZero() {
+		ev.Figure("new leader seen after the kill", at.Sub(killedAt).Seconds(), "s")
+	}
+	ev.Notef("%s: the stream leader %s was killed (SIGKILL) and restarted after %s; stream leaders in order: %s (%d change(s))",
+		rule, lead, cf.hold(), strings.Join(l.History(), " -> "), changes)
+	if err != nil {
+		return fmt.Errorf("no stream leader within %s after the heal: %w", cf.settle(), err)
+	}
+	if changes == 0 {
+		ev.Hazard("the stream leader %s was killed and no other node took the lead before it came back", lead)
+	}
+	return nil
+}
+
+// RestartStreamLeader restarts the node leading topic's stream with fault k
+// (Restart: SIGTERM; Kill: SIGKILL) and returns once the stream has a
+// leader again. It is BR-3.1's restart on a cluster: the two other replicas
+// stay up.
+func (cf *ClusterFaults) RestartStreamLeader(ctx context.Context, topic string, k Kind) error {
+	cf.mu.Lock()
+	defer cf.mu.Unlock()
+	rec := history.New()
+	l, err := WatchLeader(cf.C.URL, topic, rec)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	nm := New(nil)
+	nm.HealTimeout = cf.settle()
+	if _, err := FaultLeader(ctx, nm, k, cf.C, l, 0); err != nil {
+		return err
+	}
+	sctx, cancel := context.WithTimeout(ctx, cf.settle())
+	defer cancel()
+	return containers.Retry(sctx, func() error {
+		now, err := l.Leader(sctx)
+		if err == nil && now == "" {
+			err = errors.New("no leader yet")
+		}
+		return err
+	})
+}

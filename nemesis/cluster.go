@@ -19,7 +19,8 @@ import (
 // would lose its quorum, which is another fault than the one either asked for.
 type ClusterFaults struct {
 	C *containers.NATSCluster
-	// Hold is how long the killed leader stays down (default 3 s).
+	// Hold is how long the killed leader stays down once another node
+	// leads its stream (default 2 s).
 	Hold time.Duration
 	// Settle bounds the wait for a stream leader after a heal (default 30 s;
 	// NATS elects within its election timeout, 4 to 9 s by default).
@@ -30,7 +31,7 @@ type ClusterFaults struct {
 
 func (cf *ClusterFaults) hold() time.Duration {
 	if cf.Hold <= 0 {
-		return 3 * time.Second
+		return 2 * time.Second
 	}
 	return cf.Hold
 }
@@ -63,14 +64,57 @@ func (cf *ClusterFaults) KillStreamLeader(ctx context.Context, rule, topic strin
 
 	nm := New(rec)
 	nm.HealTimeout = cf.settle()
-	killedAt := time.Now()
-	lead, err := FaultLeader(ctx, nm, Kill, cf.C, l, cf.hold())
+	fctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	var lead string
+	err = containers.Retry(fctx, func() error {
+		var err error
+		lead, err = l.Leader(fctx)
+		return err
+	})
+	cancel()
 	if err != nil {
+		return fmt.Errorf("no stream leader to kill: %w", err)
+	}
+	node := cf.C.Node(lead)
+	if node == nil {
+		return fmt.Errorf("leader %q is no node of the cluster", lead)
+	}
+	victim := Target{Name: lead + " (stream leader)", Container: node.Container, Ready: node.Ping}
+	killedAt := time.Now()
+	if err := nm.Inject(ctx, Kill, victim); err != nil {
 		return err
 	}
-	// The fault is over when the stream has a leader again; the watcher
-	// notes it (with the old one back, there was no change).
+	// The node stays down until another one leads the stream (the
+	// survivors elect within their election timeout, 4 to 9 s), then for
+	// Hold on the new leader. A fixed hold shorter than the election
+	// timeout would let the killed node come back in time to be elected
+	// again, and there would be no leader change to see.
 	sctx, cancel := context.WithTimeout(ctx, cf.settle())
+	elected := containers.Retry(sctx, func() error {
+		now, err := l.Leader(sctx)
+		if err != nil {
+			return err
+		}
+		if now == "" || now == lead {
+			return fmt.Errorf("leader %q", now)
+		}
+		return nil
+	})
+	cancel()
+	if elected == nil {
+		select {
+		case <-ctx.Done():
+		case <-time.After(cf.hold()):
+		}
+	}
+	if err := nm.Heal(context.WithoutCancel(ctx), Kill, victim); err != nil {
+		return err
+	}
+	if elected != nil {
+		rec.Note("nemesis", "election", l.stream, fmt.Sprintf("no other node took the lead within %s of the kill: %v", cf.settle(), elected))
+	}
+	// The fault is over when the stream has a leader again.
+	sctx, cancel = context.WithTimeout(ctx, cf.settle())
 	err = containers.Retry(sctx, func() error {
 		now, err := l.Leader(sctx)
 		if err != nil {
@@ -89,7 +133,7 @@ func (cf *ClusterFaults) KillStreamLeader(ctx context.Context, rule, topic strin
 	if at := l.ElectedAt(); !at.IsZero() {
 		ev.Figure("new leader seen after the kill", at.Sub(killedAt).Seconds(), "s")
 	}
-	ev.Notef("%s: the stream leader %s was killed (SIGKILL) and restarted after %s; stream leaders in order: %s (%d change(s))",
+	ev.Notef("%s: the stream leader %s was killed (SIGKILL), kept down until another node led the stream and %s more, then restarted; stream leaders in order: %s (%d change(s))",
 		rule, lead, cf.hold(), strings.Join(l.History(), " -> "), changes)
 	if err != nil {
 		return fmt.Errorf("no stream leader within %s after the heal: %w", cf.settle(), err)

@@ -227,7 +227,7 @@ func natsClusterContainer(ctx context.Context, ref target.Ref) (*target.Started,
 	cfg := brokerConfig(caps, t)
 	cfg["image"] = c.Nodes[0].Spec.Image
 	cfg["replicas"] = fmt.Sprint(clusterReplicas)
-	cfg["fault"] = "BR-2.9: the stream leader killed (SIGKILL), held 3s, restarted; BR-3.1: the stream leader's node restarted (SIGTERM, then SIGKILL)"
+	cfg["fault"] = "BR-2.9: the stream leader killed (SIGKILL), kept down until another node leads and 2s more, restarted; BR-3.1: the stream leader's node restarted (SIGTERM, then SIGKILL)"
 	if always, interval, err := c.Nodes[0].Sync(ctx); err == nil {
 		cfg["sync"] = syncString(always, interval)
 	}

@@ -2,7 +2,6 @@ package nemesis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -113,19 +112,19 @@ func (cf *ClusterFaults) KillStreamLeader(ctx context.Context, rule, topic strin
 	if elected != nil {
 		rec.Note("nemesis", "election", l.stream, fmt.Sprintf("no other node took the lead within %s of the kill: %v", cf.settle(), elected))
 	}
-	// The fault is over when the stream has a leader again.
+	// The fault is over when the stream has a leader again and the
+	// restarted node caught up.
 	sctx, cancel = context.WithTimeout(ctx, cf.settle())
 	err = containers.Retry(sctx, func() error {
-		now, err := l.Leader(sctx)
-		if err != nil {
+		if _, err := l.Leader(sctx); err != nil {
 			return err
 		}
-		if now == "" {
-			return errors.New("no leader yet")
-		}
-		return nil
+		return l.Healthy(sctx)
 	})
 	cancel()
+	if err == nil {
+		rec.Note("nemesis", "healthy", l.stream, "a leader, and every replica current")
+	}
 	changes := l.Changes()
 	ev.Figure("stream leader changes", changes, "changes")
 	ev.Figure("stream leader killed", lead, "")
@@ -165,10 +164,9 @@ func (cf *ClusterFaults) RestartStreamLeader(ctx context.Context, topic string, 
 	sctx, cancel := context.WithTimeout(ctx, cf.settle())
 	defer cancel()
 	return containers.Retry(sctx, func() error {
-		now, err := l.Leader(sctx)
-		if err == nil && now == "" {
-			err = errors.New("no leader yet")
+		if _, err := l.Leader(sctx); err != nil {
+			return err
 		}
-		return err
+		return l.Healthy(sctx)
 	})
 }

@@ -96,6 +96,28 @@ func (l *Leaders) ask(ctx context.Context) (string, error) {
 	return info.Cluster.Leader, nil
 }
 
+// Healthy succeeds once the stream has a leader and every other replica is
+// online and current: a restarted node has caught up, so reads and writes
+// no longer depend on which node a client reaches.
+func (l *Leaders) Healthy(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	s, err := l.js.Stream(ctx, l.stream)
+	if err != nil {
+		return err
+	}
+	info := s.CachedInfo()
+	if info.Cluster == nil || info.Cluster.Leader == "" {
+		return fmt.Errorf("stream %s has no leader", l.stream)
+	}
+	for _, r := range info.Cluster.Replicas {
+		if r.Offline || !r.Current {
+			return fmt.Errorf("replica %s of stream %s is not current yet", r.Name, l.stream)
+		}
+	}
+	return nil
+}
+
 // Changes counts the leader changes seen after the first leader: a leader
 // lost and the same one back is none; n2 -> none -> n3 is one.
 func (l *Leaders) Changes() int {

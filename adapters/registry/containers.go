@@ -262,6 +262,23 @@ func (r replicated) CreateTopic(ctx context.Context, name string, cfg mq.TopicCo
 	return err
 }
 
+// ReadAll reads the topic back, each attempt bounded: right after a node
+// restart a request can be forwarded to a leader that is gone and never
+// answered, and one unanswered request must not use up the rule's budget.
+func (r replicated) ReadAll(ctx context.Context, topic string) ([]mq.Stored, error) {
+	var out []mq.Stored
+	ctx, cancel := context.WithTimeout(ctx, 40*time.Second)
+	defer cancel()
+	err := containers.Retry(ctx, func() error {
+		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		var err error
+		out, err = r.Broker.ReadAll(actx, topic)
+		return err
+	})
+	return out, err
+}
+
 // clusterServer is BR-3.1's broker on the cluster: the shared cluster, where
 // a restart is of the node leading the rule's own stream.
 type clusterServer struct {

@@ -172,13 +172,22 @@ func totalQueue(f *fixture) judge {
 				}
 				return c != nil
 			}
+			fetchErrs := 0
 			for c != nil && f.ctx.Err() == nil && !done() && !giveUp() {
 				fctx, cancel := context.WithTimeout(f.ctx, aw+3*time.Second)
 				ds, err := c.Fetch(fctx, queueBatch, 200*time.Millisecond)
 				cancel()
 				if err != nil {
-					// The member's connection is in doubt (a server went
-					// away): a new member, as a restarted process would.
+					// A consumer without a leader yet (just created, or
+					// during an election) answers "no responders": wait a
+					// little. Three errors in a row and the member's
+					// connection is in doubt (a server went away): a new
+					// member, as a restarted process would.
+					if fetchErrs++; fetchErrs < 3 {
+						time.Sleep(50 * time.Millisecond)
+						continue
+					}
+					fetchErrs = 0
 					mu.Lock()
 					reopens++
 					mu.Unlock()
@@ -187,6 +196,7 @@ func totalQueue(f *fixture) judge {
 					}
 					continue
 				}
+				fetchErrs = 0
 			batch:
 				for _, d := range ds {
 					id := d.Message().ID

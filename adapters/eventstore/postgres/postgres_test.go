@@ -14,6 +14,7 @@ import (
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/precheck"
 	"github.com/onceproof/tck/runner"
+	"github.com/onceproof/tck/selftest"
 	"github.com/onceproof/tck/suites/eventstore"
 	"github.com/onceproof/tck/target"
 	"github.com/onceproof/tck/verdict"
@@ -55,22 +56,7 @@ func runSuite(tb testing.TB, url string) []verdict.Result {
 }
 
 func TestSuiteOnServer(t *testing.T) {
-	results := runSuite(t, serverURL(t))
-	got := map[string]verdict.Result{}
-	for _, r := range results {
-		got[r.Rule] = r
-	}
-	for _, rule := range catalog.All("eventstore") {
-		r, ok := got[rule.ID]
-		switch {
-		case !ok:
-			t.Errorf("%s: no result", rule.ID)
-		case rule.Level == catalog.Must && r.Verdict != verdict.Pass:
-			t.Errorf("%s (MUST): %s: %s", rule.ID, r.Verdict, r.Reason)
-		default:
-			t.Logf("%s %s: %s %s", rule.ID, rule.Level, r.Verdict, r.Reason)
-		}
-	}
+	selftest.RequireMustPass(t, "eventstore", runSuite(t, serverURL(t)))
 }
 
 // An unreachable server fails Open, and no error text carries the password.

@@ -13,6 +13,7 @@ import (
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/precheck"
 	"github.com/onceproof/tck/runner"
+	"github.com/onceproof/tck/selftest"
 	"github.com/onceproof/tck/suites/eventstore"
 	"github.com/onceproof/tck/verdict"
 )
@@ -49,36 +50,15 @@ func runSuite(tb testing.TB, path string) []verdict.Result {
 	return runner.Run("eventstore/sqlite", func() { eventstore.Register(t) }, runner.Options{})
 }
 
-// requireMust fails the test for every MUST rule of the suite that did not
-// pass, and for every rule of the catalog missing from the results.
-func requireMust(t *testing.T, results []verdict.Result) {
-	t.Helper()
-	got := map[string]verdict.Result{}
-	for _, r := range results {
-		got[r.Rule] = r
-	}
-	for _, rule := range catalog.All("eventstore") {
-		r, ok := got[rule.ID]
-		switch {
-		case !ok:
-			t.Errorf("%s: no result", rule.ID)
-		case rule.Level == catalog.Must && r.Verdict != verdict.Pass:
-			t.Errorf("%s (MUST): %s: %s", rule.ID, r.Verdict, r.Reason)
-		default:
-			t.Logf("%s %s: %s %s", rule.ID, rule.Level, r.Verdict, r.Reason)
-		}
-	}
-}
-
 func TestSuiteEmbedded(t *testing.T) {
-	requireMust(t, runSuite(t, ""))
+	selftest.RequireMustPass(t, "eventstore", runSuite(t, ""))
 }
 
 func TestSuiteOnAFileURL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the embedded run covers the adapter; -short skips the second full run")
 	}
-	requireMust(t, runSuite(t, "sqlite://"+filepath.Join(t.TempDir(), "kept.db")))
+	selftest.RequireMustPass(t, "eventstore", runSuite(t, "sqlite://"+filepath.Join(t.TempDir(), "kept.db")))
 }
 
 // The handle and the database fail differently once closed, and neither is

@@ -76,6 +76,10 @@ func (l *Leaders) Leader(ctx context.Context) (string, error) {
 		if lead != l.known {
 			l.history = append(l.history, lead)
 		}
+		if lead == l.known {
+			// A question went unanswered, then the same leader answered.
+			was = "none"
+		}
 		l.rec.Note("observer", "leader", l.stream, fmt.Sprintf("%s -> %s", was, lead))
 		l.current, l.known = lead, lead
 	}

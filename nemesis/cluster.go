@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/onceproof/tck/containers"
 	"github.com/onceproof/tck/history"
+	"github.com/onceproof/tck/mq"
 	"github.com/onceproof/tck/verdict"
 )
 
@@ -24,9 +26,18 @@ type ClusterFaults struct {
 	// Settle bounds the wait for a stream leader after a heal (default 30 s;
 	// NATS elects within its election timeout, 4 to 9 s by default).
 	Settle time.Duration
+	// Probe, when set, opens a broker handle for the leader-change probe
+	// KillStreamLeader carries across the kill (see LeaderProbe): de-dupe
+	// of a retry and redelivery of an unacked delivery, on a topic of the
+	// probe's own whose leaders are moved to the node killed.
+	Probe func(ctx context.Context) (mq.Broker, error)
 
 	mu sync.Mutex
 }
+
+// ErrProbe marks an error of KillStreamLeader that is a violation the
+// leader-change probe saw, not a fault that failed to apply.
+var ErrProbe = errors.New("leader-change probe")
 
 func (cf *ClusterFaults) hold() time.Duration {
 	if cf.Hold <= 0 {
@@ -47,7 +58,9 @@ func (cf *ClusterFaults) settle() time.Duration {
 // returns once the stream has a leader again. A watcher polls the leader
 // every 100 ms from before the kill until after the election, noting each
 // change on rec ("n2 -> none", "none -> n3"); ev gets the count of leader
-// changes and the order of leaders.
+// changes and the order of leaders. With Probe set it also carries the
+// leader-change probe across the kill (see LeaderProbe): a violation it sees
+// is an error wrapping ErrProbe; a probe that could not run, another error.
 func (cf *ClusterFaults) KillStreamLeader(ctx context.Context, rule, topic string, rec *history.Recorder, ev *verdict.Evidence) error {
 	cf.mu.Lock()
 	defer cf.mu.Unlock()
@@ -78,6 +91,23 @@ func (cf *ClusterFaults) KillStreamLeader(ctx context.Context, rule, topic strin
 	if node == nil {
 		return fmt.Errorf("leader %q is no node of the cluster", lead)
 	}
+	var probe *probeRun
+	if cf.Probe != nil {
+		probe, err = startProbe(ctx, cf.Probe, cf.C.URL, topic, len(cf.C.Nodes), rec)
+		if err != nil {
+			return err
+		}
+		if err := probe.lead(ctx, lead); err != nil {
+			probe.close()
+			return fmt.Errorf("probe: moving its leaders to %s: %w", lead, err)
+		}
+		rec.Note("probe", "leader", probe.p.Topic, "stream and consumer led by "+lead+", every replica current")
+		defer func() {
+			if !probe.finished {
+				probe.close()
+			}
+		}()
+	}
 	victim := Target{Name: lead + " (stream leader)", Container: node.Container, Ready: node.Ping}
 	killedAt := time.Now()
 	if err := nm.Inject(ctx, Kill, victim); err != nil {
@@ -100,6 +130,10 @@ func (cf *ClusterFaults) KillStreamLeader(ctx context.Context, rule, topic strin
 		return nil
 	})
 	cancel()
+	if elected == nil && probe != nil {
+		// While the killed node is still down: the new leaders answer.
+		probe.afterElection(ctx, lead)
+	}
 	if elected == nil {
 		select {
 		case <-ctx.Done():
@@ -134,11 +168,22 @@ func (cf *ClusterFaults) KillStreamLeader(ctx context.Context, rule, topic strin
 	}
 	ev.Notef("%s: the stream leader %s was killed (SIGKILL), kept down until another node led the stream and %s more, then restarted; stream leaders in order: %s (%d change(s))",
 		rule, lead, cf.hold(), strings.Join(l.History(), " -> "), changes)
+	if probe != nil {
+		probe.finish(ctx, ev)
+	}
 	if err != nil {
 		return fmt.Errorf("no stream leader within %s after the heal: %w", cf.settle(), err)
 	}
 	if changes == 0 {
 		ev.Hazard("the stream leader %s was killed and no other node took the lead before it came back", lead)
+	}
+	if probe != nil {
+		if v := probe.p.Violations(); len(v) > 0 {
+			return fmt.Errorf("%w: %s", ErrProbe, strings.Join(v, "; "))
+		}
+		if why := probe.p.problem(); why != "" {
+			return fmt.Errorf("leader-change probe did not run as intended: %s", why)
+		}
 	}
 	return nil
 }

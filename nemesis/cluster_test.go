@@ -19,7 +19,10 @@ import (
 // stream leader killed (SIGKILL) and restarted in the middle of BR-2.9.
 // Acknowledged publishes are all delivered (BR-2.9) and survive the
 // restart of their stream leader's node (BR-3.1); BR-2.9's evidence has the
-// leader changes, on the timeline and as a figure; nothing is left behind.
+// leader changes, on the timeline and as a figure, and the leader-change
+// probe (a retry of the same id after the change answered duplicate, one
+// copy stored; a delivery left unacked before the kill back as a later
+// attempt); nothing is left behind.
 func TestNATSClusterLeaderKill(t *testing.T) {
 	containers.Need(t, containers.NATSImage())
 	ref, err := target.Parse("broker/nats-cluster=container")
@@ -56,6 +59,7 @@ func TestNATSClusterLeaderKill(t *testing.T) {
 		}
 		if r.Rule == "BR-2.9" {
 			checkLeaderChanges(t, r.Evidence)
+			checkProbe(t, r.Evidence)
 		}
 	}
 	if seen != 2 {
@@ -91,6 +95,41 @@ func checkLeaderChanges(t *testing.T, ev *verdict.Evidence) {
 	}
 	if notes == 0 {
 		t.Error("BR-2.9: no leader change and no fault on the timeline")
+	}
+}
+
+// checkProbe: BR-2.9's evidence has the leader-change probe's outcome, as
+// figures and on the timeline: the retry answered duplicate, one copy, the
+// unacked delivery back as a later attempt.
+func checkProbe(t *testing.T, ev *verdict.Evidence) {
+	t.Helper()
+	if ev == nil {
+		return
+	}
+	got := map[string]any{}
+	for _, f := range ev.Figures {
+		if strings.HasPrefix(f.Name, "probe:") {
+			got[f.Name] = f.Value
+			t.Logf("  %s: %v %s", f.Name, f.Value, f.Unit)
+		}
+	}
+	if got["probe: retry across the leader change answered duplicate"] != true {
+		t.Errorf("BR-2.9: the retry across the leader change was not answered duplicate: %v", got)
+	}
+	if got["probe: copies stored of the retried id"] != 1 {
+		t.Errorf("BR-2.9: copies of the retried id %v, want 1", got["probe: copies stored of the retried id"])
+	}
+	if a, _ := got["probe: unacked delivery came back as attempt"].(int); a < 2 {
+		t.Errorf("BR-2.9: the unacked delivery came back as attempt %d, want 2 or more", a)
+	}
+	probes := 0
+	for _, op := range ev.Timeline {
+		if op.Actor == "probe" {
+			probes++
+		}
+	}
+	if probes == 0 {
+		t.Error("BR-2.9: the probe is not on the timeline")
 	}
 }
 

@@ -8,15 +8,18 @@ import (
 	"sync"
 	"time"
 
+	natsadapter "github.com/onceproof/tck/adapters/broker/nats"
 	pgstore "github.com/onceproof/tck/adapters/eventstore/postgres"
 	"github.com/onceproof/tck/catalog"
 	"github.com/onceproof/tck/containers"
 	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/history"
 	"github.com/onceproof/tck/mq"
 	"github.com/onceproof/tck/nemesis"
 	"github.com/onceproof/tck/precheck"
 	"github.com/onceproof/tck/suites/broker"
 	"github.com/onceproof/tck/target"
+	"github.com/onceproof/tck/verdict"
 )
 
 // The container mode of a kind: start the backend in a labelled container
@@ -201,7 +204,9 @@ func natsClusterContainer(ctx context.Context, ref target.Ref) (*target.Started,
 	}
 	caps := probe.Capabilities()
 	_ = probe.Close()
-	faults := &nemesis.ClusterFaults{C: c}
+	faults := &nemesis.ClusterFaults{C: c, Probe: func(ctx context.Context) (mq.Broker, error) {
+		return natsadapter.Connect(ctx, c.URL, natsadapter.Options{DedupeWindow: nemesis.ProbeWindow})
+	}}
 	na := map[string]string{}
 	for _, r := range catalog.All("broker") {
 		if !clusterRules[r.ID] {
@@ -214,7 +219,15 @@ func natsClusterContainer(ctx context.Context, ref target.Ref) (*target.Started,
 		Private: func(ctx context.Context) (broker.Server, error) {
 			return &clusterServer{c: c, client: client, faults: faults}, nil
 		},
-		Disrupt:       faults.KillStreamLeader,
+		// BR-2.9's fault carries the leader-change probe: a violation it
+		// sees fails the rule; a probe that could not run leaves it unknown.
+		Disrupt: func(ctx context.Context, rule, topic string, rec *history.Recorder, ev *verdict.Evidence) error {
+			err := faults.KillStreamLeader(ctx, rule, topic, rec, ev)
+			if errors.Is(err, nemesis.ErrProbe) {
+				return fmt.Errorf("%w: %w", broker.ErrViolation, err)
+			}
+			return err
+		},
 		NotApplicable: na,
 		// An election takes up to the election timeout (4 to 9 s) on top
 		// of the workload; the rule's budget leaves room for it.

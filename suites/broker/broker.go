@@ -15,6 +15,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/onceproof/tck/faultproxy"
@@ -52,13 +53,19 @@ type Target struct {
 	// it returns once the fault is healed. It notes what it did on rec (the
 	// rule's timeline) and its figures on ev. An error means the fault
 	// could not be applied as intended: the rule is then unknown unless it
-	// failed anyway.
+	// failed anyway. An error wrapping ErrViolation is a breach of the rule
+	// the fault exposed (a probe the target carries across the fault): the
+	// rule fails with it.
 	Disrupt func(ctx context.Context, rule, topic string, rec *history.Recorder, ev *verdict.Evidence) error
 	// NotApplicable lists rules this target cannot run, each with the
 	// reason (naming the capability it lacks); they are reported
 	// not-applicable with it and start no workload.
 	NotApplicable map[string]string
 }
+
+// ErrViolation marks an error of Target.Disrupt that is a breach of the
+// rule seen while the fault ran, not a fault that failed to apply.
+var ErrViolation = errors.New("violation seen during the fault")
 
 // Fault is how to reach the broker through a fault proxy.
 type Fault struct {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -292,6 +293,9 @@ func totalQueue(f *fixture) judge {
 	return func() {
 		f.ev.Notef("total queue: %d published (%d acked, %d unknown), %d acked deliveries of %d distinct; %d naks, %d crashes, %d members reopened after an error; lost %d (and %d delivered whose ack was never confirmed), unexpected %d, duplicated %d, recovered %d",
 			res.Attempted, res.Acked, res.Info, res.Dequeued, res.Distinct, naks, crashes, reopens, len(lost), len(unconfirmed), len(res.Unexpected), res.Duplicates, len(res.Recovered))
+		if errors.Is(disruptErr, ErrViolation) {
+			expect(disruptErr).NotTo(gomega.HaveOccurred(), "the target's fault exposed a violation")
+		}
 		if res.Acked == 0 {
 			spec.Unknown("no publish was acknowledged, so there was nothing to lose")
 		}

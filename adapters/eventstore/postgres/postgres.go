@@ -278,11 +278,7 @@ func (s *Store) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]e
 		if err := rows.Scan(&version, &requestID, &command, &e.Name, &e.Body); err != nil {
 			return nil, err
 		}
-		if n := len(out); n == 0 || out[n-1].Version != int(version) {
-			out = append(out, es.Stream{Aggregate: agg, Version: int(version), RequestID: requestID, CommandID: command})
-		}
-		last := &out[len(out)-1]
-		last.Events = append(last.Events, e)
+		out = es.AppendEventRow(out, agg, int(version), requestID, command, e)
 	}
 	return out, rows.Err()
 }

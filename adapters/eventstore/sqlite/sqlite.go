@@ -283,11 +283,7 @@ func (s *Store) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]e
 		if err := rows.Scan(&version, &requestID, &command, &e.Name, &e.Body); err != nil {
 			return nil, err
 		}
-		if n := len(out); n == 0 || out[n-1].Version != version {
-			out = append(out, es.Stream{Aggregate: agg, Version: version, RequestID: requestID, CommandID: command})
-		}
-		last := &out[len(out)-1]
-		last.Events = append(last.Events, e)
+		out = es.AppendEventRow(out, agg, version, requestID, command, e)
 	}
 	return out, rows.Err()
 }

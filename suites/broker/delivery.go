@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -65,28 +66,8 @@ func registerDelivery(p *plan) {
 	})
 
 	p.add("BR-2.2", func(w Windows, _ mq.Capabilities) time.Duration { return 3 * w.AckWait }, func(f *fixture) judge {
-		aw := f.w.AckWait
-		id := f.name("m")
-		_, _, c, err := f.setup(mq.ConsumerConfig{AckWait: aw}, id)
-		if err != nil {
-			return f.failed(err, "setting up")
-		}
-		first, err := f.next("member-1", c, time.Now().Add(aw))
-		if err != nil || first == nil {
-			return f.failed(fmt.Errorf("no first delivery: %v", err), "first delivery")
-		}
-		ackErr := f.settle("member-1", "ack", first.d, first.d.Ack)
-		again, err := f.next("member-1", c, first.at.Add(3*aw))
-		f.ev.Figure("watched for", (3 * aw).Seconds(), "s")
-		return func() {
-			expect(err).NotTo(gomega.HaveOccurred(), "watching for a redelivery")
-			expect(ackErr).NotTo(gomega.HaveOccurred(), "the ack must be confirmed")
-			if again != nil {
-				expect(again).To(gomega.BeNil(), "a confirmed ack must stop redelivery; the message came back after %.3fs (attempt %d)",
-					again.at.Sub(first.at).Seconds(), again.d.Attempt())
-			}
-			f.ev.Notef("no redelivery in %s (three ack waits) after a confirmed ack", 3*aw)
-		}
+		return settledStaysSettled(f, "ack", func(d mq.Delivery) func(context.Context) error { return d.Ack }, 3,
+			"the ack must be confirmed", "a confirmed ack must stop redelivery", "three ack waits", "a confirmed ack")
 	})
 
 	p.add("BR-2.3", func(w Windows, _ mq.Capabilities) time.Duration { return w.AckWait }, func(f *fixture) judge {
@@ -175,26 +156,8 @@ func registerDelivery(p *plan) {
 	})
 
 	p.add("BR-2.5", func(w Windows, _ mq.Capabilities) time.Duration { return 2 * w.AckWait }, func(f *fixture) judge {
-		aw := f.w.AckWait
-		id := f.name("m")
-		_, _, c, err := f.setup(mq.ConsumerConfig{AckWait: aw}, id)
-		if err != nil {
-			return f.failed(err, "setting up")
-		}
-		first, err := f.next("member-1", c, time.Now().Add(aw))
-		if err != nil || first == nil {
-			return f.failed(fmt.Errorf("no first delivery: %v", err), "first delivery")
-		}
-		termErr := f.settle("member-1", "term", first.d, first.d.Term)
-		again, err := f.next("member-1", c, first.at.Add(2*aw))
-		return func() {
-			expect(err).NotTo(gomega.HaveOccurred(), "watching for a redelivery")
-			expect(termErr).NotTo(gomega.HaveOccurred(), "term")
-			if again != nil {
-				expect(again).To(gomega.BeNil(), "term must stop redelivery for good; the message came back after %.3fs (attempt %d)", again.at.Sub(first.at).Seconds(), again.d.Attempt())
-			}
-			f.ev.Notef("no redelivery in %s (two ack waits) after term", 2*aw)
-		}
+		return settledStaysSettled(f, "term", func(d mq.Delivery) func(context.Context) error { return d.Term }, 2,
+			"term", "term must stop redelivery for good", "two ack waits", "term")
 	})
 
 	p.add("BR-2.6", func(w Windows, _ mq.Capabilities) time.Duration { return w.AckWait }, func(f *fixture) judge {
@@ -357,4 +320,33 @@ func (f *fixture) ackThenRead(r mq.Retention, aw time.Duration) (before, after i
 		time.Sleep(20 * time.Millisecond)
 	}
 	return before, after, nil
+}
+
+// settledStaysSettled is the workload of BR-2.2 and BR-2.5: take one
+// delivery, settle it with action, then watch waits ack waits for the
+// message to come back; it must not.
+func settledStaysSettled(f *fixture, action string, settle func(mq.Delivery) func(context.Context) error, waits int,
+	settleMsg, stopMsg, watchedFor, after string) judge {
+	aw := f.w.AckWait
+	_, _, c, err := f.setup(mq.ConsumerConfig{AckWait: aw}, f.name("m"))
+	if err != nil {
+		return f.failed(err, "setting up")
+	}
+	first, err := f.next("member-1", c, time.Now().Add(aw))
+	if err != nil || first == nil {
+		return f.failed(fmt.Errorf("no first delivery: %v", err), "first delivery")
+	}
+	settleErr := f.settle("member-1", action, first.d, settle(first.d))
+	watch := time.Duration(waits) * aw
+	again, err := f.next("member-1", c, first.at.Add(watch))
+	f.ev.Figure("watched for", watch.Seconds(), "s")
+	return func() {
+		expect(err).NotTo(gomega.HaveOccurred(), "watching for a redelivery")
+		expect(settleErr).NotTo(gomega.HaveOccurred(), settleMsg)
+		if again != nil {
+			expect(again).To(gomega.BeNil(), "%s; the message came back after %.3fs (attempt %d)", stopMsg,
+				again.at.Sub(first.at).Seconds(), again.d.Attempt())
+		}
+		f.ev.Notef("no redelivery in %s (%s) after %s", watch, watchedFor, after)
+	}
 }

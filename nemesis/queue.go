@@ -133,7 +133,16 @@ func QueueUnderFault(ctx context.Context, b mq.Broker, topic, kind string, w Wor
 	producerDone := make(chan struct{})
 	go func() {
 		defer close(producerDone)
+		// A broker that has refused every publish for giveUp has lost the
+		// topic (a memory stream after a kill): stop producing instead of
+		// spending each remaining message's timeout on it.
+		const giveUp = 20 * time.Second
+		lastOK := time.Now()
 		for i := 0; i < w.Messages && pctx.Err() == nil; i++ {
+			if time.Since(lastOK) > giveUp {
+				rec.Note("producer", "give up", "", fmt.Sprintf("every publish refused for %s; %d messages not sent", giveUp, w.Messages-i))
+				break
+			}
 			id := fmt.Sprintf("m-%05d", i)
 			h := rec.Invoke("producer", checker.Enqueue, id)
 			octx, cancel := context.WithTimeout(pctx, 2*time.Second)
@@ -146,6 +155,7 @@ func QueueUnderFault(ctx context.Context, b mq.Broker, topic, kind string, w Wor
 				time.Sleep(20 * time.Millisecond)
 			} else {
 				h.OK("")
+				lastOK = time.Now()
 				ackedIDs.Store(id, true)
 				if acked.Add(1) == int64(w.FaultAfter) {
 					faultOnce.Do(func() { go func() { faultDone <- fault(ctx) }() })

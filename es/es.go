@@ -80,16 +80,3 @@ type Capabilities struct {
 	// the store offers none). Rule ES-3.1 is not applicable without it.
 	PreCheck func(fast FastChecker, authority ExistenceChecker) PreChecker `json:"-"`
 }
-
-// AppendEventRow folds one row of a SQL "one row per event, ordered by
-// version then sequence" read into streams: a row of a new version starts a
-// stream, a row of the same version adds its event to the last one. The SQL
-// adapters share it so both rebuild streams the same way.
-func AppendEventRow(out []Stream, agg AggregateID, version int, requestID, commandID string, e Event) []Stream {
-	if n := len(out); n == 0 || out[n-1].Version != version {
-		out = append(out, Stream{Aggregate: agg, Version: version, RequestID: requestID, CommandID: commandID})
-	}
-	last := &out[len(out)-1]
-	last.Events = append(last.Events, e)
-	return out
-}

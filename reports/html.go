@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/onceproof/tck/history"
-	"github.com/onceproof/tck/verdict"
+	"github.com/onceproof/tck/internal/history"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 // HTML writes report.html: one self-contained file (inline CSS and SVG, no

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/onceproof/tck/verdict"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 type junitSuites struct {

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/onceproof/tck/verdict"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 // Markdown writes report.md: what was checked, against what, what was

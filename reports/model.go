@@ -8,9 +8,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/onceproof/tck/catalog"
-	"github.com/onceproof/tck/target"
-	"github.com/onceproof/tck/verdict"
+	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 // Schema names the results.json format; it changes only with the format.

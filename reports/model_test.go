@@ -3,7 +3,7 @@ package reports
 import (
 	"testing"
 
-	"github.com/onceproof/tck/verdict"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 func res(level string, v verdict.Verdict) verdict.Result {

@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
-	"github.com/onceproof/tck/faultproxy"
+	"github.com/onceproof/tck/internal/faultproxy"
+	"github.com/onceproof/tck/internal/redact"
+	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
 	"github.com/onceproof/tck/suites/broker"
-	"github.com/onceproof/tck/target"
 )
 
 func init() { extra = append(extra, addBrokers) }
@@ -90,7 +91,7 @@ func natsStarted(ctx context.Context, ref target.Ref, addr string, client NATSCl
 	defer cancel()
 	probe, err := client.open(cctx, addr)
 	if err != nil {
-		return nil, target.Unavailable(ref, target.RedactError(err, target.Password(addr)))
+		return nil, target.Unavailable(ref, redact.Error(err, redact.Secrets(addr)...))
 	}
 	caps := probe.Capabilities()
 	_ = probe.Close()

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/onceproof/tck/adapters/broker/mutants"
-	"github.com/onceproof/tck/target"
+	"github.com/onceproof/tck/internal/target"
 )
 
 // addBrokerMutants registers every broken broker client, each in front of

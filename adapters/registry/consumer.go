@@ -8,10 +8,12 @@ import (
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/adapters/consumer/mutants"
 	"github.com/onceproof/tck/adapters/consumer/reference"
+	"github.com/onceproof/tck/co"
+	"github.com/onceproof/tck/internal/outbox"
+	"github.com/onceproof/tck/internal/redact"
+	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/outbox"
 	"github.com/onceproof/tck/suites/consumer"
-	"github.com/onceproof/tck/target"
 )
 
 func init() { extra = append(extra, addConsumers) }
@@ -48,7 +50,7 @@ func addConsumers(r *target.Registry) {
 
 // consumerStarted binds a consumer design and an outbox to the suite over
 // NATS JetStream: an embedded server, or the server at the ref's URL.
-func consumerStarted(ctx context.Context, ref target.Ref, d reference.Design, box consumer.Outbox, mutant bool) (*target.Started, error) {
+func consumerStarted(ctx context.Context, ref target.Ref, d reference.Design, box co.Outbox, mutant bool) (*target.Started, error) {
 	url, stop, version := ref.Address, func() error { return nil }, "nats.go "+natsClientVersion
 	if ref.Mode() == target.Embedded {
 		e, err := nats.StartEmbedded(ctx)
@@ -62,7 +64,7 @@ func consumerStarted(ctx context.Context, ref target.Ref, d reference.Design, bo
 	probe, err := nats.Connect(cctx, url, nats.Options{})
 	if err != nil {
 		_ = stop()
-		return nil, target.Unavailable(ref, target.RedactError(err, target.Password(url)))
+		return nil, target.Unavailable(ref, redact.Error(err, redact.Secrets(url)...))
 	}
 	_ = probe.Close()
 	t := consumer.Target{

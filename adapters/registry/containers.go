@@ -10,16 +10,17 @@ import (
 
 	natsadapter "github.com/onceproof/tck/adapters/broker/nats"
 	pgstore "github.com/onceproof/tck/adapters/eventstore/postgres"
-	"github.com/onceproof/tck/catalog"
-	"github.com/onceproof/tck/containers"
 	"github.com/onceproof/tck/es"
-	"github.com/onceproof/tck/history"
+	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/containers"
+	"github.com/onceproof/tck/internal/history"
+	"github.com/onceproof/tck/internal/nemesis"
+	"github.com/onceproof/tck/internal/precheck"
+	"github.com/onceproof/tck/internal/redact"
+	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/nemesis"
-	"github.com/onceproof/tck/precheck"
 	"github.com/onceproof/tck/suites/broker"
-	"github.com/onceproof/tck/target"
-	"github.com/onceproof/tck/verdict"
 )
 
 // The container mode of a kind: start the backend in a labelled container
@@ -152,7 +153,7 @@ func postgresContainer(ctx context.Context, ref target.Ref) (*target.Started, er
 		func(url string, stop func() error) (*target.Started, error) {
 			db, err := pgstore.Open(ctx, url)
 			if err != nil {
-				return nil, target.Unavailable(ref, target.RedactError(err, target.Password(url)))
+				return nil, target.Unavailable(ref, redact.Error(err, redact.Secrets(url)...))
 			}
 			caps := es.Capabilities{PreCheck: precheck.New}
 			st := esStarted(ref, "PostgreSQL "+db.Version()+" (container)", caps,
@@ -200,7 +201,7 @@ func natsClusterContainer(ctx context.Context, ref target.Ref) (*target.Started,
 	probe, err := client.open(cctx, c.URL)
 	if err != nil {
 		_ = remove()
-		return nil, target.Unavailable(ref, target.RedactError(err, target.Password(c.URL)))
+		return nil, target.Unavailable(ref, redact.Error(err, redact.Secrets(c.URL)...))
 	}
 	caps := probe.Capabilities()
 	_ = probe.Close()

@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/moby/moby/client"
-	"github.com/onceproof/tck/containers"
-	"github.com/onceproof/tck/runner"
-	"github.com/onceproof/tck/target"
-	"github.com/onceproof/tck/verdict"
+
+	"github.com/onceproof/tck/internal/containers"
+	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 // runContainer starts key=container, runs its suite, stops it, and checks

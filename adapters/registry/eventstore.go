@@ -8,9 +8,9 @@ import (
 	pgstore "github.com/onceproof/tck/adapters/eventstore/postgres"
 	"github.com/onceproof/tck/adapters/eventstore/sqlite"
 	"github.com/onceproof/tck/es"
-	"github.com/onceproof/tck/precheck"
+	"github.com/onceproof/tck/internal/precheck"
+	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/suites/eventstore"
-	"github.com/onceproof/tck/target"
 )
 
 func addEventStores(r *target.Registry) {

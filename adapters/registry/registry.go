@@ -3,7 +3,7 @@
 // and the self-test read this list and nothing else.
 package registry
 
-import "github.com/onceproof/tck/target"
+import "github.com/onceproof/tck/internal/target"
 
 // Targets returns a registry of every known target kind.
 func Targets() *target.Registry {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/onceproof/tck/containers"
-	"github.com/onceproof/tck/target"
+	"github.com/onceproof/tck/internal/containers"
+	"github.com/onceproof/tck/internal/target"
 )
 
 // cmdClean removes containers, networks and volumes the kit left on this

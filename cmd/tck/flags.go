@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/onceproof/tck/catalog"
+	"github.com/onceproof/tck/internal/catalog"
 )
 
 var errHelp = errors.New("help shown")

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/onceproof/tck/adapters/registry"
-	"github.com/onceproof/tck/catalog"
+	"github.com/onceproof/tck/internal/catalog"
 )
 
 func cmdList(_ context.Context, args []string, stdout, _ io.Writer) error {

@@ -24,8 +24,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/reports"
-	"github.com/onceproof/tck/target"
 )
 
 // Version is the kit's version; a release build sets it with -ldflags "-X main.Version=...".

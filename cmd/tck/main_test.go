@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/onceproof/tck/catalog"
+	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/reports"
 )
 

@@ -9,27 +9,26 @@ package projection
 import (
 	"context"
 
-	"github.com/onceproof/tck/sinks"
-	"github.com/onceproof/tck/suites/consumer"
+	"github.com/onceproof/tck/co"
 )
 
 // Projection is one instance.
 type Projection struct {
-	index sinks.Index
+	index co.Index
 }
 
 // New is the factory the kit calls at start and after every crash.
-func New(_ context.Context, env consumer.Env) (consumer.Consumer, error) {
+func New(_ context.Context, env co.Env) (co.Consumer, error) {
 	return &Projection{index: env.Index}, nil
 }
 
 // Declared is what the projection says about itself.
-var Declared = consumer.Declared{Scopes: []string{sinks.ScopeIndex}}
+var Declared = co.Declared{Scopes: []string{co.ScopeIndex}}
 
 // Handle writes the event's version of the document, then acks.
-func (p *Projection) Handle(ctx context.Context, d consumer.Delivery) error {
+func (p *Projection) Handle(ctx context.Context, d co.Delivery) error {
 	e := d.Event()
-	if _, err := p.index.Upsert(ctx, sinks.Doc{ID: e.MessageID, Version: e.Version, Body: e.Body}); err != nil {
+	if _, err := p.index.Upsert(ctx, co.Doc{ID: e.MessageID, Version: e.Version, Body: e.Body}); err != nil {
 		return err
 	}
 	return d.Ack(ctx)

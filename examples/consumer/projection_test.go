@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
-	"github.com/onceproof/tck/examples/consumer"
+	projection "github.com/onceproof/tck/examples/consumer"
 	"github.com/onceproof/tck/mq"
 	tck "github.com/onceproof/tck/suites/consumer"
 )

@@ -9,7 +9,7 @@ import (
 
 	"github.com/onceproof/tck/adapters/eventstore/memory"
 	"github.com/onceproof/tck/es"
-	"github.com/onceproof/tck/precheck"
+	"github.com/onceproof/tck/internal/precheck"
 	"github.com/onceproof/tck/suites/eventstore"
 )
 

@@ -18,10 +18,10 @@ import (
 	"errors"
 	"time"
 
-	"github.com/onceproof/tck/faultproxy"
-	"github.com/onceproof/tck/history"
+	"github.com/onceproof/tck/internal/faultproxy"
+	"github.com/onceproof/tck/internal/history"
+	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/verdict"
 )
 
 // Factory opens a handle on the broker under test. Handles opened by one

@@ -12,9 +12,9 @@ import (
 	"github.com/onceproof/tck/suites/broker"
 
 	"github.com/onceproof/tck/adapters/registry"
-	"github.com/onceproof/tck/runner"
-	"github.com/onceproof/tck/target"
-	"github.com/onceproof/tck/verdict"
+	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 // run starts a registered broker kind and runs the suite against it.

@@ -8,9 +8,9 @@ import (
 
 	"github.com/onsi/gomega"
 
-	"github.com/onceproof/tck/faultproxy"
+	"github.com/onceproof/tck/internal/faultproxy"
+	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/spec"
 )
 
 // replyTimeout is how long a publish whose reply the proxy dropped waits

@@ -8,8 +8,8 @@ import (
 
 	"github.com/onsi/gomega"
 
+	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/spec"
 )
 
 // setup creates a limits topic, opens one member of a fresh group and

@@ -8,11 +8,11 @@ import (
 	"testing"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
-	"github.com/onceproof/tck/history"
+	"github.com/onceproof/tck/internal/history"
+	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/runner"
 	"github.com/onceproof/tck/suites/broker"
-	"github.com/onceproof/tck/verdict"
 )
 
 // TestDisruptVerdicts: a Disrupt error wrapping ErrViolation (a probe the

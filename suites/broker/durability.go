@@ -8,9 +8,9 @@ import (
 
 	"github.com/onsi/gomega"
 
-	"github.com/onceproof/tck/history"
+	"github.com/onceproof/tck/internal/history"
+	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/spec"
 )
 
 // durableBatch is how many acknowledged publishes BR-3.1 checks per restart.

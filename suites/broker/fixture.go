@@ -10,9 +10,9 @@ import (
 
 	"github.com/onsi/gomega"
 
-	"github.com/onceproof/tck/history"
+	"github.com/onceproof/tck/internal/history"
+	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/verdict"
 )
 
 // fixture is one rule's workload: its broker handle, its own topics, its

@@ -10,10 +10,10 @@ import (
 
 	"github.com/onsi/gomega"
 
-	"github.com/onceproof/tck/checker"
-	"github.com/onceproof/tck/history"
+	"github.com/onceproof/tck/internal/checker"
+	"github.com/onceproof/tck/internal/history"
+	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/spec"
 )
 
 // Workload shape of BR-2.9.

@@ -11,10 +11,10 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 
-	"github.com/onceproof/tck/catalog"
+	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/spec"
-	"github.com/onceproof/tck/verdict"
 )
 
 // Register registers every BR rule against t. Call it inside a Ginkgo suite

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/onceproof/tck/runner"
-	"github.com/onceproof/tck/verdict"
+	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 // Check runs every CO rule against target from a plain Go test, the way

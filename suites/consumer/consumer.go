@@ -8,7 +8,7 @@
 //
 // A backend author plugs a consumer in with one call,
 //
-//	consumer.Register(consumer.Target{Broker: ..., New: func(ctx context.Context, env consumer.Env) (consumer.Consumer, error) { ... }})
+//	consumer.Register(consumer.Target{Broker: ..., New: func(ctx context.Context, env co.Env) (co.Consumer, error) { ... }})
 //
 // from a Ginkgo suite, or with consumer.Check(t, target) from a plain Go
 // test (see examples/consumer).
@@ -20,9 +20,9 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 
-	"github.com/onceproof/tck/catalog"
-	"github.com/onceproof/tck/sinks"
-	"github.com/onceproof/tck/spec"
+	"github.com/onceproof/tck/co"
+	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/spec"
 )
 
 // Register registers every CO rule against t. Call it inside a Ginkgo suite
@@ -30,13 +30,13 @@ import (
 func Register(t Target) {
 	t.Timing = t.Timing.withDefaults()
 	if len(t.Declared.Scopes) == 0 {
-		t.Declared.Scopes = []string{sinks.ScopeIndex, sinks.ScopeNotify}
+		t.Declared.Scopes = []string{co.ScopeIndex, co.ScopeNotify}
 	}
 	if t.Events < 200 {
 		t.Events = 200
 	}
 	var caps []catalog.Capability
-	if has(t.Declared.Scopes, sinks.ScopeIndex) && has(t.Declared.Scopes, sinks.ScopeNotify) {
+	if has(t.Declared.Scopes, co.ScopeIndex) && has(t.Declared.Scopes, co.ScopeNotify) {
 		caps = append(caps, catalog.CapTwoScopes)
 	}
 	if t.Outbox != nil {

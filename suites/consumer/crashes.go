@@ -4,15 +4,15 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/onceproof/tck/sinks"
-	"github.com/onceproof/tck/spec"
-	"github.com/onceproof/tck/verdict"
+	"github.com/onceproof/tck/co"
+	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 func registerCrashes(s *spec.Set, t Target) {
 	s.It("CO-2.1", func(ctx context.Context, ev *verdict.Evidence) {
 		r := newRun(newHarness(ctx, t, "CO-2.1", ev, workers))
-		e := NewEvent("m-9", 1)
+		e := co.NewEvent("m-9", 1)
 		r.step(Step{Kind: StepNew, Event: e, Crash: &plan{Point: BeforeAck, Event: e.EventID}})
 		if r.fired(e.EventID) == 0 {
 			spec.Unknown("the consumer acked %s without reaching the kit's ack", e.EventID)
@@ -24,7 +24,7 @@ func registerCrashes(s *spec.Set, t Target) {
 
 	s.It("CO-2.2", func(ctx context.Context, ev *verdict.Evidence) {
 		r := newRun(newHarness(ctx, t, "CO-2.2", ev, workers))
-		e := NewEvent("m-9", 1)
+		e := co.NewEvent("m-9", 1)
 		r.step(Step{Kind: StepNew, Event: e, Crash: &plan{Point: AfterAck, Event: e.EventID}})
 		if r.fired(e.EventID) == 0 {
 			spec.Unknown("the consumer never acked %s through the kit", e.EventID)
@@ -45,11 +45,11 @@ func registerCrashes(s *spec.Set, t Target) {
 	s.It("CO-2.3", func(ctx context.Context, ev *verdict.Evidence) {
 		r := newRun(newHarness(ctx, t, "CO-2.3", ev, workers))
 		fired := 0
-		for _, c := range []struct{ m, scope string }{{"m-a", sinks.ScopeNotify}, {"m-b", sinks.ScopeIndex}} {
+		for _, c := range []struct{ m, scope string }{{"m-a", co.ScopeNotify}, {"m-b", co.ScopeIndex}} {
 			if !has(t.Declared.Scopes, c.scope) {
 				continue
 			}
-			e := NewEvent(c.m, 1)
+			e := co.NewEvent(c.m, 1)
 			r.step(Step{Kind: StepNew, Event: e, Crash: &plan{Point: AfterEffect, Event: e.EventID, Scope: c.scope}})
 			fired += r.fired(e.EventID)
 			r.expectModel(fmt.Sprintf("a crash right after the %s effect of %s, before its de-dupe record", c.scope, e.EventID))
@@ -69,7 +69,7 @@ func (r *run) reconcile() (out string) {
 		spec.Unknown("starting an instance to reconcile: %v", err)
 	}
 	defer r.kill(inst)
-	rc, ok := inst.c.(Reconciler)
+	rc, ok := inst.c.(co.Reconciler)
 	if !ok {
 		return ""
 	}

@@ -15,11 +15,12 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 
-	"github.com/onceproof/tck/history"
+	"github.com/onceproof/tck/co"
+	"github.com/onceproof/tck/internal/history"
+	"github.com/onceproof/tck/internal/sinks"
+	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/sinks"
-	"github.com/onceproof/tck/spec"
-	"github.com/onceproof/tck/verdict"
 )
 
 // Point is a place in a consumer's handling where the kit can end the
@@ -70,7 +71,7 @@ type plan struct {
 // msgState is one broker message the kit published in this rule.
 type msgState struct {
 	brokerID string
-	event    Event
+	event    co.Event
 	attempts int
 	acked    bool
 }
@@ -227,7 +228,7 @@ func (h *harness) takeLostAck(event string) bool {
 }
 
 // publish sends e under brokerID and tracks it until it is acked.
-func (h *harness) publish(e Event, brokerID string) {
+func (h *harness) publish(e co.Event, brokerID string) {
 	h.mu.Lock()
 	if _, dup := h.msgs[brokerID]; !dup {
 		h.msgs[brokerID] = &msgState{brokerID: brokerID, event: e}
@@ -235,7 +236,7 @@ func (h *harness) publish(e Event, brokerID string) {
 	}
 	h.mu.Unlock()
 	op := h.rec.Invoke("kit", "publish", brokerID)
-	ack, err := h.broker.Publish(h.ctx, h.topic, Message(e, brokerID))
+	ack, err := h.broker.Publish(h.ctx, h.topic, co.Message(e, brokerID))
 	if err != nil {
 		op.Info(err.Error())
 		spec.Unknown("publishing %s failed: %v", brokerID, err)
@@ -252,7 +253,7 @@ func (h *harness) publish(e Event, brokerID string) {
 
 // track registers a message that something other than h.publish put on the
 // topic (an outbox relay), so settle waits for it.
-func (h *harness) track(brokerID string, e Event) {
+func (h *harness) track(brokerID string, e co.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if _, ok := h.msgs[brokerID]; !ok {
@@ -261,12 +262,12 @@ func (h *harness) track(brokerID string, e Event) {
 	}
 }
 
-func (h *harness) delivered(brokerID string) (Event, bool) {
+func (h *harness) delivered(brokerID string) (co.Event, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	st, ok := h.msgs[brokerID]
 	if !ok {
-		return Event{}, false
+		return co.Event{}, false
 	}
 	st.attempts++
 	return st.event, true
@@ -408,7 +409,7 @@ type worker struct {
 
 type instance struct {
 	name  string
-	c     Consumer
+	c     co.Consumer
 	mc    mq.Consumer
 	store *sinks.SQLStore
 	dead  atomic.Bool
@@ -474,7 +475,7 @@ func (h *harness) startInstance(worker string) (inst *instance, err error) {
 		return nil, err
 	}
 	inst = &instance{name: name, mc: mc, store: store}
-	env := Env{Worker: name, Index: &kitIndex{h, inst}, Notifier: &kitNotifier{h, inst}, Store: &kitStore{inst}, Clock: h.clock}
+	env := co.Env{Worker: name, Index: &kitIndex{h, inst}, Notifier: &kitNotifier{h, inst}, Store: &kitStore{inst}, Clock: h.clock}
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("the factory panicked: %v", p)
@@ -605,13 +606,13 @@ type kitDelivery struct {
 	h        *harness
 	inst     *instance
 	d        mq.Delivery
-	e        Event
+	e        co.Event
 	brokerID string
 	settled  atomic.Bool
 }
 
-func (k *kitDelivery) Event() Event { return k.e }
-func (k *kitDelivery) Attempt() int { return k.d.Attempt() }
+func (k *kitDelivery) Event() co.Event { return k.e }
+func (k *kitDelivery) Attempt() int    { return k.d.Attempt() }
 
 func (k *kitDelivery) Ack(ctx context.Context) error {
 	k.inst.point(k.h, BeforeAck, k.e.EventID, "")
@@ -644,9 +645,9 @@ type kitIndex struct {
 	inst *instance
 }
 
-func (x *kitIndex) write(ctx context.Context, action string, doc sinks.Doc, f func() (bool, error)) (bool, error) {
-	ev := EventID(doc.ID, doc.Version)
-	x.inst.point(x.h, BeforeEffect, ev, sinks.ScopeIndex)
+func (x *kitIndex) write(ctx context.Context, action string, doc co.Doc, f func() (bool, error)) (bool, error) {
+	ev := co.EventID(doc.ID, doc.Version)
+	x.inst.point(x.h, BeforeEffect, ev, co.ScopeIndex)
 	op := x.h.rec.Invoke(x.inst.name, action, ev)
 	applied, err := f()
 	switch {
@@ -657,20 +658,20 @@ func (x *kitIndex) write(ctx context.Context, action string, doc sinks.Doc, f fu
 	default:
 		op.OK("not applied")
 	}
-	x.inst.point(x.h, AfterEffect, ev, sinks.ScopeIndex)
+	x.inst.point(x.h, AfterEffect, ev, co.ScopeIndex)
 	return applied, err
 }
 
-func (x *kitIndex) Put(ctx context.Context, doc sinks.Doc) error {
+func (x *kitIndex) Put(ctx context.Context, doc co.Doc) error {
 	_, err := x.write(ctx, "index put", doc, func() (bool, error) { return true, x.h.index.Put(ctx, doc) })
 	return err
 }
 
-func (x *kitIndex) Upsert(ctx context.Context, doc sinks.Doc) (bool, error) {
+func (x *kitIndex) Upsert(ctx context.Context, doc co.Doc) (bool, error) {
 	return x.write(ctx, "index upsert", doc, func() (bool, error) { return x.h.index.Upsert(ctx, doc) })
 }
 
-func (x *kitIndex) Get(ctx context.Context, id string) (sinks.Doc, bool, error) {
+func (x *kitIndex) Get(ctx context.Context, id string) (co.Doc, bool, error) {
 	x.inst.point(x.h, "", "", "")
 	return x.h.index.Get(ctx, id)
 }
@@ -680,9 +681,9 @@ type kitNotifier struct {
 	inst *instance
 }
 
-func (n *kitNotifier) Send(ctx context.Context, msg sinks.Notification) error {
-	ev := EventID(msg.MessageID, msg.Version)
-	n.inst.point(n.h, BeforeEffect, ev, sinks.ScopeNotify)
+func (n *kitNotifier) Send(ctx context.Context, msg co.Notification) error {
+	ev := co.EventID(msg.MessageID, msg.Version)
+	n.inst.point(n.h, BeforeEffect, ev, co.ScopeNotify)
 	op := n.h.rec.Invoke(n.inst.name, "notify", ev)
 	err := n.h.notifier.Send(ctx, msg)
 	if err != nil {
@@ -690,7 +691,7 @@ func (n *kitNotifier) Send(ctx context.Context, msg sinks.Notification) error {
 	} else {
 		op.OK("sent")
 	}
-	n.inst.point(n.h, AfterEffect, ev, sinks.ScopeNotify)
+	n.inst.point(n.h, AfterEffect, ev, co.ScopeNotify)
 	return err
 }
 
@@ -709,7 +710,7 @@ func (s *kitStore) check() {
 	}
 }
 
-func (s *kitStore) Get(ctx context.Context, key string) (sinks.Record, bool, error) {
+func (s *kitStore) Get(ctx context.Context, key string) (co.Record, bool, error) {
 	s.check()
 	return s.inst.store.Get(ctx, key)
 }

@@ -3,14 +3,15 @@ package consumer
 import (
 	"context"
 
-	"github.com/onceproof/tck/spec"
-	"github.com/onceproof/tck/verdict"
+	"github.com/onceproof/tck/co"
+	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 func registerHorizon(s *spec.Set, t Target) {
 	s.It("CO-3.1", func(ctx context.Context, ev *verdict.Evidence) {
 		r := newRun(newHarness(ctx, t, "CO-3.1", ev, workers))
-		e := NewEvent("m-9", 1)
+		e := co.NewEvent("m-9", 1)
 		r.step(Step{Kind: StepNew, Event: e})
 		r.expectModel("the first handling of " + e.EventID)
 		handled := r.clock.Elapsed()

@@ -5,7 +5,8 @@ import (
 	"math/rand"
 	"sort"
 
-	"github.com/onceproof/tck/sinks"
+	"github.com/onceproof/tck/co"
+	"github.com/onceproof/tck/internal/sinks"
 )
 
 // EffectKey is one (message, version, scope).
@@ -35,13 +36,13 @@ type Model struct {
 	seen     map[string]bool // event ids
 	newest   map[string]int
 	Expected map[EffectKey]int
-	Final    map[string]sinks.Doc
+	Final    map[string]co.Doc
 }
 
 // NewModel models a consumer declaring scopes.
 func NewModel(scopes []string) *Model {
 	m := &Model{scopes: map[string]bool{}, seen: map[string]bool{}, newest: map[string]int{},
-		Expected: map[EffectKey]int{}, Final: map[string]sinks.Doc{}}
+		Expected: map[EffectKey]int{}, Final: map[string]co.Doc{}}
 	for _, s := range scopes {
 		m.scopes[s] = true
 	}
@@ -49,20 +50,20 @@ func NewModel(scopes []string) *Model {
 }
 
 // Apply records that e was delivered (first time, redelivery or replay).
-func (m *Model) Apply(e Event) {
+func (m *Model) Apply(e co.Event) {
 	if m.seen[e.EventID] {
 		return
 	}
 	m.seen[e.EventID] = true
-	if m.scopes[sinks.ScopeNotify] {
-		m.Expected[EffectKey{e.MessageID, e.Version, sinks.ScopeNotify}] = 1
+	if m.scopes[co.ScopeNotify] {
+		m.Expected[EffectKey{e.MessageID, e.Version, co.ScopeNotify}] = 1
 	}
-	if m.scopes[sinks.ScopeIndex] {
-		k := EffectKey{e.MessageID, e.Version, sinks.ScopeIndex}
+	if m.scopes[co.ScopeIndex] {
+		k := EffectKey{e.MessageID, e.Version, co.ScopeIndex}
 		if e.Version > m.newest[e.MessageID] {
 			m.newest[e.MessageID] = e.Version
 			m.Expected[k] = 1
-			m.Final[e.MessageID] = sinks.Doc{ID: e.MessageID, Version: e.Version, Body: e.Body}
+			m.Final[e.MessageID] = co.Doc{ID: e.MessageID, Version: e.Version, Body: e.Body}
 		} else {
 			m.Expected[k] = 0
 		}
@@ -71,7 +72,7 @@ func (m *Model) Apply(e Event) {
 
 // Diff compares observed effects and index documents with the model and
 // returns one line per difference, in a stable order.
-func (m *Model) Diff(effects []sinks.Effect, docs map[string]sinks.Doc) []string {
+func (m *Model) Diff(effects []sinks.Effect, docs map[string]co.Doc) []string {
 	got := map[EffectKey]int{}
 	for _, e := range effects {
 		got[EffectKey{e.MessageID, e.Version, e.Scope}]++
@@ -115,8 +116,8 @@ func (m *Model) Diff(effects []sinks.Effect, docs map[string]sinks.Doc) []string
 	return out
 }
 
-func (m *Model) diffDocs(docs map[string]sinks.Doc) []string {
-	if !m.scopes[sinks.ScopeIndex] {
+func (m *Model) diffDocs(docs map[string]co.Doc) []string {
+	if !m.scopes[co.ScopeIndex] {
 		return nil
 	}
 	var out []string
@@ -156,7 +157,7 @@ const (
 // Step is one step of a schedule.
 type Step struct {
 	Kind    StepKind
-	Event   Event
+	Event   co.Event
 	Crash   *plan // armed before the step, if any
 	LoseAck bool  // the kit loses the first ack, so the broker redelivers
 }
@@ -173,8 +174,8 @@ var crashPoints = []struct {
 	p     Point
 	scope string
 }{
-	{BeforeEffect, sinks.ScopeIndex}, {AfterEffect, sinks.ScopeIndex},
-	{BeforeEffect, sinks.ScopeNotify}, {AfterEffect, sinks.ScopeNotify},
+	{BeforeEffect, co.ScopeIndex}, {AfterEffect, co.ScopeIndex},
+	{BeforeEffect, co.ScopeNotify}, {AfterEffect, co.ScopeNotify},
 	{BeforeAck, ""}, {AfterAck, ""},
 }
 
@@ -187,7 +188,7 @@ func Schedule(seed int64, events int) []Step {
 	var steps []Step
 	versions := map[string]int{}
 	var msgs []string
-	var handled []Event
+	var handled []co.Event
 	n := 0
 	for n < events {
 		var s Step
@@ -209,7 +210,7 @@ func Schedule(seed int64, events int) []Step {
 				m = msgs[r.Intn(len(msgs))]
 			}
 			versions[m]++
-			s.Event = NewEvent(m, versions[m])
+			s.Event = co.NewEvent(m, versions[m])
 			handled = append(handled, s.Event)
 		}
 		if r.Float64() < 0.12 {

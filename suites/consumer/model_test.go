@@ -4,19 +4,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/onceproof/tck/sinks"
+	"github.com/onceproof/tck/co"
+	"github.com/onceproof/tck/internal/sinks"
 )
 
 func TestModelCountsEachVersionOnce(t *testing.T) {
-	m := NewModel([]string{sinks.ScopeIndex, sinks.ScopeNotify})
-	v1, v2 := NewEvent("m-9", 1), NewEvent("m-9", 2)
+	m := NewModel([]string{co.ScopeIndex, co.ScopeNotify})
+	v1, v2 := co.NewEvent("m-9", 1), co.NewEvent("m-9", 2)
 	m.Apply(v1)
 	m.Apply(v1) // redelivery
 	m.Apply(v2)
 	m.Apply(v1) // stale replay
 	want := map[EffectKey]int{
-		{"m-9", 1, sinks.ScopeIndex}: 1, {"m-9", 1, sinks.ScopeNotify}: 1,
-		{"m-9", 2, sinks.ScopeIndex}: 1, {"m-9", 2, sinks.ScopeNotify}: 1,
+		{"m-9", 1, co.ScopeIndex}: 1, {"m-9", 1, co.ScopeNotify}: 1,
+		{"m-9", 2, co.ScopeIndex}: 1, {"m-9", 2, co.ScopeNotify}: 1,
 	}
 	for k, n := range want {
 		if m.Expected[k] != n {
@@ -27,33 +28,33 @@ func TestModelCountsEachVersionOnce(t *testing.T) {
 		t.Errorf("final %+v", m.Final["m-9"])
 	}
 	// An older version seen first after a newer one writes nothing.
-	m.Apply(NewEvent("m-1", 2))
-	m.Apply(NewEvent("m-1", 1))
-	if n := m.Expected[EffectKey{"m-1", 1, sinks.ScopeIndex}]; n != 0 {
+	m.Apply(co.NewEvent("m-1", 2))
+	m.Apply(co.NewEvent("m-1", 1))
+	if n := m.Expected[EffectKey{"m-1", 1, co.ScopeIndex}]; n != 0 {
 		t.Errorf("late v1 index effect %d, want 0", n)
 	}
 }
 
 func TestModelDiffNamesEveryKind(t *testing.T) {
-	m := NewModel([]string{sinks.ScopeIndex, sinks.ScopeNotify})
-	m.Apply(NewEvent("m-9", 1))
-	m.Apply(NewEvent("m-9", 2))
+	m := NewModel([]string{co.ScopeIndex, co.ScopeNotify})
+	m.Apply(co.NewEvent("m-9", 1))
+	m.Apply(co.NewEvent("m-9", 2))
 	effects := []sinks.Effect{
-		{Scope: sinks.ScopeIndex, MessageID: "m-9", Version: 1},
-		{Scope: sinks.ScopeIndex, MessageID: "m-9", Version: 2},
-		{Scope: sinks.ScopeIndex, MessageID: "m-9", Version: 1}, // stale overwrite
-		{Scope: sinks.ScopeNotify, MessageID: "m-9", Version: 1},
-		{Scope: sinks.ScopeNotify, MessageID: "m-9", Version: 1}, // duplicate; v2 lost
-		{Scope: sinks.ScopeNotify, MessageID: "m-0", Version: 1}, // never published
+		{Scope: co.ScopeIndex, MessageID: "m-9", Version: 1},
+		{Scope: co.ScopeIndex, MessageID: "m-9", Version: 2},
+		{Scope: co.ScopeIndex, MessageID: "m-9", Version: 1}, // stale overwrite
+		{Scope: co.ScopeNotify, MessageID: "m-9", Version: 1},
+		{Scope: co.ScopeNotify, MessageID: "m-9", Version: 1}, // duplicate; v2 lost
+		{Scope: co.ScopeNotify, MessageID: "m-0", Version: 1}, // never published
 	}
-	docs := map[string]sinks.Doc{"m-9": {ID: "m-9", Version: 1, Body: NewEvent("m-9", 1).Body}}
+	docs := map[string]co.Doc{"m-9": {ID: "m-9", Version: 1, Body: co.NewEvent("m-9", 1).Body}}
 	d := strings.Join(m.Diff(effects, docs), "\n")
 	for _, want := range []string{"a stale version won", "(m-9,v1,notify): duplicate", "(m-9,v2,notify): effect lost", "(m-0,v1,notify): unexpected", "(m-9,v1,search-index): duplicate"} {
 		if !strings.Contains(d, want) {
 			t.Errorf("diff lacks %q:\n%s", want, d)
 		}
 	}
-	if got := m.Diff(effects[:2], map[string]sinks.Doc{"m-9": m.Final["m-9"]}); len(got) != 2 {
+	if got := m.Diff(effects[:2], map[string]co.Doc{"m-9": m.Final["m-9"]}); len(got) != 2 {
 		t.Errorf("diff of a partly right run: %v", got)
 	}
 }

@@ -9,9 +9,10 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 
+	"github.com/onceproof/tck/co"
+	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/spec"
-	"github.com/onceproof/tck/verdict"
 )
 
 // errRollback is what the kit's in-transaction hook returns to make a
@@ -25,8 +26,8 @@ type process struct {
 	path   string
 	n      int
 	dead   *atomic.Bool
-	writer OutboxWriter
-	relay  OutboxRelay
+	writer co.OutboxWriter
+	relay  co.OutboxRelay
 	close  func() error
 }
 
@@ -76,7 +77,7 @@ func (k *kitPublisher) Publish(ctx context.Context, topic string, m mq.Message) 
 	if k.dead.Load() {
 		panic(crash{Stale: true})
 	}
-	e, err := Decode(m.Payload)
+	e, err := co.Decode(m.Payload)
 	if err != nil {
 		return mq.PublishAck{}, err
 	}
@@ -109,9 +110,9 @@ func registerOutbox(s *spec.Set, t Target) {
 		p.open(ctx)
 		ginkgo.DeferCleanup(func() { _ = p.close() })
 
-		before, after, rolled := NewEvent("m-41", 1), NewEvent("m-42", 1), NewEvent("m-43", 1)
+		before, after, rolled := co.NewEvent("m-41", 1), co.NewEvent("m-42", 1), co.NewEvent("m-43", 1)
 		cases := []struct {
-			e  Event
+			e  co.Event
 			pt Point
 		}{{before, BeforePub}, {after, AfterPub}}
 		for _, c := range cases {
@@ -140,7 +141,7 @@ func registerOutbox(s *spec.Set, t Target) {
 		}
 		copies := map[string]int{}
 		for _, st := range stored {
-			if e, err := Decode(st.Message.Payload); err == nil {
+			if e, err := co.Decode(st.Message.Payload); err == nil {
 				copies[e.EventID]++
 			}
 		}

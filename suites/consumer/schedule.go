@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/onceproof/tck/spec"
-	"github.com/onceproof/tck/verdict"
+	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 func registerSchedule(s *spec.Set, t Target) {

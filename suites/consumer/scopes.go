@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/onceproof/tck/sinks"
-	"github.com/onceproof/tck/spec"
-	"github.com/onceproof/tck/verdict"
+	"github.com/onceproof/tck/co"
+	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 // workers is how many group members every rule runs: a redelivery after a
@@ -17,7 +17,7 @@ const workers = 2
 func registerScopes(s *spec.Set, t Target) {
 	s.It("CO-1.1", func(ctx context.Context, ev *verdict.Evidence) {
 		r := newRun(newHarness(ctx, t, "CO-1.1", ev, workers))
-		e := NewEvent("m-9", 1)
+		e := co.NewEvent("m-9", 1)
 		// The broker's own redelivery: the kit loses the first ack.
 		r.step(Step{Kind: StepNew, Event: e, LoseAck: true})
 		n := r.attempts(e.EventID)
@@ -34,7 +34,7 @@ func registerScopes(s *spec.Set, t Target) {
 
 	s.It("CO-1.2", func(ctx context.Context, ev *verdict.Evidence) {
 		r := newRun(newHarness(ctx, t, "CO-1.2", ev, workers))
-		v1, v2 := NewEvent("m-9", 1), NewEvent("m-9", 2)
+		v1, v2 := co.NewEvent("m-9", 1), co.NewEvent("m-9", 2)
 		r.step(Step{Kind: StepNew, Event: v1})
 		r.step(Step{Kind: StepNew, Event: v2})
 		r.expectModel("the edit " + v2.EventID + " after " + v1.EventID)
@@ -43,13 +43,13 @@ func registerScopes(s *spec.Set, t Target) {
 
 	s.It("CO-1.3", func(ctx context.Context, ev *verdict.Evidence) {
 		r := newRun(newHarness(ctx, t, "CO-1.3", ev, workers))
-		plain := NewEvent("m-a", 1)
+		plain := co.NewEvent("m-a", 1)
 		r.step(Step{Kind: StepNew, Event: plain})
 		r.expectModel("both scopes for " + plain.EventID)
 		// One scope finished, the instance ends before the other: the
 		// finished scope must not stand for the other on redelivery.
-		for _, c := range []struct{ m, scope string }{{"m-b", sinks.ScopeIndex}, {"m-c", sinks.ScopeNotify}} {
-			e := NewEvent(c.m, 1)
+		for _, c := range []struct{ m, scope string }{{"m-b", co.ScopeIndex}, {"m-c", co.ScopeNotify}} {
+			e := co.NewEvent(c.m, 1)
 			r.step(Step{Kind: StepNew, Event: e, Crash: &plan{Point: AfterEffect, Event: e.EventID, Scope: c.scope}})
 			r.expectModel(fmt.Sprintf("%s with a crash right after its %s effect", e.EventID, c.scope))
 		}
@@ -58,7 +58,7 @@ func registerScopes(s *spec.Set, t Target) {
 
 	s.It("CO-1.4", func(ctx context.Context, ev *verdict.Evidence) {
 		r := newRun(newHarness(ctx, t, "CO-1.4", ev, workers))
-		v1, v2 := NewEvent("m-9", 1), NewEvent("m-9", 2)
+		v1, v2 := co.NewEvent("m-9", 1), co.NewEvent("m-9", 2)
 		r.step(Step{Kind: StepNew, Event: v1})
 		r.step(Step{Kind: StepNew, Event: v2})
 		r.step(Step{Kind: StepReplay, Event: v1})
@@ -74,7 +74,7 @@ func registerScopes(s *spec.Set, t Target) {
 		trials, raced := 0, 0
 		for trials < maxTrials && time.Since(began) < budget {
 			trials++
-			e := NewEvent(fmt.Sprintf("m-race-%d", trials), 1)
+			e := co.NewEvent(fmt.Sprintf("m-race-%d", trials), 1)
 			r.step(Step{Kind: StepTwin, Event: e})
 			r.mu.Lock()
 			if r.gates[e.EventID].raced {

@@ -9,11 +9,12 @@ import (
 
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/adapters/consumer/reference"
+	"github.com/onceproof/tck/co"
+	"github.com/onceproof/tck/internal/outbox"
+	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/outbox"
-	"github.com/onceproof/tck/runner"
 	"github.com/onceproof/tck/suites/consumer"
-	"github.com/onceproof/tck/verdict"
 )
 
 func embedded(tb testing.TB) func(context.Context) (mq.Broker, error) {
@@ -26,12 +27,12 @@ func embedded(tb testing.TB) func(context.Context) (mq.Broker, error) {
 	return func(ctx context.Context) (mq.Broker, error) { return nats.Connect(ctx, e.URL(), nats.Options{}) }
 }
 
-type handler func(ctx context.Context, d consumer.Delivery) error
+type handler func(ctx context.Context, d co.Delivery) error
 
-func (h handler) Handle(ctx context.Context, d consumer.Delivery) error { return h(ctx, d) }
+func (h handler) Handle(ctx context.Context, d co.Delivery) error { return h(ctx, d) }
 
-func factoryOf(h handler) consumer.Factory {
-	return func(context.Context, consumer.Env) (consumer.Consumer, error) { return h, nil }
+func factoryOf(h handler) co.Factory {
+	return func(context.Context, co.Env) (co.Consumer, error) { return h, nil }
 }
 
 // A consumer that panics, blocks or errors on every delivery gets a clear
@@ -47,11 +48,11 @@ func TestBadConsumersGetClearVerdicts(t *testing.T) {
 		reason  string
 		note    string
 	}{
-		{"panics", func(context.Context, consumer.Delivery) error { panic("boom in Handle") },
+		{"panics", func(context.Context, co.Delivery) error { panic("boom in Handle") },
 			verdict.Fail, "the consumer panicked", "boom in Handle"},
-		{"blocks", func(ctx context.Context, _ consumer.Delivery) error { select {} },
+		{"blocks", func(ctx context.Context, _ co.Delivery) error { select {} },
 			verdict.Unknown, "the consumer blocked", "deadline: Handle("},
-		{"errors", func(context.Context, consumer.Delivery) error { return errors.New("index unavailable") },
+		{"errors", func(context.Context, co.Delivery) error { return errors.New("index unavailable") },
 			verdict.Fail, "returned an error", "index unavailable"},
 	}
 	for _, c := range cases {
@@ -82,9 +83,9 @@ func TestBadConsumersGetClearVerdicts(t *testing.T) {
 // is the kit's, not a flag the consumer reads.
 func TestSwallowedCrashStillEndsTheInstance(t *testing.T) {
 	ref := reference.Reference().Factory()
-	swallow := func(ctx context.Context, env consumer.Env) (consumer.Consumer, error) {
+	swallow := func(ctx context.Context, env co.Env) (co.Consumer, error) {
 		c, err := ref(ctx, env)
-		return handler(func(ctx context.Context, d consumer.Delivery) (err error) {
+		return handler(func(ctx context.Context, d co.Delivery) (err error) {
 			defer func() { _ = recover() }()
 			return c.Handle(ctx, d)
 		}), err

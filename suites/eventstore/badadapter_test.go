@@ -8,9 +8,9 @@ import (
 
 	"github.com/onceproof/tck/adapters/eventstore/memory"
 	"github.com/onceproof/tck/es"
-	"github.com/onceproof/tck/runner"
+	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/suites/eventstore"
-	"github.com/onceproof/tck/verdict"
 )
 
 // misbehaving wraps the reference and panics in Append or hangs in Load

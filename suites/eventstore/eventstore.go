@@ -18,9 +18,9 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 
-	"github.com/onceproof/tck/catalog"
 	"github.com/onceproof/tck/es"
-	"github.com/onceproof/tck/spec"
+	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/spec"
 )
 
 // Factory opens a handle on the store under test. Handles opened by one

@@ -14,8 +14,8 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/es"
-	"github.com/onceproof/tck/history"
-	"github.com/onceproof/tck/verdict"
+	"github.com/onceproof/tck/internal/history"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 // fixture is one rule's view of the store: every call goes through it so the

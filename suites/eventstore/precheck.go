@@ -9,8 +9,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/es"
-	"github.com/onceproof/tck/spec"
-	"github.com/onceproof/tck/verdict"
+	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 // scriptedFast is a fast checker whose answers the rule chooses, so that a

@@ -12,9 +12,9 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/es"
-	"github.com/onceproof/tck/history"
-	"github.com/onceproof/tck/spec"
-	"github.com/onceproof/tck/verdict"
+	"github.com/onceproof/tck/internal/history"
+	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 // Races are stochastic: each rule runs barrier-started trials until a

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/eventstore/mutants"
-	"github.com/onceproof/tck/history"
-	"github.com/onceproof/tck/verdict"
+	"github.com/onceproof/tck/internal/history"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 // TestRaceRulesCatchCheckThenWrite measures what the issue asks of the race

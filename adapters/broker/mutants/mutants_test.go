@@ -5,10 +5,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/onceproof/tck/catalog"
-	"github.com/onceproof/tck/runner"
-	"github.com/onceproof/tck/target"
-	"github.com/onceproof/tck/verdict"
+	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/internal/verdict"
 
 	"github.com/onceproof/tck/adapters/registry"
 )

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/consumer/reference"
-	"github.com/onceproof/tck/outbox"
-	"github.com/onceproof/tck/suites/consumer"
+	"github.com/onceproof/tck/co"
+	"github.com/onceproof/tck/internal/outbox"
 )
 
 // Mutant is one broken consumer design (or a reference consumer behind a
@@ -21,7 +21,7 @@ type Mutant struct {
 	Summary  string
 	MustFail []string
 	Design   reference.Design
-	Outbox   consumer.Outbox // nil: the reference outbox
+	Outbox   co.Outbox // nil: the reference outbox
 }
 
 // All lists the mutants.
@@ -32,12 +32,12 @@ func All() []Mutant {
 		{Name: "dedupe-message-id", MustFail: []string{"CO-1.2", "CO-5.1"},
 			Summary: "de-dupe key is (message id, scope): the edit v2 is dropped as a duplicate of v1",
 			Design: with(func(d *reference.Design) {
-				d.Key = func(e consumer.Event, scope string) string { return fmt.Sprintf("dedupe/%s/%s", e.MessageID, scope) }
+				d.Key = func(e co.Event, scope string) string { return fmt.Sprintf("dedupe/%s/%s", e.MessageID, scope) }
 			})},
 		{Name: "shared-flag", MustFail: []string{"CO-1.3"},
 			Summary: "one \"processed\" flag per (message, version) shared by all scopes: the index marks the notification done",
 			Design: with(func(d *reference.Design) {
-				d.Key = func(e consumer.Event, _ string) string {
+				d.Key = func(e co.Event, _ string) string {
 					return fmt.Sprintf("processed/%s/v%d", e.MessageID, e.Version)
 				}
 			})},
@@ -67,7 +67,7 @@ func All() []Mutant {
 
 // DirectPublish is an outbox writer with no outbox: it commits the business
 // row and then publishes the event itself. The relay has nothing to do.
-func DirectPublish(ctx context.Context, path string, pub consumer.Publisher, topic string) (consumer.OutboxWriter, consumer.OutboxRelay, func() error, error) {
+func DirectPublish(ctx context.Context, path string, pub co.Publisher, topic string) (co.OutboxWriter, co.OutboxRelay, func() error, error) {
 	o, err := outbox.New(path, pub, topic)
 	if err != nil {
 		return nil, nil, nil, err
@@ -77,11 +77,11 @@ func DirectPublish(ctx context.Context, path string, pub consumer.Publisher, top
 
 type direct struct {
 	o     *outbox.Outbox
-	pub   consumer.Publisher
+	pub   co.Publisher
 	topic string
 }
 
-func (d *direct) Submit(ctx context.Context, e consumer.Event, inTx func() error) error {
+func (d *direct) Submit(ctx context.Context, e co.Event, inTx func() error) error {
 	tx, err := d.o.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -98,7 +98,7 @@ func (d *direct) Submit(ctx context.Context, e consumer.Event, inTx func() error
 	if err := tx.Commit(); err != nil {
 		return err
 	}
-	_, err = d.pub.Publish(ctx, d.topic, consumer.Message(e, e.EventID))
+	_, err = d.pub.Publish(ctx, d.topic, co.Message(e, e.EventID))
 	return err
 }
 
@@ -108,7 +108,7 @@ func (idle) RelayOnce(context.Context) (int, error) { return 0, nil }
 
 // MarkFirst is the reference writer with a relay that marks each row sent
 // before it publishes it.
-func MarkFirst(ctx context.Context, path string, pub consumer.Publisher, topic string) (consumer.OutboxWriter, consumer.OutboxRelay, func() error, error) {
+func MarkFirst(ctx context.Context, path string, pub co.Publisher, topic string) (co.OutboxWriter, co.OutboxRelay, func() error, error) {
 	o, err := outbox.New(path, pub, topic)
 	if err != nil {
 		return nil, nil, nil, err
@@ -118,7 +118,7 @@ func MarkFirst(ctx context.Context, path string, pub consumer.Publisher, topic s
 
 type markFirst struct {
 	o     *outbox.Outbox
-	pub   consumer.Publisher
+	pub   co.Publisher
 	topic string
 }
 
@@ -131,9 +131,9 @@ func (m *markFirst) RelayOnce(ctx context.Context) (int, error) {
 		if err := outbox.MarkSent(ctx, m.o.DB, p.Seq); err != nil {
 			return i, err
 		}
-		var e consumer.Event
+		var e co.Event
 		_ = json.Unmarshal(p.Payload, &e)
-		if _, err := m.pub.Publish(ctx, m.topic, consumer.Message(e, p.EventID)); err != nil {
+		if _, err := m.pub.Publish(ctx, m.topic, co.Message(e, p.EventID)); err != nil {
 			return i, err
 		}
 	}

@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/onceproof/tck/adapters/registry"
-	"github.com/onceproof/tck/catalog"
-	"github.com/onceproof/tck/runner"
-	"github.com/onceproof/tck/target"
-	"github.com/onceproof/tck/verdict"
+	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 // runKind starts a registered consumer kind over embedded NATS and runs the

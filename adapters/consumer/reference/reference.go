@@ -31,14 +31,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/onceproof/tck/sinks"
-	"github.com/onceproof/tck/suites/consumer"
+	"github.com/onceproof/tck/co"
 )
 
 // Design describes one consumer. The zero switches are the reference.
 type Design struct {
 	// Key is the de-dupe key of (event, scope).
-	Key func(e consumer.Event, scope string) string
+	Key func(e co.Event, scope string) string
 	// Lifetime of a de-dupe record on the kit's clock (0: forever).
 	Lifetime time.Duration
 	// Lease of a claim on the kit's clock.
@@ -51,7 +50,7 @@ type Design struct {
 }
 
 // Key is the reference de-dupe key: (message id, version, scope).
-func Key(e consumer.Event, scope string) string {
+func Key(e co.Event, scope string) string {
 	return fmt.Sprintf("dedupe/%s/v%d/%s", e.MessageID, e.Version, scope)
 }
 
@@ -64,36 +63,36 @@ func Reference() Design {
 }
 
 // Scopes are the scopes every design performs, in order.
-var Scopes = []string{sinks.ScopeIndex, sinks.ScopeNotify}
+var Scopes = []string{co.ScopeIndex, co.ScopeNotify}
 
 // Declared is what the design declares to the kit.
-func (d Design) Declared() consumer.Declared {
-	return consumer.Declared{Scopes: Scopes, DedupeLifetime: d.Lifetime}
+func (d Design) Declared() co.Declared {
+	return co.Declared{Scopes: Scopes, DedupeLifetime: d.Lifetime}
 }
 
 // Factory builds instances of the design.
-func (d Design) Factory() consumer.Factory {
+func (d Design) Factory() co.Factory {
 	if d.Key == nil {
 		d.Key = Key
 	}
 	if d.Lease <= 0 {
 		d.Lease = 4 * time.Minute
 	}
-	return func(ctx context.Context, env consumer.Env) (consumer.Consumer, error) {
+	return func(ctx context.Context, env co.Env) (co.Consumer, error) {
 		return &instance{d: d, env: env, mem: map[string]bool{}}, nil
 	}
 }
 
 type instance struct {
 	d   Design
-	env consumer.Env
+	env co.Env
 	mem map[string]bool // only the Memory design uses it; it dies with the instance
 }
 
 const done = "done"
 
-// Handle implements consumer.Consumer.
-func (c *instance) Handle(ctx context.Context, d consumer.Delivery) error {
+// Handle implements co.Consumer.
+func (c *instance) Handle(ctx context.Context, d co.Delivery) error {
 	e := d.Event()
 	if c.d.AckFirst {
 		if err := d.Ack(ctx); err != nil {
@@ -116,31 +115,31 @@ func (c *instance) Handle(ctx context.Context, d consumer.Delivery) error {
 	return d.Ack(ctx)
 }
 
-func doc(e consumer.Event) sinks.Doc {
-	return sinks.Doc{ID: e.MessageID, Version: e.Version, Body: e.Body}
+func doc(e co.Event) co.Doc {
+	return co.Doc{ID: e.MessageID, Version: e.Version, Body: e.Body}
 }
 
-func (c *instance) effect(ctx context.Context, e consumer.Event, scope string) error {
+func (c *instance) effect(ctx context.Context, e co.Event, scope string) error {
 	switch scope {
-	case sinks.ScopeIndex:
+	case co.ScopeIndex:
 		if c.d.PlainPut {
 			return c.env.Index.Put(ctx, doc(e))
 		}
 		_, err := c.env.Index.Upsert(ctx, doc(e))
 		return err
-	case sinks.ScopeNotify:
-		return c.env.Notifier.Send(ctx, sinks.Notification{MessageID: e.MessageID, Version: e.Version, Text: e.Body})
+	case co.ScopeNotify:
+		return c.env.Notifier.Send(ctx, co.Notification{MessageID: e.MessageID, Version: e.Version, Text: e.Body})
 	}
 	return fmt.Errorf("unknown scope %q", scope)
 }
 
 // present asks the sink whether the effect of (e, scope) is already there.
-func (c *instance) present(ctx context.Context, e consumer.Event, scope string) (bool, error) {
+func (c *instance) present(ctx context.Context, e co.Event, scope string) (bool, error) {
 	switch scope {
-	case sinks.ScopeIndex:
+	case co.ScopeIndex:
 		cur, ok, err := c.env.Index.Get(ctx, e.MessageID)
 		return ok && cur.Version >= e.Version, err
-	case sinks.ScopeNotify:
+	case co.ScopeNotify:
 		n, err := c.env.Notifier.Sent(ctx, e.MessageID, e.Version)
 		return n > 0, err
 	}
@@ -149,8 +148,8 @@ func (c *instance) present(ctx context.Context, e consumer.Event, scope string) 
 
 // apply performs one scope of e at most once; busy means another live
 // worker holds it.
-func (c *instance) apply(ctx context.Context, e consumer.Event, scope string) (busy bool, err error) {
-	if scope == sinks.ScopeIndex && c.d.PlainPut {
+func (c *instance) apply(ctx context.Context, e co.Event, scope string) (busy bool, err error) {
+	if scope == co.ScopeIndex && c.d.PlainPut {
 		return false, c.effect(ctx, e, scope)
 	}
 	key := c.d.Key(e, scope)

@@ -14,7 +14,7 @@ import (
 	"sync"
 
 	"github.com/onceproof/tck/es"
-	"github.com/onceproof/tck/precheck"
+	"github.com/onceproof/tck/internal/precheck"
 )
 
 // Mutant describes one broken store.

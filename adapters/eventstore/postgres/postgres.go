@@ -25,8 +25,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/onceproof/tck/adapters/eventstore/internal/sqlrows"
 	"github.com/onceproof/tck/es"
-	"github.com/onceproof/tck/target"
+	"github.com/onceproof/tck/internal/redact"
 )
 
 // Schema is the PostgreSQL schema holding the adapter's tables.
@@ -111,7 +112,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	db, err := open(ctx, url)
 	if err != nil {
 		// pgx lists one line per address tried; a report wants one line.
-		msg := target.RedactError(err, target.Password(url)).Error()
+		msg := redact.Error(err, redact.Secrets(url)...).Error()
 		msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
 		return nil, &openError{msg: "postgres: " + msg, err: err}
 	}
@@ -278,7 +279,7 @@ func (s *Store) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]e
 		if err := rows.Scan(&version, &requestID, &command, &e.Name, &e.Body); err != nil {
 			return nil, err
 		}
-		out = es.AppendEventRow(out, agg, int(version), requestID, command, e)
+		out = sqlrows.Append(out, agg, int(version), requestID, command, e)
 	}
 	return out, rows.Err()
 }

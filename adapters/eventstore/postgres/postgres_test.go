@@ -10,14 +10,15 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/eventstore/postgres"
-	"github.com/onceproof/tck/catalog"
 	"github.com/onceproof/tck/es"
-	"github.com/onceproof/tck/precheck"
-	"github.com/onceproof/tck/runner"
-	"github.com/onceproof/tck/selftest"
+	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/precheck"
+	"github.com/onceproof/tck/internal/redact"
+	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/selftest"
+	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/suites/eventstore"
-	"github.com/onceproof/tck/target"
-	"github.com/onceproof/tck/verdict"
 )
 
 // serverURL is the server under test, TCK_POSTGRES_URL (scripts/postgres-local.sh
@@ -107,7 +108,7 @@ func TestSilentServer(t *testing.T) {
 // A wrong password is refused by the server; the error does not show it.
 func TestWrongPassword(t *testing.T) {
 	url := serverURL(t)
-	pw := target.Password(url)
+	pw := redact.Secrets(url)[0]
 	if pw == "" {
 		t.Skip("TCK_POSTGRES_URL has no password to get wrong")
 	}

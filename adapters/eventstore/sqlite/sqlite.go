@@ -25,6 +25,7 @@ import (
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/onceproof/tck/adapters/eventstore/internal/sqlrows"
 	"github.com/onceproof/tck/es"
 )
 
@@ -283,7 +284,7 @@ func (s *Store) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]e
 		if err := rows.Scan(&version, &requestID, &command, &e.Name, &e.Body); err != nil {
 			return nil, err
 		}
-		out = es.AppendEventRow(out, agg, version, requestID, command, e)
+		out = sqlrows.Append(out, agg, version, requestID, command, e)
 	}
 	return out, rows.Err()
 }

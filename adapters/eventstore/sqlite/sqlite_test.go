@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/eventstore/sqlite"
-	"github.com/onceproof/tck/catalog"
 	"github.com/onceproof/tck/es"
-	"github.com/onceproof/tck/precheck"
-	"github.com/onceproof/tck/runner"
-	"github.com/onceproof/tck/selftest"
+	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/precheck"
+	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/selftest"
+	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/suites/eventstore"
-	"github.com/onceproof/tck/verdict"
 )
 
 // runSuite runs the whole eventstore suite against a database at path (a

@@ -1,0 +1,220 @@
+// Package co is the consumer contract the CO rules check: the event a
+// consumer handles, its delivery and how it settles it, the instance and its
+// factory, and the side-effect sinks it writes through (a search index, a
+// notifier without an idempotency key, a durable store for its own de-dupe
+// records, and the clock every lifetime is read on). A consumer author
+// implements Consumer against these types; the kit provides and observes the
+// sinks (suites/consumer).
+package co
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/onceproof/tck/mq"
+)
+
+// Event is what the kit publishes to the broker and a consumer handles. The
+// event id is stable for one (message, version): a redelivery and a replay
+// carry the same one; an edit carries a new one (seed 002, 四: evt:m-9:v1,
+// evt:m-9:v2).
+type Event struct {
+	EventID   string `json:"eventId"`
+	MessageID string `json:"messageId"`
+	Version   int    `json:"version"`
+	Body      string `json:"body"`
+}
+
+// EventID is the stable event id of (message, version).
+func EventID(messageID string, version int) string {
+	return fmt.Sprintf("evt:%s:v%d", messageID, version)
+}
+
+// NewEvent builds the event for (message, version) with a body derived from both.
+func NewEvent(messageID string, version int) Event {
+	return Event{EventID: EventID(messageID, version), MessageID: messageID, Version: version,
+		Body: fmt.Sprintf("%s at version %d", messageID, version)}
+}
+
+// HeaderEventID carries the event id beside the payload, so a broker's
+// read-back shows it without decoding.
+const HeaderEventID = "onceproof-event-id"
+
+// Message is the broker message carrying e under the broker message id
+// brokerID (the event id itself, or a distinct id for a copy the kit wants
+// past the broker's own de-dupe, such as a replay).
+func Message(e Event, brokerID string) mq.Message {
+	b, _ := json.Marshal(e)
+	return mq.Message{ID: brokerID, Payload: b, Headers: map[string]string{HeaderEventID: e.EventID}}
+}
+
+// Decode reads an event from a broker message's payload.
+func Decode(payload []byte) (Event, error) {
+	var e Event
+	if err := json.Unmarshal(payload, &e); err != nil {
+		return Event{}, fmt.Errorf("not a kit event: %w", err)
+	}
+	if e.EventID == "" || e.MessageID == "" || e.Version <= 0 {
+		return Event{}, fmt.Errorf("not a kit event: %q", payload)
+	}
+	return e, nil
+}
+
+// Delivery is one delivery of an event to a consumer instance. The consumer
+// settles it: Ack when it is done (the kit records the broker's confirmed
+// ack), or Nak to have it back later (the delay is on the kit's clock, like
+// every duration a consumer sees). A Handle that returns an error without
+// settling is nak'ed by the kit, as a consumer framework would.
+type Delivery interface {
+	Event() Event
+	Attempt() int
+	Ack(ctx context.Context) error
+	Nak(ctx context.Context, delay time.Duration) error
+}
+
+// Consumer is one instance of the consumer under test. The kit calls Handle
+// from one goroutine per delivery; two workers run two instances at once.
+// Every side effect goes through the Env the instance was built with.
+type Consumer interface {
+	Handle(ctx context.Context, d Delivery) error
+}
+
+// Reconciler is implemented by a consumer that can restore effects lost to
+// an ack that came before them (seed 002, 三: 除非另有对账/重建). The kit calls
+// it on a fresh instance after such a crash and checks the effect is back.
+type Reconciler interface {
+	Reconcile(ctx context.Context) error
+}
+
+// Env is what an instance may use. Index and Notifier stand for the external
+// systems; Store is the consumer's own durable state (it survives restarts);
+// Clock is the only time an instance may use for lifetimes and leases.
+//
+// The index document id must be the message id and its version the event's
+// version; a notification names the message and version it is about. That
+// is how the kit counts effects per (message, version, scope).
+type Env struct {
+	Worker   string // worker and instance, e.g. "W2#5"
+	Index    Index
+	Notifier Notifier
+	Store    Store
+	Clock    Clock
+}
+
+// Factory builds a new instance. The kit calls it at start and after every
+// crash; an instance must keep nothing it needs across crashes anywhere but
+// in env.Store (and the sinks).
+type Factory func(ctx context.Context, env Env) (Consumer, error)
+
+// Declared is what the consumer says about itself.
+type Declared struct {
+	// Scopes are the side-effect scopes the consumer performs for every
+	// event: ScopeIndex, ScopeNotify or both.
+	Scopes []string
+	// DedupeLifetime is how long its de-dupe records live (0: forever).
+	DedupeLifetime time.Duration
+}
+
+// Publisher is what an outbox relay (or a broken writer) publishes through;
+// the kit wraps the broker's Publish to crash around it.
+type Publisher interface {
+	Publish(ctx context.Context, topic string, m mq.Message) (mq.PublishAck, error)
+}
+
+// OutboxWriter commits a business change and, with it, the fact that an
+// event must be published.
+type OutboxWriter interface {
+	// Submit stores the business row for e. inTx is called inside the
+	// writer's transaction after its rows are written; an error from it
+	// must roll everything back and be returned.
+	Submit(ctx context.Context, e Event, inTx func() error) error
+}
+
+// OutboxRelay publishes what writers committed.
+type OutboxRelay interface {
+	// RelayOnce publishes every pending event and returns how many it sent.
+	RelayOnce(ctx context.Context) (int, error)
+}
+
+// Outbox opens the writer and relay of one process on the local database at
+// dbPath, publishing to topic through pub. The kit opens it again after a
+// crash, on the same file; Close releases the handles.
+type Outbox func(ctx context.Context, dbPath string, pub Publisher, topic string) (OutboxWriter, OutboxRelay, func() error, error)
+
+// Clock is the time a consumer must use for anything that expires (de-dupe
+// record lifetimes, claim leases). The kit runs it faster than real time so
+// that the contract's minutes fit in a test run.
+type Clock interface {
+	Now() time.Time
+}
+
+// Scope names of the two side effects the kit observes.
+const (
+	ScopeIndex  = "search-index"
+	ScopeNotify = "notify"
+)
+
+// Doc is one search-index document. ID is the stable document id, which the
+// kit requires to be the message id; Version is the business version of the
+// event that produced it.
+type Doc struct {
+	ID      string `json:"id"`
+	Version int    `json:"version"`
+	Body    string `json:"body"`
+}
+
+// Index is the search index as a consumer sees it.
+type Index interface {
+	// Put writes doc whatever is stored (an unconditional write).
+	Put(ctx context.Context, doc Doc) error
+	// Upsert writes doc only if the stored document is absent or has a
+	// lower version, atomically (seed 002, 四: the version comparison and
+	// the write are one condition of the index, not a read then a write).
+	// applied says whether it wrote.
+	Upsert(ctx context.Context, doc Doc) (applied bool, err error)
+	// Get reads the stored document.
+	Get(ctx context.Context, id string) (Doc, bool, error)
+}
+
+// Notification is one visible notification about a message version.
+type Notification struct {
+	MessageID string `json:"messageId"`
+	Version   int    `json:"version"`
+	Text      string `json:"text"`
+}
+
+// Notifier stands for a push service that has no idempotency key: every
+// Send is one more notification a user sees (seed 002, 四: 重复发送可能造成两个
+// 可见通知). What it does offer is a query by key, so a consumer that lost
+// track of a send (it crashed after it) can find out.
+type Notifier interface {
+	Send(ctx context.Context, n Notification) error
+	// Sent counts the notifications sent so far for (messageID, version).
+	Sent(ctx context.Context, messageID string, version int) (int, error)
+}
+
+// Record is one stored value and when it expires on the kit's clock (zero:
+// never).
+type Record struct {
+	Value   string    `json:"value"`
+	Expires time.Time `json:"expires"`
+}
+
+// Store is a durable key-value store a consumer may keep its de-dupe records
+// in. It survives the consumer's restarts (each instance opens its own handle
+// on the same file). Expiry is read on the kit's clock; an expired record is
+// absent to every call. ttl 0 means the record never expires.
+type Store interface {
+	Get(ctx context.Context, key string) (Record, bool, error)
+	// Insert stores the record only if the key is absent (or expired),
+	// atomically; inserted says whether it did. This is the one call that
+	// lets two workers agree on who does an effect.
+	Insert(ctx context.Context, key, value string, ttl time.Duration) (inserted bool, err error)
+	// Put stores the record whatever is there.
+	Put(ctx context.Context, key, value string, ttl time.Duration) error
+	// CompareAndSwap replaces the value only if the live record holds old.
+	CompareAndSwap(ctx context.Context, key, old, value string, ttl time.Duration) (bool, error)
+	Delete(ctx context.Context, key string) error
+}

@@ -1,0 +1,61 @@
+package catalog_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/onceproof/tck/internal/catalog"
+)
+
+// TestRulesDocMatchesCatalog keeps docs/RULES.md, the reviewed list of rules,
+// equal to the catalog. Regenerate it with `make rules`.
+func TestRulesDocMatchesCatalog(t *testing.T) {
+	want := catalog.Markdown()
+	got, err := os.ReadFile("../docs/RULES.md")
+	if err != nil {
+		t.Fatalf("docs/RULES.md: %v (run make rules)", err)
+	}
+	if string(got) != want {
+		t.Fatalf("docs/RULES.md differs from the catalog; run `make rules` and review the diff")
+	}
+}
+
+// TestIssueRuleIDs pins the rule ids the issues fixed: renaming or dropping
+// one breaks every report that cites it.
+func TestIssueRuleIDs(t *testing.T) {
+	fixed := map[string]string{
+		"eventstore": "ES-1.1 ES-1.2 ES-1.3 ES-1.4 ES-1.5 ES-1.6 ES-1.7 ES-1.8 ES-1.9 ES-1.10 ES-1.11 ES-1.12 ES-1.13 ES-2.1 ES-2.2 ES-2.3 ES-2.4 ES-2.5 ES-2.6 ES-3.1",
+		"broker":     "BR-1.1 BR-1.2 BR-1.3 BR-1.4 BR-1.5 BR-1.6 BR-1.7 BR-2.1 BR-2.2 BR-2.3 BR-2.4 BR-2.5 BR-2.6 BR-2.7 BR-2.8 BR-2.9 BR-3.1",
+		"consumer":   "CO-1.1 CO-1.2 CO-1.3 CO-1.4 CO-1.5 CO-2.1 CO-2.2 CO-2.3 CO-3.1 CO-4.1 CO-5.1",
+	}
+	for suite, ids := range fixed {
+		var got []string
+		for _, r := range catalog.All(suite) {
+			got = append(got, r.ID)
+		}
+		if strings.Join(got, " ") != ids {
+			t.Errorf("suite %s rules:\n got %s\nwant %s", suite, strings.Join(got, " "), ids)
+		}
+	}
+}
+
+func TestAddRejectsBadMetadata(t *testing.T) {
+	bad := []catalog.Rule{
+		{ID: "ES-1", Suite: "eventstore", Level: catalog.Must, Kind: catalog.Requirement, Title: "t", Contract: "c", Source: "s"},
+		{ID: "ES-9.9", Suite: "broker", Level: catalog.Must, Kind: catalog.Requirement, Title: "t", Contract: "c", Source: "s"},
+		{ID: "ES-9.9", Suite: "eventstore", Level: "MUSTN'T", Kind: catalog.Requirement, Title: "t", Contract: "c", Source: "s"},
+		{ID: "ES-9.9", Suite: "eventstore", Level: catalog.Must, Kind: catalog.Requirement, Title: "", Contract: "c", Source: "s"},
+		{ID: "ES-1.1", Suite: "eventstore", Level: catalog.Must, Kind: catalog.Requirement, Title: "t", Contract: "c", Source: "s"}, // duplicate
+	}
+	for _, r := range bad {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("catalog.Add accepted %+v", r)
+				}
+			}()
+			catalog.Add(r)
+		}()
+	}
+}

@@ -1,0 +1,74 @@
+package runner_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/verdict"
+)
+
+// TestVerdictMapping pins how each way a rule body can end becomes a verdict,
+// and that a run goes on after a panic or a hang.
+func TestVerdictMapping(t *testing.T) {
+	register := func() {
+		s := spec.New("eventstore") // no capabilities: ES-3.1 (needs precheck) is not applicable
+		s.Timeout = 500 * time.Millisecond
+		ginkgo.Describe("mapping", func() {
+			s.It("ES-1.1", func(ctx context.Context, ev *verdict.Evidence) { ev.Notef("held") })
+			s.It("ES-1.2", func(ctx context.Context, ev *verdict.Evidence) {
+				Expect(1).To(Equal(2), "one is not two")
+			})
+			s.It("ES-1.3", func(ctx context.Context, ev *verdict.Evidence) { panic("boom") })
+			s.It("ES-1.4", func(ctx context.Context, ev *verdict.Evidence) { <-ctx.Done(); select {} })
+			s.It("ES-1.5", func(ctx context.Context, ev *verdict.Evidence) { spec.Unknown("could not tell") })
+			s.It("ES-1.6", func(ctx context.Context, ev *verdict.Evidence) { spec.Skipped("window longer than budget") })
+			s.It("ES-3.1", func(ctx context.Context, ev *verdict.Evidence) { t.Error("ran without its capability") })
+			s.It("ES-1.7", func(ctx context.Context, ev *verdict.Evidence) { ev.Figure("x", 1, "") })
+		})
+	}
+	got := map[string]verdict.Result{}
+	for _, r := range runner.Run("t", register, runner.Options{}) {
+		got[r.Rule] = r
+	}
+	want := map[string]struct {
+		v      verdict.Verdict
+		reason string
+	}{
+		"ES-1.1": {verdict.Pass, "held"},
+		"ES-1.2": {verdict.Fail, "one is not two"},
+		"ES-1.3": {verdict.Fail, "boom"},
+		"ES-1.4": {verdict.Unknown, "deadline"},
+		"ES-1.5": {verdict.Unknown, "could not tell"},
+		"ES-1.6": {verdict.Skipped, "window longer than budget"},
+		"ES-3.1": {verdict.NotApplicable, string(catalog.CapPreCheck)},
+		"ES-1.7": {verdict.Pass, ""},
+	}
+	for id, w := range want {
+		r := got[id]
+		if r.Verdict != w.v || !strings.Contains(r.Reason, w.reason) {
+			t.Errorf("%s: %s %q, want %s containing %q", id, r.Verdict, r.Reason, w.v, w.reason)
+		}
+		if r.Level != "MUST" || r.Target != "t" {
+			t.Errorf("%s: level %q target %q", id, r.Level, r.Target)
+		}
+	}
+	if len(got["ES-1.7"].Evidence.Figures) != 1 {
+		t.Errorf("ES-1.7 evidence lost its figure: %+v", got["ES-1.7"].Evidence)
+	}
+	// Filtering: the others are skipped and say why.
+	got = map[string]verdict.Result{}
+	for _, r := range runner.Run("t", register, runner.Options{Rules: []string{"ES-1.1"}}) {
+		got[r.Rule] = r
+	}
+	if got["ES-1.1"].Verdict != verdict.Pass || got["ES-1.2"].Verdict != verdict.Skipped || !strings.Contains(got["ES-1.2"].Reason, "filtered") {
+		t.Errorf("filtered run: %+v / %+v", got["ES-1.1"], got["ES-1.2"])
+	}
+}

@@ -1,0 +1,204 @@
+// Package selftest runs a suite against its reference target and every
+// deliberately broken target (mutant) and builds the kill matrix: which
+// mutant fails which rule. The kit's claim that a rule can fail rests on it.
+package selftest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/redact"
+	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/internal/verdict"
+)
+
+// Row is one target of the matrix.
+type Row struct {
+	Target    string                     `json:"target"`
+	Reference bool                       `json:"reference"`
+	Defect    string                     `json:"defect,omitempty"`
+	MustFail  []string                   `json:"mustFail,omitempty"`
+	Verdicts  map[string]verdict.Verdict `json:"verdicts"`
+	Reasons   map[string]string          `json:"reasons"`
+	Error     string                     `json:"error,omitempty"`
+}
+
+// Failed lists the rule ids the row failed.
+func (r Row) Failed() []string {
+	var out []string
+	for id, v := range r.Verdicts {
+		if v == verdict.Fail {
+			out = append(out, id)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return catalog.Less(out[i], out[j]) })
+	return out
+}
+
+// Matrix is the kill matrix of one suite.
+type Matrix struct {
+	Suite string   `json:"suite"`
+	Rules []string `json:"rules"`
+	Rows  []Row    `json:"rows"`
+}
+
+// Options of a self-test run.
+type Options struct {
+	Progress func(targetName string, res verdict.Result)
+	Log      io.Writer
+}
+
+// Run builds the matrix for suite from the registry's reference and mutant kinds.
+func Run(ctx context.Context, reg *target.Registry, suite string, opts Options) Matrix {
+	m := Matrix{Suite: suite}
+	for _, r := range catalog.All(suite) {
+		m.Rules = append(m.Rules, r.ID)
+	}
+	for _, k := range reg.Kinds(suite, true) {
+		if !k.Reference && !k.Mutant {
+			continue
+		}
+		row := Row{Target: k.Key(), Reference: k.Reference, Defect: k.Summary, MustFail: k.MustFail,
+			Verdicts: map[string]verdict.Verdict{}, Reasons: map[string]string{}}
+		ref := target.Ref{Suite: k.Suite, Name: k.Name, Address: string(k.Modes[0])}
+		started, err := k.Start(ctx, ref)
+		if err != nil {
+			row.Error = redact.Error(err).Error()
+			m.Rows = append(m.Rows, row)
+			continue
+		}
+		var progress func(verdict.Result)
+		if opts.Progress != nil {
+			progress = func(res verdict.Result) { opts.Progress(k.Key(), res) }
+		}
+		for _, res := range runner.Run(k.Key(), started.Register, runner.Options{Progress: progress, Log: opts.Log}) {
+			row.Verdicts[res.Rule] = res.Verdict
+			row.Reasons[res.Rule] = res.Reason
+		}
+		if err := started.Stop(); err != nil {
+			row.Error = "stop: " + redact.Error(err).Error()
+		}
+		m.Rows = append(m.Rows, row)
+	}
+	// The reference first, then mutants by name.
+	sort.SliceStable(m.Rows, func(i, j int) bool { return m.Rows[i].Reference && !m.Rows[j].Reference })
+	return m
+}
+
+// Problems lists what makes the self-test fail: a reference that does not
+// pass a rule, a mutant that passes every rule or misses a rule it must
+// fail, a rule that no mutant fails, a target that could not start.
+func (m Matrix) Problems() []string {
+	var out []string
+	killed := map[string]bool{}
+	refs := 0
+	for _, row := range m.Rows {
+		if row.Error != "" {
+			out = append(out, fmt.Sprintf("%s could not run: %s", row.Target, row.Error))
+			continue
+		}
+		if row.Reference {
+			refs++
+			for _, id := range m.Rules {
+				if v := row.Verdicts[id]; v != verdict.Pass && v != verdict.NotApplicable {
+					out = append(out, fmt.Sprintf("reference %s: %s is %s, want pass: %s", row.Target, id, orMissing(v), row.Reasons[id]))
+				}
+			}
+			continue
+		}
+		failed := row.Failed()
+		if len(failed) == 0 {
+			out = append(out, fmt.Sprintf("mutant %s passes every rule", row.Target))
+		}
+		for _, id := range failed {
+			killed[id] = true
+		}
+		for _, id := range row.MustFail {
+			if row.Verdicts[id] != verdict.Fail {
+				out = append(out, fmt.Sprintf("mutant %s must fail %s but it is %s", row.Target, id, orMissing(row.Verdicts[id])))
+			}
+		}
+	}
+	if refs == 0 {
+		out = append(out, "suite "+m.Suite+" has no reference target")
+	}
+	for _, id := range m.Rules {
+		if !killed[id] {
+			out = append(out, fmt.Sprintf("rule %s is failed by no mutant: it has not been shown able to fail", id))
+		}
+	}
+	return out
+}
+
+func orMissing(v verdict.Verdict) string {
+	if v == "" {
+		return "missing"
+	}
+	return string(v)
+}
+
+// Text renders the matrix: one line per target, one column per rule;
+// X = failed (killed), . = passed, ? = unknown, - = not applicable, s = skipped.
+func (m Matrix) Text() string {
+	var b strings.Builder
+	width := 0
+	for _, row := range m.Rows {
+		if len(row.Target) > width {
+			width = len(row.Target)
+		}
+	}
+	fmt.Fprintf(&b, "kill matrix, suite %s (X failed, . passed, ? unknown, - not applicable, s skipped, ! could not run)\n", m.Suite)
+	// Column headers, written vertically so the matrix stays narrow.
+	maxLen := 0
+	for _, id := range m.Rules {
+		if len(id) > maxLen {
+			maxLen = len(id)
+		}
+	}
+	for i := 0; i < maxLen; i++ {
+		fmt.Fprintf(&b, "%-*s  ", width, "")
+		for _, id := range m.Rules {
+			c := " "
+			if i < len(id) {
+				c = string(id[i])
+			}
+			b.WriteString(c + " ")
+		}
+		b.WriteString("\n")
+	}
+	for _, row := range m.Rows {
+		fmt.Fprintf(&b, "%-*s  ", width, row.Target)
+		for _, id := range m.Rules {
+			b.WriteString(cellFor(row, id) + " ")
+		}
+		if row.Reference {
+			b.WriteString(" (reference)")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func cellFor(row Row, id string) string {
+	if row.Error != "" {
+		return "!"
+	}
+	switch row.Verdicts[id] {
+	case verdict.Fail:
+		return "X"
+	case verdict.Pass:
+		return "."
+	case verdict.Unknown:
+		return "?"
+	case verdict.NotApplicable:
+		return "-"
+	case verdict.Skipped:
+		return "s"
+	}
+	return " "
+}

@@ -1,0 +1,119 @@
+package sinks
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	_ "modernc.org/sqlite" // the durable store is a SQLite file: it outlives every consumer instance
+
+	"github.com/onceproof/tck/co"
+)
+
+// SQLStore is Store on a SQLite file.
+type SQLStore struct {
+	db    *sql.DB
+	clock co.Clock
+}
+
+// OpenStore opens (creating if needed) the store in the SQLite file at path.
+// Several handles on one file may be open at once, one per consumer instance.
+func OpenStore(path string, clock co.Clock) (*SQLStore, error) {
+	db, err := OpenSQLite(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := db.Exec(`CREATE TABLE IF NOT EXISTS dedupe (k TEXT PRIMARY KEY, v TEXT NOT NULL, expires INTEGER NOT NULL)`); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("sinks: creating the store table: %w", err)
+	}
+	return &SQLStore{db: db, clock: clock}, nil
+}
+
+// OpenSQLite opens a SQLite file for use by several handles in one process:
+// WAL so readers do not block the writer, and a busy timeout so that
+// concurrent writers wait for the lock instead of failing.
+func OpenSQLite(path string) (*sql.DB, error) {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Ping(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func (s *SQLStore) expiry(ttl time.Duration) int64 {
+	if ttl <= 0 {
+		return 0
+	}
+	return s.clock.Now().Add(ttl).UnixNano()
+}
+
+// Get implements Store.
+func (s *SQLStore) Get(ctx context.Context, key string) (co.Record, bool, error) {
+	var v string
+	var exp int64
+	err := s.db.QueryRowContext(ctx, `SELECT v, expires FROM dedupe WHERE k = ? AND (expires = 0 OR expires > ?)`, key, s.clock.Now().UnixNano()).Scan(&v, &exp)
+	if errors.Is(err, sql.ErrNoRows) {
+		return co.Record{}, false, nil
+	}
+	if err != nil {
+		return co.Record{}, false, err
+	}
+	r := co.Record{Value: v}
+	if exp != 0 {
+		r.Expires = time.Unix(0, exp).UTC()
+	}
+	return r, true, nil
+}
+
+// Insert implements Store: one upsert statement whose update only happens
+// over an expired row, so the check and the write are one atomic step.
+func (s *SQLStore) Insert(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `INSERT INTO dedupe (k, v, expires) VALUES (?, ?, ?)
+		ON CONFLICT(k) DO UPDATE SET v = excluded.v, expires = excluded.expires
+		WHERE dedupe.expires <> 0 AND dedupe.expires <= ?`, key, value, s.expiry(ttl), s.clock.Now().UnixNano())
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// Put implements Store.
+func (s *SQLStore) Put(ctx context.Context, key, value string, ttl time.Duration) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO dedupe (k, v, expires) VALUES (?, ?, ?)
+		ON CONFLICT(k) DO UPDATE SET v = excluded.v, expires = excluded.expires`, key, value, s.expiry(ttl))
+	return err
+}
+
+// CompareAndSwap implements Store.
+func (s *SQLStore) CompareAndSwap(ctx context.Context, key, old, value string, ttl time.Duration) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE dedupe SET v = ?, expires = ? WHERE k = ? AND v = ? AND (expires = 0 OR expires > ?)`,
+		value, s.expiry(ttl), key, old, s.clock.Now().UnixNano())
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// Delete implements Store.
+func (s *SQLStore) Delete(ctx context.Context, key string) error {
+	_, err := s.db.ExecContext(ctx, `DELETE FROM dedupe WHERE k = ?`, key)
+	return err
+}
+
+// Close releases this handle; the file and its records stay.
+func (s *SQLStore) Close() error { return s.db.Close() }

@@ -1,0 +1,224 @@
+// Package target names the things the kit checks and knows how to get them:
+// a target is an adapter plus the store, broker or consumer it talks to,
+// reached embedded (in this process), in a container, or at a URL.
+//
+// On the command line a target is SUITE/NAME[=ADDRESS], ADDRESS being
+// "embedded", "container" or a URL.
+package target
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/onceproof/tck/internal/redact"
+)
+
+// Mode is how the target's backend is reached.
+type Mode string
+
+const (
+	Embedded  Mode = "embedded"
+	Container Mode = "container"
+	External  Mode = "external"
+)
+
+// Ref is a parsed --target value.
+type Ref struct {
+	Suite   string
+	Name    string
+	Address string // "embedded", "container" or a URL; "" means the kind's default
+}
+
+// Key is SUITE/NAME.
+func (r Ref) Key() string { return r.Suite + "/" + r.Name }
+
+// String is the redacted form, safe for any output.
+func (r Ref) String() string {
+	if r.Address == "" {
+		return r.Key()
+	}
+	return r.Key() + "=" + Redact(r.Address)
+}
+
+// Mode derives the mode from the address.
+func (r Ref) Mode() Mode {
+	switch r.Address {
+	case string(Embedded):
+		return Embedded
+	case string(Container):
+		return Container
+	}
+	return External
+}
+
+// Parse reads SUITE/NAME[=ADDRESS].
+func Parse(s string) (Ref, error) {
+	key, addr, _ := strings.Cut(s, "=")
+	suite, name, ok := strings.Cut(key, "/")
+	if !ok || suite == "" || name == "" || strings.Contains(name, "/") {
+		return Ref{}, fmt.Errorf("target %q: want SUITE/NAME[=ADDRESS], e.g. eventstore/sqlite or broker/nats=nats://127.0.0.1:4222", Redact(s))
+	}
+	if _, _, hasEq := strings.Cut(s, "="); hasEq && addr == "" {
+		return Ref{}, fmt.Errorf("target %q: empty address after '='", key)
+	}
+	return Ref{Suite: suite, Name: name, Address: addr}, nil
+}
+
+// Redact removes secrets from a URL or any text holding URLs.
+func Redact(s string) string { return redact.Text(s) }
+
+// Info describes a started target in the report.
+type Info struct {
+	Name     string            `json:"name"` // SUITE/NAME
+	Suite    string            `json:"suite"`
+	Mode     Mode              `json:"mode"`
+	Address  string            `json:"address"` // redacted
+	Version  string            `json:"version,omitempty"`
+	Emulator bool              `json:"emulator,omitempty"`
+	Mutant   bool              `json:"mutant,omitempty"`
+	Config   map[string]string `json:"config,omitempty"` // what the target declares
+	Notes    []string          `json:"notes,omitempty"`
+}
+
+// Started is a running target. Register registers the suite's specs against
+// it (the suite package's exported Register, bound to this target); Stop
+// releases everything the start created.
+type Started struct {
+	Info     Info
+	Register func()
+	Stop     func() error
+}
+
+// Kind is one adapter the kit knows.
+type Kind struct {
+	Suite   string
+	Name    string
+	Summary string
+	Modes   []Mode // the modes it supports; the first is the default
+	Needs   string // what it needs to run, for `tck targets`
+	Mutant  bool   // deliberately broken, for the self-test only
+	// MustFail lists, for a mutant, the rule ids the self-test asserts it
+	// fails (it may fail more).
+	MustFail []string
+	Default  bool // run by `tck run` when no --target names this suite
+	// Reference marks the suite's reference target: the self-test
+	// requires it to pass every rule.
+	Reference bool
+	Start     func(ctx context.Context, ref Ref) (*Started, error)
+}
+
+// Key is SUITE/NAME.
+func (k Kind) Key() string { return k.Suite + "/" + k.Name }
+
+// Supports reports whether the kind can be reached in mode m.
+func (k Kind) Supports(m Mode) bool {
+	for _, x := range k.Modes {
+		if x == m {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrUnavailable marks a target that could not be started or reached (exit 4).
+var ErrUnavailable = errors.New("target unavailable")
+
+// Unavailable wraps err as ErrUnavailable, naming the target, with secrets
+// redacted.
+func Unavailable(ref Ref, err error) error {
+	return fmt.Errorf("%w: %s: %v", ErrUnavailable, ref, redact.Error(err, redact.Secrets(ref.Address)...))
+}
+
+// Registry holds the known kinds.
+type Registry struct {
+	mu    sync.Mutex
+	kinds map[string]Kind
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{kinds: map[string]Kind{}} }
+
+// Add registers a kind; a duplicate key panics.
+func (r *Registry) Add(k Kind) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.kinds[k.Key()]; dup {
+		panic("target: duplicate kind " + k.Key())
+	}
+	if len(k.Modes) == 0 || k.Start == nil {
+		panic("target: kind " + k.Key() + " needs modes and Start")
+	}
+	r.kinds[k.Key()] = k
+}
+
+// Get returns the kind for SUITE/NAME.
+func (r *Registry) Get(key string) (Kind, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k, ok := r.kinds[key]
+	return k, ok
+}
+
+// Kinds lists the kinds of a suite ("" for all), mutants included when asked.
+func (r *Registry) Kinds(suite string, mutants bool) []Kind {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Kind
+	for _, k := range r.kinds {
+		if (suite == "" || k.Suite == suite) && (mutants || !k.Mutant) {
+			out = append(out, k)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
+	return out
+}
+
+// Resolve checks a ref against the registry and fills in the default mode.
+func (r *Registry) Resolve(ref Ref) (Kind, Ref, error) {
+	k, ok := r.Get(ref.Key())
+	if !ok {
+		var names []string
+		for _, k := range r.Kinds(ref.Suite, false) {
+			names = append(names, k.Key())
+		}
+		if len(names) == 0 {
+			return Kind{}, ref, fmt.Errorf("unknown target %s (see `tck targets`)", ref.Key())
+		}
+		return Kind{}, ref, fmt.Errorf("unknown target %s; known: %s", ref.Key(), strings.Join(names, ", "))
+	}
+	if ref.Address == "" {
+		if k.Modes[0] == External {
+			return Kind{}, ref, fmt.Errorf("target %s needs an address: %s=URL%s", ref.Key(), ref.Key(), containerHint(k))
+		}
+		ref.Address = string(k.Modes[0])
+	}
+	if !k.Supports(ref.Mode()) {
+		return Kind{}, ref, fmt.Errorf("target %s cannot be reached as %s (it supports: %s)", ref.Key(), ref.Mode(), modes(k))
+	}
+	if ref.Mode() == External {
+		if _, err := url.Parse(ref.Address); err != nil || !strings.Contains(ref.Address, "://") {
+			return Kind{}, ref, fmt.Errorf("target %s: address %q is neither embedded, container nor a URL", ref.Key(), Redact(ref.Address))
+		}
+	}
+	return k, ref, nil
+}
+
+func containerHint(k Kind) string {
+	if k.Supports(Container) {
+		return " or " + k.Key() + "=container"
+	}
+	return ""
+}
+
+func modes(k Kind) string {
+	s := make([]string, len(k.Modes))
+	for i, m := range k.Modes {
+		s[i] = string(m)
+	}
+	return strings.Join(s, ", ")
+}

@@ -78,7 +78,7 @@ build_postgres() {
 	local pkgver
 	pkgver=$(dpkg-query -W -f '${Version}' "postgresql-$PG_MAJOR" 2>/dev/null || "$pgbin/postgres" --version)
 	local inputs
-	inputs=$( (echo "$pkgver"; go version; cat "$root/images/postgres/Dockerfile" "$root/images/postgres/entrypoint/main.go") | sha256sum | cut -c1-16)
+	inputs=$( (echo "$pkgver"; go version; cat "$root/images/postgres/Dockerfile" "$root/internal/images/pgentrypoint/main.go") | sha256sum | cut -c1-16)
 	if [[ "${FORCE:-}" != 1 && "$(current "$POSTGRES_IMAGE")" == "$inputs" ]]; then
 		log "$POSTGRES_IMAGE is up to date ($inputs)"
 		return
@@ -102,7 +102,7 @@ build_postgres() {
 	# initdb and postgres look their own user up; glibc reads these files.
 	printf 'root:x:0:0:root:/root:/sbin/nologin\npostgres:x:999:999:PostgreSQL:/var/lib/postgresql:/sbin/nologin\n' >"$rootfs/etc/passwd"
 	printf 'root:x:0:\npostgres:x:999:\n' >"$rootfs/etc/group"
-	(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$rootfs/docker-entrypoint" ./images/postgres/entrypoint)
+	(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$rootfs/docker-entrypoint" ./internal/images/pgentrypoint)
 	chmod 1777 "$ctx/owned/tmp"
 	chmod 0700 "$ctx/owned/var/lib/postgresql/data"
 	cp "$root/images/postgres/Dockerfile" "$ctx/"

@@ -1,12 +1,10 @@
 package runner_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/internal/catalog"
@@ -18,22 +16,23 @@ import (
 // TestVerdictMapping pins how each way a rule body can end becomes a verdict,
 // and that a run goes on after a panic or a hang.
 func TestVerdictMapping(t *testing.T) {
-	register := func() {
+	set := func() *spec.Set {
 		s := spec.New("eventstore") // no capabilities: ES-3.1 (needs precheck) is not applicable
 		s.Timeout = 500 * time.Millisecond
-		ginkgo.Describe("mapping", func() {
-			s.It("ES-1.1", func(ctx context.Context, ev *verdict.Evidence) { ev.Notef("held") })
-			s.It("ES-1.2", func(ctx context.Context, ev *verdict.Evidence) {
-				Expect(1).To(Equal(2), "one is not two")
-			})
-			s.It("ES-1.3", func(ctx context.Context, ev *verdict.Evidence) { panic("boom") })
-			s.It("ES-1.4", func(ctx context.Context, ev *verdict.Evidence) { <-ctx.Done(); select {} })
-			s.It("ES-1.5", func(ctx context.Context, ev *verdict.Evidence) { spec.Unknown("could not tell") })
-			s.It("ES-1.6", func(ctx context.Context, ev *verdict.Evidence) { spec.Skipped("window longer than budget") })
-			s.It("ES-3.1", func(ctx context.Context, ev *verdict.Evidence) { t.Error("ran without its capability") })
-			s.It("ES-1.7", func(ctx context.Context, ev *verdict.Evidence) { ev.Figure("x", 1, "") })
+		s.It("ES-1.1", func(r *spec.R) { r.Ev.Notef("held") })
+		s.It("ES-1.2", func(r *spec.R) { r.Expect(1).To(Equal(2), "one is not two") })
+		s.It("ES-1.3", func(r *spec.R) { panic("boom") })
+		s.It("ES-1.4", func(r *spec.R) { <-r.Context().Done(); select {} })
+		s.It("ES-1.5", func(r *spec.R) { r.Unknown("could not tell") })
+		s.It("ES-1.6", func(r *spec.R) { r.Skipped("window longer than budget") })
+		s.It("ES-3.1", func(r *spec.R) { t.Error("ran without its capability") })
+		s.It("ES-1.7", func(r *spec.R) { r.Ev.Figure("x", 1, "") })
+		s.It("ES-1.8", func(r *spec.R) {
+			r.Consistently(func() int { return 1 }).WithTimeout(50*time.Millisecond).Should(Equal(2), "never two")
 		})
+		return s
 	}
+	register := func() { set().Ginkgo(spec.GinkgoOptions{}) }
 	got := map[string]verdict.Result{}
 	for _, r := range runner.Run("t", register, runner.Options{}) {
 		got[r.Rule] = r
@@ -50,6 +49,7 @@ func TestVerdictMapping(t *testing.T) {
 		"ES-1.6": {verdict.Skipped, "window longer than budget"},
 		"ES-3.1": {verdict.NotApplicable, string(catalog.CapPreCheck)},
 		"ES-1.7": {verdict.Pass, ""},
+		"ES-1.8": {verdict.Fail, "never two"},
 	}
 	for id, w := range want {
 		r := got[id]

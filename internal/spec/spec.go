@@ -1,14 +1,22 @@
-// Package spec is the one path by which a suite registers a rule as a Ginkgo
-// spec. It looks the rule up in the catalog (an id that is not there is a
-// programming error), names the spec after the rule ("ES-1.1 ..."), labels it
-// with the id, gives it a deadline, decides not-applicable from the target's
-// capabilities, and hands the body an Evidence to fill.
+// Package spec is the one path by which a suite registers a rule. It looks
+// the rule up in the catalog (an id that is not there is a programming
+// error), decides not-applicable from the target's capabilities, gives the
+// rule a deadline, and hands the body an R: its context, its evidence, and a
+// Gomega bound to this rule.
 //
-// A body reaches its verdict the Ginkgo way: returning is pass, a Gomega
-// failure is fail, a panic is fail with the panic in the evidence, the
-// deadline is unknown. Unknown and NotApplicable end the spec with that
-// verdict and a reason; under a plain `go test` they show as skips whose
-// message starts with the verdict.
+// A Set of rules is then run by one of two drivers, the same rules either way:
+//
+//   - Ginkgo (Set.Ginkgo): one ginkgo.It per rule, named "ID title" and
+//     labelled with the id, the suite and the level, so a label filter
+//     selects rules. This is what a suite's Register and the CLI use.
+//   - go test (Set.Test): one subtest per rule, named by its id, in the style
+//     of testing/fstest.TestFS. This is what a suite's Check uses; it touches
+//     no Ginkgo state, so it lives beside any Ginkgo suite of the author's.
+//
+// A body reaches its verdict the same way under both: returning is pass, a
+// Gomega failure is fail, a panic is fail with the panic in the evidence, the
+// deadline is unknown, and R.Unknown / R.NotApplicable / R.Skipped end the
+// rule with that verdict and a reason.
 package spec
 
 import (
@@ -17,7 +25,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/verdict"
@@ -32,17 +40,85 @@ const (
 // DefaultTimeout bounds one rule unless the suite sets another.
 const DefaultTimeout = 60 * time.Second
 
+// Grace is how long a body may take to return after its deadline before the
+// driver gives up on it.
+const Grace = 2 * time.Second
+
 // Override is the verdict a body declared instead of pass or fail.
 type Override struct {
 	Verdict verdict.Verdict `json:"verdict"`
 	Reason  string          `json:"reason"`
 }
 
-// Set registers the rules of one suite against one target.
+// Body is a rule's check.
+type Body func(r *R)
+
+// R is one run of one rule.
+type R struct {
+	// Gomega is bound to this rule: a failed Expect, Eventually or
+	// Consistently ends the rule with verdict fail.
+	gomega.Gomega
+	// Ev is the rule's evidence.
+	Ev *verdict.Evidence
+	// ID is the rule's id.
+	ID string
+
+	ctx     context.Context
+	end     func(v verdict.Verdict, reason string)
+	cleanup func(fn func())
+}
+
+// Context is cancelled at the rule's deadline.
+func (r *R) Context() context.Context { return r.ctx }
+
+// DeferCleanup runs fn after the body, however it ends (last in, first out).
+func (r *R) DeferCleanup(fn func()) { r.cleanup(fn) }
+
+// Unknown ends the rule with verdict unknown: the kit could not decide.
+func (r *R) Unknown(format string, args ...any) {
+	r.end(verdict.Unknown, fmt.Sprintf(format, args...))
+}
+
+// NotApplicable ends the rule with verdict not-applicable; the reason must
+// name the missing capability.
+func (r *R) NotApplicable(format string, args ...any) {
+	r.end(verdict.NotApplicable, fmt.Sprintf(format, args...))
+}
+
+// Skipped ends the rule as skipped, e.g. when a declared window is longer
+// than the run's time budget. The reason says why.
+func (r *R) Skipped(format string, args ...any) {
+	r.end(verdict.Skipped, fmt.Sprintf(format, args...))
+}
+
+// rule is one registered rule.
+type rule struct {
+	id      string
+	meta    catalog.Rule
+	missing []string
+	body    Body
+}
+
+// Set holds the rules of one suite against one target.
 type Set struct {
-	suite   string
-	have    map[catalog.Capability]bool
+	suite string
+	have  map[catalog.Capability]bool
+	rules []rule
+
+	// Timeout bounds each rule.
 	Timeout time.Duration
+	// Parallel runs the rules at the same time where the driver can: under
+	// go test as parallel subtests. Ginkgo runs specs one after another, so
+	// a suite whose rules mostly wait uses Prepare instead.
+	Parallel bool
+	// Prepare, when set, is called once, before the first rule runs, with
+	// the ids of the rules that will run and apply (Ginkgo: those the label
+	// filter selects). Finish is called after the last rule of the set has
+	// run, however it ended. The broker suite starts every selected rule's
+	// waiting workload in Prepare so the waits overlap, and stops any left
+	// in Finish.
+	Prepare func(ids []string)
+	Finish  func()
 }
 
 // New makes a Set for a target that has the given capabilities.
@@ -54,50 +130,37 @@ func New(suite string, caps ...catalog.Capability) *Set {
 	return s
 }
 
-// Body is a rule's check. ctx is cancelled at the rule's deadline.
-type Body func(ctx context.Context, ev *verdict.Evidence)
-
 // It registers rule id with body.
 func (s *Set) It(id string, body Body) {
-	r := catalog.MustLookup(id)
-	if r.Suite != s.suite {
-		panic(fmt.Sprintf("spec: rule %s belongs to suite %s, not %s", id, r.Suite, s.suite))
+	m := catalog.MustLookup(id)
+	if m.Suite != s.suite {
+		panic(fmt.Sprintf("spec: rule %s belongs to suite %s, not %s", id, m.Suite, s.suite))
 	}
 	var missing []string
-	for _, c := range r.Needs {
+	for _, c := range m.Needs {
 		if !s.have[c] {
 			missing = append(missing, string(c))
 		}
 	}
-	ginkgo.It(id+" "+r.Title, ginkgo.Label(id), ginkgo.SpecTimeout(s.Timeout), ginkgo.GracePeriod(2*time.Second),
-		func(ctx ginkgo.SpecContext) {
-			ev := &verdict.Evidence{}
-			ginkgo.AddReportEntry(EntryEvidence, ev, ginkgo.ReportEntryVisibilityNever)
-			if len(missing) > 0 {
-				NotApplicable("the target does not declare the capability %s", strings.Join(missing, ", "))
-			}
-			body(ctx, ev)
-		})
+	s.rules = append(s.rules, rule{id: id, meta: m, missing: missing, body: body})
 }
 
-// Unknown ends the running rule with verdict unknown: the kit could not decide.
-func Unknown(format string, args ...any) {
-	end(verdict.Unknown, fmt.Sprintf(format, args...))
+// notApplicable is the reason a rule does not apply, or "".
+func (ru rule) notApplicable() string {
+	if len(ru.missing) == 0 {
+		return ""
+	}
+	return "the target does not declare the capability " + strings.Join(ru.missing, ", ")
 }
 
-// NotApplicable ends the running rule with verdict not-applicable; the reason
-// must name the missing capability.
-func NotApplicable(format string, args ...any) {
-	end(verdict.NotApplicable, fmt.Sprintf(format, args...))
+// Labels are the Ginkgo labels of a rule: its id, its suite and its level.
+func Labels(m catalog.Rule) []string {
+	return []string{m.ID, m.Suite, string(m.Level)}
 }
 
-// Skipped ends the running rule as skipped, e.g. when a declared window is
-// longer than the run's time budget. The reason says why.
-func Skipped(format string, args ...any) {
-	end(verdict.Skipped, fmt.Sprintf(format, args...))
-}
-
-func end(v verdict.Verdict, reason string) {
-	ginkgo.AddReportEntry(EntryVerdict, Override{Verdict: v, Reason: reason}, ginkgo.ReportEntryVisibilityNever)
-	ginkgo.Skip(string(v) + ": " + reason)
+// ended is what a body's run panics with to end it early; the drivers
+// recover it. Gomega failures under go test end the same way.
+type ended struct {
+	v      verdict.Verdict
+	reason string
 }

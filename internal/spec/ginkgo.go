@@ -1,0 +1,91 @@
+package spec
+
+import (
+	"context"
+	"sync"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
+	"github.com/onsi/gomega"
+
+	"github.com/onceproof/tck/internal/verdict"
+)
+
+// GinkgoOptions tune the Ginkgo driver.
+type GinkgoOptions struct {
+	// UnknownIsSkip reports an undecided rule as a Ginkgo skip instead of a
+	// failure. The verdict stays unknown in the report either way; this only
+	// decides whether a plain `go test` of an author's Ginkgo suite goes
+	// green with an undecided rule, which it must not unless asked.
+	UnknownIsSkip bool
+}
+
+// Ginkgo registers every rule of the set as a ginkgo.It inside a container
+// named after the suite. Call it while Ginkgo builds its tree (from a suite's
+// Register, before RunSpecs).
+//
+// The container is Ordered (rules run in the catalog's order) and
+// ContinueOnFailure (a failed rule does not skip the next one), so the set's
+// Prepare and Finish can run around exactly the rules that run.
+func (s *Set) Ginkgo(opts GinkgoOptions) {
+	var once sync.Once
+	ginkgo.Describe(s.suite, ginkgo.Ordered, ginkgo.ContinueOnFailure, func() {
+		if s.Finish != nil {
+			ginkgo.AfterAll(func() { s.Finish() })
+		}
+		for _, ru := range s.rules {
+			ginkgo.It(ru.id+" "+ru.meta.Title, ginkgo.Label(Labels(ru.meta)...),
+				ginkgo.SpecTimeout(s.Timeout), ginkgo.GracePeriod(Grace),
+				func(ctx ginkgo.SpecContext) {
+					if s.Prepare != nil {
+						once.Do(func() { s.Prepare(s.selected()) })
+					}
+					s.runGinkgo(ctx, ru, opts)
+				})
+		}
+	})
+}
+
+// selected are the ids of the rules that apply and that Ginkgo's label
+// filter selects.
+func (s *Set) selected() []string {
+	var filter types.LabelFilter
+	if lf := ginkgo.GinkgoLabelFilter(); lf != "" {
+		if f, err := types.ParseLabelFilter(lf); err == nil {
+			filter = f
+		}
+	}
+	var ids []string
+	for _, ru := range s.rules {
+		if ru.notApplicable() != "" {
+			continue
+		}
+		if filter == nil || filter(Labels(ru.meta)) {
+			ids = append(ids, ru.id)
+		}
+	}
+	return ids
+}
+
+func (s *Set) runGinkgo(ctx context.Context, ru rule, opts GinkgoOptions) {
+	ev := &verdict.Evidence{}
+	ginkgo.AddReportEntry(EntryEvidence, ev, ginkgo.ReportEntryVisibilityNever)
+	r := &R{
+		Gomega:  gomega.NewGomega(ginkgo.Fail),
+		Ev:      ev,
+		ID:      ru.id,
+		ctx:     ctx,
+		cleanup: func(fn func()) { ginkgo.DeferCleanup(fn) },
+		end: func(v verdict.Verdict, reason string) {
+			ginkgo.AddReportEntry(EntryVerdict, Override{Verdict: v, Reason: reason}, ginkgo.ReportEntryVisibilityNever)
+			if v == verdict.Unknown && !opts.UnknownIsSkip {
+				ginkgo.Fail(string(v) + ": " + reason)
+			}
+			ginkgo.Skip(string(v) + ": " + reason)
+		},
+	}
+	if why := ru.notApplicable(); why != "" {
+		r.NotApplicable("%s", why)
+	}
+	ru.body(r)
+}

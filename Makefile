@@ -2,7 +2,7 @@
 # targets; `make test` is what CI runs (see .ci/run for what it starts first).
 GO ?= go
 
-.PHONY: run test rules selftest images postgres bench race-rate clean-containers
+.PHONY: run test check rules selftest images postgres bench race-rate clean-containers stress
 
 run:
 	$(GO) run ./cmd/tck run
@@ -13,6 +13,16 @@ run:
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 -p 1 -timeout 40m ./...
+
+# Hygiene CI checks before the tests: formatting, a tidy go.mod, staticcheck
+# at a pinned version (through the module proxy), and the examples built as
+# an author would build them, in a fresh module outside this repository.
+STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
+	$(GO) mod tidy -diff
+	$(GO) run $(STATICCHECK) ./...
+	scripts/check-examples.sh
 
 # docs/RULES.md is generated from the catalog; a test fails when they differ.
 rules:
@@ -36,3 +46,8 @@ bench:
 # mutants (100 independent runs each).
 race-rate:
 	$(GO) test -count=1 -run TestRaceRulesCatchCheckThenWrite -v ./suites/eventstore/
+
+# The default run N times with two CPU burners alongside: false failures,
+# unknowns, wall times and leftovers (see scripts/stress.sh).
+stress:
+	scripts/stress.sh $(or $(N),10)

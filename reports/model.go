@@ -5,6 +5,7 @@
 package reports
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
@@ -100,7 +101,42 @@ func (r *Report) Finish() {
 		}
 	}
 	sort.SliceStable(r.Hazards, func(i, j int) bool { return r.Hazards[i].Target < r.Hazards[j].Target })
+	// Empty lists, never null: a reader iterates without a nil check.
+	if r.Results == nil {
+		r.Results = []verdict.Result{}
+	}
+	if r.Targets == nil {
+		r.Targets = []Target{}
+	}
+	if r.Run.Suites == nil {
+		r.Run.Suites = []string{}
+	}
 	r.Summary = Summarize(r.Results, r.Targets)
+	if len(r.Run.Rules) > 0 && r.Summary.ExitCode == ExitConformant {
+		// A filtered run certifies only what it ran.
+		ran := 0
+		for _, res := range r.Results {
+			if res.Verdict != verdict.Skipped {
+				ran++
+			}
+		}
+		r.Summary.Conclusion = fmt.Sprintf("partial: %d of %d rules run (filtered by --rule); every MUST rule that ran and applies passed", ran, len(r.Results))
+	}
+}
+
+// Validate rejects a report that names a verdict the kit does not know.
+func (r *Report) Validate() error {
+	for _, res := range r.Results {
+		switch res.Verdict {
+		case verdict.Pass, verdict.Fail, verdict.Unknown, verdict.NotApplicable, verdict.Skipped:
+		default:
+			return fmt.Errorf("rule %s on %s: unknown verdict %q (want pass, fail, unknown, not-applicable or skipped)", res.Rule, res.Target, res.Verdict)
+		}
+		if _, ok := catalog.Lookup(res.Rule); !ok {
+			return fmt.Errorf("unknown rule %q on %s", res.Rule, res.Target)
+		}
+	}
+	return nil
 }
 
 // Summarize decides the exit code. A failed MUST wins (1): it is a definite

@@ -104,5 +104,10 @@ func Read(path string) (*Report, error) {
 	if r.Schema != Schema {
 		return nil, fmt.Errorf("%s: schema %q, this kit reads %q", path, r.Schema, Schema)
 	}
+	if err := r.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	// The summary is derived, never trusted: recompute it from the results.
+	r.Finish()
 	return &r, nil
 }

@@ -2,7 +2,8 @@
 # Builds the container images the kit's container targets use, on a Docker
 # host with no registry: nothing is pulled, every image is FROM scratch.
 #
-#   nats:2.15.2   nats-server built from its Go module, static (CGO_ENABLED=0)
+#   nats:X.Y.Z    nats-server built from its Go module at the version go.mod
+#                 requires, static (CGO_ENABLED=0)
 #   postgres:15   PostgreSQL from this host's Debian packages, with the
 #                 libraries its binaries link (ldd), and a static entrypoint
 #
@@ -15,7 +16,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-NATS_SERVER_VERSION=${NATS_SERVER_VERSION:-v2.15.2}
+# The server version is the one go.mod requires: one source of truth.
+NATS_SERVER_VERSION=${NATS_SERVER_VERSION:-$(cd "$root" && go list -m -f '{{.Version}}' github.com/nats-io/nats-server/v2)}
 NATS_IMAGE=${TCK_NATS_IMAGE:-nats:${NATS_SERVER_VERSION#v}}
 POSTGRES_IMAGE=${TCK_POSTGRES_IMAGE:-postgres:15}
 PG_MAJOR=${PG_MAJOR:-15}

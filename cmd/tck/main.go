@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -28,8 +29,42 @@ import (
 	"github.com/onceproof/tck/reports"
 )
 
-// Version is the kit's version; a release build sets it with -ldflags "-X main.Version=...".
-var Version = "0.1.0-dev"
+// Version is the kit's version. A release build sets it with
+// -ldflags "-X main.Version=..."; otherwise it comes from the build info
+// (the module version for `go install ...@vX`, else the VCS revision).
+var Version = ""
+
+func kitVersion() string {
+	if Version != "" {
+		return Version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	rev, dirty := "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	switch {
+	case rev == "":
+		return "devel"
+	case dirty:
+		return "devel+" + rev + "-dirty"
+	}
+	return "devel+" + rev
+}
 
 // usageError is a bad command line or configuration: exit 3, one line.
 type usageError struct{ msg string }
@@ -67,7 +102,10 @@ func main() {
 // run is main without the process: it returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		args = []string{"run"}
+		// A bare tck starts nothing: a full run takes a while and writes a
+		// folder. `make run` (tck run) is the default run.
+		help(stderr)
+		return reports.ExitUsage
 	}
 	name := args[0]
 	if name == "help" || name == "-h" || name == "--help" {
@@ -114,7 +152,7 @@ func help(w io.Writer) {
 
 Usage: tck <command> [flags]   (tck <command> -h for its flags)
 
-`, Version)
+`, kitVersion())
 	for _, n := range strings.Split(commandNames(), ", ") {
 		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
 	}
@@ -134,6 +172,6 @@ func cmdVersion(_ context.Context, args []string, stdout, _ io.Writer) error {
 	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "onceproof tck %s\n", Version)
+	fmt.Fprintf(stdout, "onceproof tck %s\n", kitVersion())
 	return nil
 }

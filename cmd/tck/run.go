@@ -191,16 +191,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	started := time.Now()
-	dir := *out
-	if dir == "" {
-		dir = filepath.Join("tck-results", started.Format("20060102-150405"))
+	dir, unlock, err := claimOutDir(*out, started)
+	if err != nil {
+		return err
 	}
-	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
-		return usagef("--out %s exists and is not a folder", dir)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return usagef("cannot create the report folder: %v", err)
-	}
+	defer unlock()
 	logFile, err := os.Create(filepath.Join(dir, "ginkgo.log"))
 	if err != nil {
 		return usagef("cannot write into the report folder: %v", err)
@@ -213,7 +208,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	rep := &reports.Report{
-		Kit: reports.Kit{Name: "onceproof", Version: Version, GoVersion: runtime.Version()},
+		Kit: reports.Kit{Name: "onceproof", Version: kitVersion(), GoVersion: runtime.Version()},
 		Run: reports.Run{Command: target.Redact("tck run " + strings.Join(args, " ")), Started: started, Suites: p.suites, Rules: p.rules},
 	}
 	var unavailable []string
@@ -358,6 +353,6 @@ func cmdReport(_ context.Context, args []string, stdout, _ io.Writer) error {
 	if err := reports.WriteAll(*in, rep); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "rewrote %s\n", *in)
-	return nil
+	fmt.Fprintf(stdout, "%s: %s\nrewrote %s\n", rep.Summary.Conclusion, countsLine(rep.Summary.Counts), *in)
+	return exitError{rep.Summary.ExitCode}
 }

@@ -76,6 +76,10 @@ func Secrets(addr string) []string {
 	if u.User != nil {
 		if p, ok := u.User.Password(); ok && p != "" {
 			out = append(out, p)
+			// The escaped spelling too: a driver may echo either.
+			if _, raw, _ := strings.Cut(u.User.String(), ":"); raw != p {
+				out = append(out, raw)
+			}
 		} else if tokenSchemes[strings.ToLower(u.Scheme)+"://"] && u.User.Username() != "" {
 			out = append(out, u.User.Username())
 		}

@@ -1,0 +1,43 @@
+package redact
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestEveryCredentialForm(t *testing.T) {
+	cases := []struct{ in, secret string }{
+		{"postgres://kit:s3cr3t@127.0.0.1:5432/db", "s3cr3t"},
+		{"nats://kit:pa%20ss@127.0.0.1:4222", "pa%20ss"},
+		{"nats://T0KENabc@127.0.0.1:4222", "T0KENabc"},
+		{"tls://T0KENabc@nats.example:4222", "T0KENabc"},
+		{"redis://:redispw@127.0.0.1:6379/0", "redispw"},
+		{"postgres://127.0.0.1/db?sslmode=disable&password=qpw", "qpw"},
+		{"nats://127.0.0.1:4222?token=qtok", "qtok"},
+		{"kafka://broker:9092?sasl_password=kpw", "kpw"},
+		{"nats://127.0.0.1:4222?nkey=SUACSSL3UAHUDXKFSNVUZRF5UHPMWZ6BFDTJ7M6USDXIEDNPPQYYYCU3VY", "SUACSSL3UAHUDXKFSNVUZRF5UHPMWZ6BFDTJ7M6USDXIEDNPPQYYYCU3VY"},
+		{"nats://127.0.0.1:4222?creds=/home/me/user.creds", "/home/me/user.creds"},
+	}
+	for _, c := range cases {
+		out := Text("connecting to " + c.in + " failed")
+		if strings.Contains(out, c.secret) {
+			t.Errorf("Text(%q) = %q: the secret is still there", c.in, out)
+		}
+		err := Error(errors.New("dial "+c.in+": driver said "+c.secret), Secrets(c.in)...)
+		if strings.Contains(err.Error(), c.secret) {
+			t.Errorf("Error for %q = %q: the secret is still there", c.in, err)
+		}
+	}
+	// A user name alone is not a secret where it is a user name.
+	if got := Text("postgres://kit@127.0.0.1/db"); got != "postgres://kit@127.0.0.1/db" {
+		t.Errorf("a lone postgres user was masked: %q", got)
+	}
+}
+
+func TestErrorKeepsTheChain(t *testing.T) {
+	base := errors.New("x")
+	if !errors.Is(Error(base, "s"), base) {
+		t.Fatal("errors.Is lost through Error")
+	}
+}

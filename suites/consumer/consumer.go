@@ -1,40 +1,59 @@
 // Package consumer is the consumer conformance suite: the CO rules of the
-// catalog as Ginkgo specs. The consumer under test handles events delivered
-// by a real broker and writes its side effects through sinks the kit
-// provides and observes (package sinks); the kit redelivers, edits, replays
-// stale versions, hands one event to two workers at once, loses acks, and
-// ends instances at points it controls, then compares every sink with a
-// model computed from the schedule alone.
+// catalog. The consumer under test (package co) handles events delivered by
+// a real broker and writes its side effects through sinks the kit provides
+// and observes; the kit redelivers, edits, replays stale versions, hands one
+// event to two workers at once, loses acks, and ends instances at points it
+// controls, then compares every sink with a model computed from the schedule
+// alone.
 //
-// A backend author plugs a consumer in with one call,
+// A backend author plugs a consumer in with one call from a plain Go test,
+// in the style of testing/fstest.TestFS (see examples/consumer):
 //
-//	consumer.Register(consumer.Target{Broker: ..., New: func(ctx context.Context, env co.Env) (co.Consumer, error) { ... }})
+//	consumer.Check(t, consumer.Target{Broker: ..., New: myconsumer.New, Declared: ...})
 //
-// from a Ginkgo suite, or with consumer.Check(t, target) from a plain Go
-// test (see examples/consumer).
+// or, inside a Ginkgo suite, with consumer.Register(target) before RunSpecs.
 package consumer
 
 import (
-	"fmt"
-	"strings"
-
-	"github.com/onsi/ginkgo/v2"
+	"slices"
+	"testing"
 
 	"github.com/onceproof/tck/co"
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/spec"
 )
 
-// Register registers every CO rule against t. Call it inside a Ginkgo suite
-// (before RunSpecs), once per target.
-func Register(t Target) {
-	t.Timing = t.Timing.withDefaults()
-	if len(t.Declared.Scopes) == 0 {
-		t.Declared.Scopes = []string{co.ScopeIndex, co.ScopeNotify}
+// Check runs every CO rule against target as a subtest of t named by its id,
+// so `go test -run 'TestMyConsumer/CO-1.1'` runs one rule. A fail or unknown
+// verdict fails the subtest with its reason; not-applicable and skipped
+// verdicts skip it with theirs. Check touches no Ginkgo state.
+func Check(t *testing.T, target Target) {
+	t.Helper()
+	newSet(target).Test(t)
+}
+
+// RegisterOption tunes Register.
+type RegisterOption struct{ unknownIsSkip bool }
+
+// UnknownIsSkip makes Register report an undecided rule as a Ginkgo skip
+// instead of a failure. The verdict stays unknown in a report; without this
+// option an undecided rule fails the author's suite.
+var UnknownIsSkip = RegisterOption{unknownIsSkip: true}
+
+// Register registers every CO rule against target as Ginkgo specs, each
+// labelled with its id, "consumer" and its level. Call it inside a Ginkgo
+// suite before RunSpecs, once per target.
+func Register(target Target, opts ...RegisterOption) {
+	var o spec.GinkgoOptions
+	for _, opt := range opts {
+		o.UnknownIsSkip = o.UnknownIsSkip || opt.unknownIsSkip
 	}
-	if t.Events < 200 {
-		t.Events = 200
-	}
+	newSet(target).Ginkgo(o)
+}
+
+// newSet is the one place both entry points get their rules from.
+func newSet(t Target) *spec.Set {
+	t = t.withDefaults()
 	var caps []catalog.Capability
 	if has(t.Declared.Scopes, co.ScopeIndex) && has(t.Declared.Scopes, co.ScopeNotify) {
 		caps = append(caps, catalog.CapTwoScopes)
@@ -46,119 +65,12 @@ func Register(t Target) {
 	if t.Timeout > 0 {
 		s.Timeout = t.Timeout
 	}
-	ginkgo.Describe("consumer", func() {
-		registerScopes(s, t)
-		registerCrashes(s, t)
-		registerHorizon(s, t)
-		registerOutbox(s, t)
-		registerSchedule(s, t)
-	})
+	registerScopes(s, t)
+	registerCrashes(s, t)
+	registerHorizon(s, t)
+	registerOutbox(s, t)
+	registerSchedule(s, t)
+	return s
 }
 
-func has(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
-// run is one rule's driver over a harness: steps are published one at a
-// time and each is acked before the next, so the model knows the order.
-type run struct {
-	*harness
-	model   *Model
-	replays int
-}
-
-func newRun(h *harness) *run {
-	return &run{harness: h, model: NewModel(h.t.Declared.Scopes)}
-}
-
-// step publishes one step, waits until it is acked, and feeds the model.
-func (r *run) step(s Step) {
-	if s.Crash != nil {
-		r.arm(*s.Crash)
-	}
-	if s.LoseAck {
-		r.loseAcks(s.Event.EventID, 1)
-	}
-	switch s.Kind {
-	case StepNew:
-		r.publish(s.Event, s.Event.EventID)
-	case StepReplay:
-		// A replay by a recovery process (seed 002, 五): the same event id
-		// under a broker message id of its own, so that the broker's
-		// producer de-dupe, which is not the consumer's, lets it through.
-		r.replays++
-		r.publish(s.Event, fmt.Sprintf("%s#replay-%d", s.Event.EventID, r.replays))
-	case StepTwin:
-		r.addGate(s.Event.EventID, 2)
-		r.publish(s.Event, s.Event.EventID+"#a")
-		r.publish(s.Event, s.Event.EventID+"#b")
-	}
-	r.settle()
-	r.model.Apply(s.Event)
-	r.disarm()
-}
-
-// disarm drops plans the step did not reach (a consumer that skipped a
-// duplicate makes no sink call to crash in), so they cannot fire later.
-func (r *run) disarm() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	kept := r.plans[:0]
-	for _, p := range r.plans {
-		if p.fired {
-			kept = append(kept, p)
-		} else {
-			r.rec.Note("kit", "disarm", p.Event, string(p.Point)+" "+p.Scope+" not reached")
-		}
-	}
-	r.plans = kept
-}
-
-// diff compares the sinks with the model now.
-func (r *run) diff() []string {
-	effects := append(r.index.Effects(), r.notifier.Effects()...)
-	return r.model.Diff(effects, r.index.Docs())
-}
-
-// expectModel fails the rule when a sink differs from the model, with the
-// history of the first message that differs as the smallest history.
-func (r *run) expectModel(why string) {
-	d := r.diff()
-	r.ev.Figure("index writes observed", len(r.index.Effects()), "")
-	r.ev.Figure("notifications observed", len(r.notifier.Effects()), "")
-	if len(d) == 0 {
-		return
-	}
-	for _, line := range d {
-		r.ev.Notef("differs from the model: %s", line)
-	}
-	if m := messageOf(d[0]); m != "" {
-		r.ev.Smallest(opsAbout(r.rec.Ops(), m))
-	}
-	more := ""
-	if len(d) > 1 {
-		more = fmt.Sprintf(" (and %d more differences)", len(d)-1)
-	}
-	ginkgo.Fail(fmt.Sprintf("%s: %s%s", why, d[0], more))
-}
-
-// messageOf extracts the message id from a Diff line.
-func messageOf(line string) string {
-	if strings.HasPrefix(line, "(") {
-		if i := strings.IndexByte(line, ','); i > 0 {
-			return line[1:i]
-		}
-	}
-	if strings.HasPrefix(line, "index ") {
-		rest := strings.TrimPrefix(line, "index ")
-		if i := strings.IndexByte(rest, ':'); i > 0 {
-			return rest[:i]
-		}
-	}
-	return ""
-}
+func has(xs []string, x string) bool { return slices.Contains(xs, x) }

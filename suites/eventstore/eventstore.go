@@ -1,10 +1,15 @@
 // Package eventstore is the event-store conformance suite: the ES rules of the
-// catalog as Ginkgo specs. A backend author plugs a store in with one call,
+// catalog, run against a store a backend author plugs in. From a plain
+// `go test`, in the style of testing/fstest.TestFS:
 //
-//	eventstore.Register(eventstore.Target{Open: func(ctx context.Context) (es.EventStore, error) { ... }})
+//	func TestMyStore(t *testing.T) {
+//		eventstore.Check(t, eventstore.Target{Open: func(ctx context.Context) (es.EventStore, error) { ... }})
+//	}
 //
-// from a Ginkgo suite in their own _test.go (see examples/eventstore), and the
-// tck CLI does the same in-process for the adapters it ships.
+// runs every rule as a subtest named by its id (`go test -run 'TestMyStore/ES-1.5'`
+// runs one). An author who keeps a Ginkgo suite calls Register before
+// RunSpecs instead. See examples/eventstore; the tck CLI registers the
+// adapters it ships the same way.
 //
 // Every rule opens its own handle through the factory and works on aggregates
 // whose ids are unique to the rule and trial, so a shared database needs no
@@ -14,9 +19,8 @@ package eventstore
 import (
 	"context"
 	"runtime"
+	"testing"
 	"time"
-
-	"github.com/onsi/ginkgo/v2"
 
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/catalog"
@@ -27,15 +31,42 @@ import (
 // factory must see the same data.
 type Factory func(ctx context.Context) (es.EventStore, error)
 
-// Target is what Register needs.
+// Target is the store under test and what it declares.
 type Target struct {
 	Open Factory
 	// Caps is what the store declares about itself.
 	Caps es.Capabilities
 	// Race tunes the ES-2 race rules; zero values take the defaults.
 	Race RaceConfig
-	// Timeout bounds each rule (default spec.DefaultTimeout).
+	// Timeout bounds each rule (default 60 s). A fault run sets it to cover
+	// the race budget, the fault and the store's recovery.
 	Timeout time.Duration
+	// Disrupt, when set, applies a fault (a restart, a kill) while each ES-2
+	// race rule runs. The rule calls it once, in a goroutine of its own,
+	// after its first trials, goes on racing while it lasts (its time budget
+	// is extended by the fault's duration), and waits for it to return before
+	// judging. Trials from the fault on may see errors that are not conflicts:
+	// those appends are indeterminate and the trial is judged on what is
+	// stored once the store answers again (every reported success is stored,
+	// no refused stream is stored, no version is stored twice). An error
+	// from Disrupt means the fault could not be applied: the rule is unknown
+	// unless it failed anyway. A rule that fails before the fault is due
+	// ends without calling Disrupt. ctx is the rule's: Disrupt must return
+	// when it is cancelled.
+	Disrupt func(ctx context.Context, rule string, log Log) error
+}
+
+// Log is where a fault writes what it did while a rule ran.
+type Log interface {
+	// Step is a step on the rule's timeline: ok when err is nil, failed
+	// (with the error text) otherwise.
+	Step(actor, action, key string, err error)
+	// Note is an informational step on the timeline.
+	Note(actor, action, key, result string)
+	// Figure is a measured value in the rule's evidence.
+	Figure(name string, value any, unit string)
+	// Notef is a line of explanation in the evidence.
+	Notef(format string, args ...any)
 }
 
 // RaceConfig sizes the barrier-started race trials.
@@ -61,9 +92,36 @@ func (c RaceConfig) withDefaults() RaceConfig {
 	return c
 }
 
-// Register registers every ES rule against t. Call it inside a Ginkgo suite
-// (before RunSpecs), once per target.
-func Register(t Target) {
+// RegisterOption tunes Register.
+type RegisterOption struct{ unknownIsSkip bool }
+
+// UnknownIsSkip makes a rule the kit could not decide a Ginkgo skip instead
+// of a failure. Without it an undecided rule fails the author's suite: an
+// unknown is never a pass.
+var UnknownIsSkip = RegisterOption{unknownIsSkip: true}
+
+// Check runs every ES rule against target as a subtest of t named by its id.
+// A fail or unknown verdict fails the subtest with its reason;
+// not-applicable skips it. It touches no Ginkgo state, so it can live beside
+// a Ginkgo suite in the same package.
+func Check(t *testing.T, target Target) {
+	t.Helper()
+	newSet(target).Test(t)
+}
+
+// Register registers every ES rule against target as a Ginkgo spec labelled
+// with its id, suite and level. Call it inside a Ginkgo suite (at the top
+// level or in a container, before RunSpecs), once per target.
+func Register(target Target, opts ...RegisterOption) {
+	var o spec.GinkgoOptions
+	for _, opt := range opts {
+		o.UnknownIsSkip = o.UnknownIsSkip || opt.unknownIsSkip
+	}
+	newSet(target).Ginkgo(o)
+}
+
+// newSet is the one place both entry points get their rules from.
+func newSet(t Target) *spec.Set {
 	t.Race = t.Race.withDefaults()
 	var caps []catalog.Capability
 	if t.Caps.PreCheck != nil {
@@ -73,9 +131,8 @@ func Register(t Target) {
 	if t.Timeout > 0 {
 		s.Timeout = t.Timeout
 	}
-	ginkgo.Describe("event store", func() {
-		registerBasics(s, t)
-		registerRaces(s, t)
-		registerPreCheck(s, t)
-	})
+	registerBasics(s, t)
+	registerRaces(s, t)
+	registerPreCheck(s, t)
+	return s
 }

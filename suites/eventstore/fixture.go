@@ -10,17 +10,21 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/history"
+	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/verdict"
 )
 
 // fixture is one rule's view of the store: every call goes through it so the
 // timeline in the evidence is complete.
+//
+// Its assertions go through r and so must run on the rule's own goroutine;
+// a fixture built without r (the detection-rate test) only runs trials.
 type fixture struct {
+	r     *spec.R
 	ctx   context.Context
 	store es.EventStore
 	rec   *history.Recorder
@@ -28,11 +32,16 @@ type fixture struct {
 	rule  string
 }
 
-func open(ctx context.Context, t Target, rule string, ev *verdict.Evidence) *fixture {
-	store, err := t.Open(ctx)
-	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "opening the store")
-	f := &fixture{ctx: ctx, store: store, rec: history.New(), ev: ev, rule: rule}
-	ginkgoDeferClose(f)
+// open opens the rule's handle; it is closed, and the timeline attached,
+// when the rule ends however it ends.
+func open(r *spec.R, t Target) *fixture {
+	store, err := t.Open(r.Context())
+	r.Expect(err).NotTo(gomega.HaveOccurred(), "opening the store")
+	f := &fixture{r: r, ctx: r.Context(), store: store, rec: history.New(), ev: r.Ev, rule: r.ID}
+	r.DeferCleanup(func() {
+		f.done()
+		_ = f.store.Close()
+	})
 	return f
 }
 
@@ -127,7 +136,7 @@ func (f *fixture) appendWith(ctx context.Context, store es.EventStore, actor str
 // mustAppend appends and requires success.
 func (f *fixture) mustAppend(s es.Stream) {
 	err := f.append("setup", s)
-	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "setup append %s", describe(s))
+	f.r.Expect(err).NotTo(gomega.HaveOccurred(), "setup append %s", describe(s))
 }
 
 func (f *fixture) load(agg es.AggregateID, from, to int) ([]es.Stream, error) {
@@ -144,7 +153,7 @@ func (f *fixture) load(agg es.AggregateID, from, to int) ([]es.Stream, error) {
 // history loads everything and requires no error.
 func (f *fixture) history(agg es.AggregateID) []es.Stream {
 	got, err := f.load(agg, es.InitialVersion, es.MaxVersion)
-	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "loading %s", agg.ID)
+	f.r.Expect(err).NotTo(gomega.HaveOccurred(), "loading %s", agg.ID)
 	return got
 }
 
@@ -156,7 +165,7 @@ func (f *fixture) exists(agg es.AggregateID, requestID string) bool {
 	} else {
 		h.OK(fmt.Sprint(ok))
 	}
-	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "RequestIDExists(%s, %s)", agg.ID, requestID)
+	f.r.Expect(err).NotTo(gomega.HaveOccurred(), "RequestIDExists(%s, %s)", agg.ID, requestID)
 	return ok
 }
 
@@ -171,8 +180,8 @@ func (f *fixture) done() {
 // expectHistory requires the stored history to equal want exactly.
 func (f *fixture) expectHistory(agg es.AggregateID, want []es.Stream, why string) {
 	got := f.history(agg)
-	gomega.Expect(summaries(got)).To(gomega.Equal(summaries(want)), "%s: stored history of %s", why, agg.ID)
-	gomega.Expect(got).To(gomega.Equal(want), "%s: stored streams of %s (bytes)", why, agg.ID)
+	f.r.Expect(summaries(got)).To(gomega.Equal(summaries(want)), "%s: stored history of %s", why, agg.ID)
+	f.r.Expect(got).To(gomega.Equal(want), "%s: stored streams of %s (bytes)", why, agg.ID)
 }
 
 func summaries(ss []es.Stream) []string {
@@ -181,11 +190,4 @@ func summaries(ss []es.Stream) []string {
 		out[i] = describe(s) + " cmd=" + s.CommandID
 	}
 	return out
-}
-
-func ginkgoDeferClose(f *fixture) {
-	ginkgo.DeferCleanup(func() {
-		f.done()
-		_ = f.store.Close()
-	})
 }

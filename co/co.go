@@ -3,8 +3,9 @@
 // factory, and the side-effect sinks it writes through (a search index, a
 // notifier without an idempotency key, a durable store for its own de-dupe
 // records, and the clock every lifetime is read on). A consumer author
-// implements Consumer against these types; the kit provides and observes the
-// sinks (suites/consumer).
+// implements Consumer and a Factory against these types and checks them with
+// consumer.Check (package suites/consumer); the kit provides and observes
+// the sinks. An outbox plugs in as an Outbox.
 package co
 
 import (

@@ -1,10 +1,13 @@
-// Package projection is an example of a backend team's own consumer checked
+// Package consumer is an example of a backend team's own consumer checked
 // by the kit: a search projection that keeps one document per message at
 // its newest version. It declares one scope (search-index) and relies on the
 // index's conditional, versioned upsert alone: a redelivery, a replay or a
 // second worker writes the same version again, which changes nothing, and
 // an older version never wins. It acks only after the write.
-package projection
+//
+// Copy this folder into a module of your own; projection_test.go shows the
+// one call that checks it.
+package consumer
 
 import (
 	"context"

@@ -31,6 +31,7 @@ const workers = 2
 // and acked), crash.go (where instances end), worker.go (instances and
 // deliveries), wrappers.go (the sinks and the ack as a consumer sees them),
 // settle.go (waiting for a step to be acked), play.go (steps and the model).
+// The rules themselves are in co1_scopes.go to co5_schedule.go.
 type harness struct {
 	r   *spec.R
 	ev  *verdict.Evidence

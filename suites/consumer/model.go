@@ -1,26 +1,27 @@
 package consumer
 
 import (
+	"cmp"
 	"fmt"
-	"math/rand"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/onceproof/tck/co"
 	"github.com/onceproof/tck/internal/sinks"
 )
 
-// EffectKey is one (message, version, scope).
-type EffectKey struct {
-	MessageID string
-	Version   int
-	Scope     string
+// effectKey is one (message, version, scope).
+type effectKey struct {
+	messageID string
+	version   int
+	scope     string
 }
 
-func (k EffectKey) String() string {
-	return fmt.Sprintf("(%s,v%d,%s)", k.MessageID, k.Version, k.Scope)
+func (k effectKey) String() string {
+	return fmt.Sprintf("(%s,v%d,%s)", k.messageID, k.version, k.scope)
 }
 
-// Model is the expected outcome of a schedule, computed from the schedule
+// model is the expected outcome of a schedule, computed from the schedule
 // alone. The kit drives the broker one step at a time (each step acked
 // before the next), so the order in which versions first take effect is the
 // schedule's order, and the model can be exact:
@@ -31,196 +32,142 @@ func (k EffectKey) String() string {
 //     version of the message applied before it, else none (an older version
 //     never overwrites a newer one); the final document of a message is its
 //     newest version.
-type Model struct {
+type model struct {
 	scopes   map[string]bool
 	seen     map[string]bool // event ids
 	newest   map[string]int
-	Expected map[EffectKey]int
-	Final    map[string]co.Doc
+	expected map[effectKey]int
+	final    map[string]co.Doc
 }
 
-// NewModel models a consumer declaring scopes.
-func NewModel(scopes []string) *Model {
-	m := &Model{scopes: map[string]bool{}, seen: map[string]bool{}, newest: map[string]int{},
-		Expected: map[EffectKey]int{}, Final: map[string]co.Doc{}}
+// newModel models a consumer declaring scopes.
+func newModel(scopes []string) *model {
+	m := &model{scopes: map[string]bool{}, seen: map[string]bool{}, newest: map[string]int{},
+		expected: map[effectKey]int{}, final: map[string]co.Doc{}}
 	for _, s := range scopes {
 		m.scopes[s] = true
 	}
 	return m
 }
 
-// Apply records that e was delivered (first time, redelivery or replay).
-func (m *Model) Apply(e co.Event) {
+// apply records that e was delivered (first time, redelivery or replay).
+func (m *model) apply(e co.Event) {
 	if m.seen[e.EventID] {
 		return
 	}
 	m.seen[e.EventID] = true
 	if m.scopes[co.ScopeNotify] {
-		m.Expected[EffectKey{e.MessageID, e.Version, co.ScopeNotify}] = 1
+		m.expected[effectKey{e.MessageID, e.Version, co.ScopeNotify}] = 1
 	}
 	if m.scopes[co.ScopeIndex] {
-		k := EffectKey{e.MessageID, e.Version, co.ScopeIndex}
+		k := effectKey{e.MessageID, e.Version, co.ScopeIndex}
 		if e.Version > m.newest[e.MessageID] {
 			m.newest[e.MessageID] = e.Version
-			m.Expected[k] = 1
-			m.Final[e.MessageID] = co.Doc{ID: e.MessageID, Version: e.Version, Body: e.Body}
+			m.expected[k] = 1
+			m.final[e.MessageID] = co.Doc{ID: e.MessageID, Version: e.Version, Body: e.Body}
 		} else {
-			m.Expected[k] = 0
+			m.expected[k] = 0
 		}
 	}
 }
 
-// Diff compares observed effects and index documents with the model and
-// returns one line per difference, in a stable order.
-func (m *Model) Diff(effects []sinks.Effect, docs map[string]co.Doc) []string {
-	got := map[EffectKey]int{}
-	for _, e := range effects {
-		got[EffectKey{e.MessageID, e.Version, e.Scope}]++
+// difference is one way the sinks differ from the model: an effect count
+// of one (message, version, scope), or the final index document of one
+// message. It is rendered as text only for the evidence and the failure.
+type difference struct {
+	MessageID string
+	// Document: the final index document differs. Want and Got are then
+	// the versions wanted and held (0: no document), and a document held
+	// at the wanted version differs in its body.
+	Document          bool
+	WantBody, GotBody string
+	// Otherwise Version and Scope name the effect, Want and Got count it.
+	Version   int
+	Scope     string
+	Want, Got int
+}
+
+// what names the kind of difference.
+func (d difference) what() string {
+	switch {
+	case d.Document && d.Got == 0:
+		return "missing document"
+	case d.Document && d.Want == 0:
+		return "unexpected document"
+	case d.Document && d.Got < d.Want:
+		return "stale version won"
+	case d.Document:
+		return "document differs"
+	case d.Got == 0:
+		return "effect lost"
+	case d.Got > d.Want && d.Want > 0:
+		return "duplicate effect"
+	default:
+		return "unexpected effect"
 	}
-	keys := map[EffectKey]bool{}
-	for k := range m.Expected {
-		keys[k] = true
+}
+
+func (d difference) String() string {
+	if !d.Document {
+		k := effectKey{d.MessageID, d.Version, d.Scope}
+		return fmt.Sprintf("%s: %s (want %d, got %d)", k, d.what(), d.Want, d.Got)
 	}
-	for k := range got {
-		keys[k] = true
+	switch {
+	case d.Got == 0:
+		return fmt.Sprintf("index %s: missing (want v%d)", d.MessageID, d.Want)
+	case d.Want == 0:
+		return fmt.Sprintf("index %s: unexpected document v%d", d.MessageID, d.Got)
+	case d.Got < d.Want:
+		return fmt.Sprintf("index %s: holds v%d, want v%d (a stale version won)", d.MessageID, d.Got, d.Want)
+	default:
+		return fmt.Sprintf("index %s: holds v%d %q, want v%d %q", d.MessageID, d.Got, d.GotBody, d.Want, d.WantBody)
 	}
-	var ks []EffectKey
-	for k := range keys {
-		ks = append(ks, k)
-	}
-	sort.Slice(ks, func(i, j int) bool {
-		a, b := ks[i], ks[j]
-		if a.MessageID != b.MessageID {
-			return a.MessageID < b.MessageID
-		}
-		if a.Version != b.Version {
-			return a.Version < b.Version
-		}
-		return a.Scope < b.Scope
-	})
-	// Index documents first: "a stale version won" says more than the
-	// effect count it also shows up in.
+}
+
+// diff compares observed effects and index documents with the model, in a
+// stable order: documents first ("a stale version won" says more than the
+// effect count it also shows up in), then effects by (message, version, scope).
+func (m *model) diff(effects []sinks.Effect, docs map[string]co.Doc) []difference {
 	out := m.diffDocs(docs)
-	for _, k := range ks {
-		want, g := m.Expected[k], got[k]
-		switch {
-		case g == want:
-		case g == 0:
-			out = append(out, fmt.Sprintf("%s: effect lost (want %d, got 0)", k, want))
-		case g > want && want > 0:
-			out = append(out, fmt.Sprintf("%s: duplicate effect (want %d, got %d)", k, want, g))
-		default:
-			out = append(out, fmt.Sprintf("%s: unexpected effect (want %d, got %d)", k, want, g))
+	got := map[effectKey]int{}
+	for _, e := range effects {
+		got[effectKey{e.MessageID, e.Version, e.Scope}]++
+	}
+	keys := slices.Collect(maps.Keys(m.expected))
+	for k := range got {
+		if _, ok := m.expected[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b effectKey) int {
+		return cmp.Or(cmp.Compare(a.messageID, b.messageID), cmp.Compare(a.version, b.version), cmp.Compare(a.scope, b.scope))
+	})
+	for _, k := range keys {
+		if want, g := m.expected[k], got[k]; g != want {
+			out = append(out, difference{MessageID: k.messageID, Version: k.version, Scope: k.scope, Want: want, Got: g})
 		}
 	}
 	return out
 }
 
-func (m *Model) diffDocs(docs map[string]co.Doc) []string {
+func (m *model) diffDocs(docs map[string]co.Doc) []difference {
 	if !m.scopes[co.ScopeIndex] {
 		return nil
 	}
-	var out []string
-	ids := map[string]bool{}
-	for id := range m.Final {
-		ids[id] = true
-	}
+	ids := slices.Collect(maps.Keys(m.final))
 	for id := range docs {
-		ids[id] = true
+		if _, ok := m.final[id]; !ok {
+			ids = append(ids, id)
+		}
 	}
-	for _, id := range sortedKeys(ids) {
-		want, wok := m.Final[id]
-		got, gok := docs[id]
-		switch {
-		case wok && !gok:
-			out = append(out, fmt.Sprintf("index %s: missing (want v%d)", id, want.Version))
-		case !wok && gok:
-			out = append(out, fmt.Sprintf("index %s: unexpected document v%d", id, got.Version))
-		case got.Version < want.Version:
-			out = append(out, fmt.Sprintf("index %s: holds v%d, want v%d (a stale version won)", id, got.Version, want.Version))
-		case want != got:
-			out = append(out, fmt.Sprintf("index %s: holds v%d %q, want v%d %q", id, got.Version, got.Body, want.Version, want.Body))
+	slices.Sort(ids)
+	var out []difference
+	for _, id := range ids {
+		want, got := m.final[id], docs[id]
+		if want != got {
+			out = append(out, difference{MessageID: id, Document: true,
+				Want: want.Version, Got: got.Version, WantBody: want.Body, GotBody: got.Body})
 		}
 	}
 	return out
-}
-
-// StepKind is what one schedule step does.
-type StepKind string
-
-const (
-	StepNew    StepKind = "new"    // publish an event not published before (a first version or an edit)
-	StepReplay StepKind = "replay" // publish an already handled event again (same event id; a stale one if newer versions exist)
-	StepTwin   StepKind = "twin"   // publish two copies of a new event at once, held for two workers (CO-1.5)
-)
-
-// Step is one step of a schedule.
-type Step struct {
-	Kind    StepKind
-	Event   co.Event
-	Crash   *plan // armed before the step, if any
-	LoseAck bool  // the kit loses the first ack, so the broker redelivers
-}
-
-// Publishes counts the broker messages a step publishes.
-func (s Step) Publishes() int {
-	if s.Kind == StepTwin {
-		return 2
-	}
-	return 1
-}
-
-var crashPoints = []struct {
-	p     Point
-	scope string
-}{
-	{BeforeEffect, co.ScopeIndex}, {AfterEffect, co.ScopeIndex},
-	{BeforeEffect, co.ScopeNotify}, {AfterEffect, co.ScopeNotify},
-	{BeforeAck, ""}, {AfterAck, ""},
-}
-
-// Schedule generates a seeded schedule of at least events broker messages:
-// first versions of new messages, edits (the next version), replays of
-// handled events (many of them stale), twin copies, crashes at every point
-// the kit controls, and lost acks.
-func Schedule(seed int64, events int) []Step {
-	r := rand.New(rand.NewSource(seed))
-	var steps []Step
-	versions := map[string]int{}
-	var msgs []string
-	var handled []co.Event
-	n := 0
-	for n < events {
-		var s Step
-		x := r.Float64()
-		switch {
-		case x < 0.18 && len(handled) > 0:
-			s = Step{Kind: StepReplay, Event: handled[r.Intn(len(handled))]}
-		case x < 0.28:
-			s = Step{Kind: StepTwin}
-		default:
-			s = Step{Kind: StepNew}
-		}
-		if s.Kind != StepReplay {
-			var m string
-			if len(msgs) == 0 || r.Float64() < 0.4 {
-				m = fmt.Sprintf("m-%d", len(msgs)+1)
-				msgs = append(msgs, m)
-			} else {
-				m = msgs[r.Intn(len(msgs))]
-			}
-			versions[m]++
-			s.Event = co.NewEvent(m, versions[m])
-			handled = append(handled, s.Event)
-		}
-		if r.Float64() < 0.12 {
-			cp := crashPoints[r.Intn(len(crashPoints))]
-			s.Crash = &plan{Point: cp.p, Event: s.Event.EventID, Scope: cp.scope}
-		} else if r.Float64() < 0.06 {
-			s.LoseAck = true
-		}
-		steps = append(steps, s)
-		n += s.Publishes()
-	}
-	return steps
 }

@@ -1,7 +1,7 @@
 package consumer
 
 import (
-	"strings"
+	"slices"
 	"testing"
 
 	"github.com/onceproof/tck/co"
@@ -9,36 +9,36 @@ import (
 )
 
 func TestModelCountsEachVersionOnce(t *testing.T) {
-	m := NewModel([]string{co.ScopeIndex, co.ScopeNotify})
+	m := newModel([]string{co.ScopeIndex, co.ScopeNotify})
 	v1, v2 := co.NewEvent("m-9", 1), co.NewEvent("m-9", 2)
-	m.Apply(v1)
-	m.Apply(v1) // redelivery
-	m.Apply(v2)
-	m.Apply(v1) // stale replay
-	want := map[EffectKey]int{
+	m.apply(v1)
+	m.apply(v1) // redelivery
+	m.apply(v2)
+	m.apply(v1) // stale replay
+	want := map[effectKey]int{
 		{"m-9", 1, co.ScopeIndex}: 1, {"m-9", 1, co.ScopeNotify}: 1,
 		{"m-9", 2, co.ScopeIndex}: 1, {"m-9", 2, co.ScopeNotify}: 1,
 	}
 	for k, n := range want {
-		if m.Expected[k] != n {
-			t.Errorf("%s: %d, want %d", k, m.Expected[k], n)
+		if m.expected[k] != n {
+			t.Errorf("%s: %d, want %d", k, m.expected[k], n)
 		}
 	}
-	if m.Final["m-9"].Version != 2 {
-		t.Errorf("final %+v", m.Final["m-9"])
+	if m.final["m-9"].Version != 2 {
+		t.Errorf("final %+v", m.final["m-9"])
 	}
 	// An older version seen first after a newer one writes nothing.
-	m.Apply(co.NewEvent("m-1", 2))
-	m.Apply(co.NewEvent("m-1", 1))
-	if n := m.Expected[EffectKey{"m-1", 1, co.ScopeIndex}]; n != 0 {
+	m.apply(co.NewEvent("m-1", 2))
+	m.apply(co.NewEvent("m-1", 1))
+	if n := m.expected[effectKey{"m-1", 1, co.ScopeIndex}]; n != 0 {
 		t.Errorf("late v1 index effect %d, want 0", n)
 	}
 }
 
 func TestModelDiffNamesEveryKind(t *testing.T) {
-	m := NewModel([]string{co.ScopeIndex, co.ScopeNotify})
-	m.Apply(co.NewEvent("m-9", 1))
-	m.Apply(co.NewEvent("m-9", 2))
+	m := newModel([]string{co.ScopeIndex, co.ScopeNotify})
+	m.apply(co.NewEvent("m-9", 1))
+	m.apply(co.NewEvent("m-9", 2))
 	effects := []sinks.Effect{
 		{Scope: co.ScopeIndex, MessageID: "m-9", Version: 1},
 		{Scope: co.ScopeIndex, MessageID: "m-9", Version: 2},
@@ -48,49 +48,90 @@ func TestModelDiffNamesEveryKind(t *testing.T) {
 		{Scope: co.ScopeNotify, MessageID: "m-0", Version: 1}, // never published
 	}
 	docs := map[string]co.Doc{"m-9": {ID: "m-9", Version: 1, Body: co.NewEvent("m-9", 1).Body}}
-	d := strings.Join(m.Diff(effects, docs), "\n")
-	for _, want := range []string{"a stale version won", "(m-9,v1,notify): duplicate", "(m-9,v2,notify): effect lost", "(m-0,v1,notify): unexpected", "(m-9,v1,search-index): duplicate"} {
-		if !strings.Contains(d, want) {
-			t.Errorf("diff lacks %q:\n%s", want, d)
+	want := []difference{
+		{MessageID: "m-9", Document: true, Want: 2, Got: 1, WantBody: co.NewEvent("m-9", 2).Body, GotBody: co.NewEvent("m-9", 1).Body},
+		{MessageID: "m-0", Version: 1, Scope: co.ScopeNotify, Want: 0, Got: 1},
+		{MessageID: "m-9", Version: 1, Scope: co.ScopeNotify, Want: 1, Got: 2},
+		{MessageID: "m-9", Version: 1, Scope: co.ScopeIndex, Want: 1, Got: 2},
+		{MessageID: "m-9", Version: 2, Scope: co.ScopeNotify, Want: 1, Got: 0},
+	}
+	got := m.diff(effects, docs)
+	if !slices.Equal(got, want) {
+		t.Fatalf("diff:\n got %+v\nwant %+v", got, want)
+	}
+	// Rendered only at the edge, one line each, naming the kind.
+	lines := []string{
+		"index m-9: holds v1, want v2 (a stale version won)",
+		"(m-0,v1,notify): unexpected effect (want 0, got 1)",
+		"(m-9,v1,notify): duplicate effect (want 1, got 2)",
+		"(m-9,v1,search-index): duplicate effect (want 1, got 2)",
+		"(m-9,v2,notify): effect lost (want 1, got 0)",
+	}
+	for i, d := range got {
+		if d.String() != lines[i] {
+			t.Errorf("line %d: %q, want %q", i, d, lines[i])
 		}
 	}
-	if got := m.Diff(effects[:2], map[string]co.Doc{"m-9": m.Final["m-9"]}); len(got) != 2 {
+	if got := m.diff(effects[:2], map[string]co.Doc{"m-9": m.final["m-9"]}); len(got) != 2 {
 		t.Errorf("diff of a partly right run: %v", got)
 	}
 }
 
+func TestDocumentDifferences(t *testing.T) {
+	m := newModel([]string{co.ScopeIndex})
+	m.apply(co.NewEvent("m-1", 1))
+	m.apply(co.NewEvent("m-2", 1))
+	docs := map[string]co.Doc{
+		"m-2": {ID: "m-2", Version: 1, Body: "edited by hand"},
+		"m-3": {ID: "m-3", Version: 4},
+	}
+	var whats []string
+	for _, d := range m.diff(nil, docs) {
+		if d.Document {
+			whats = append(whats, d.MessageID+" "+d.what())
+		}
+	}
+	want := []string{"m-1 missing document", "m-2 document differs", "m-3 unexpected document"}
+	if !slices.Equal(whats, want) {
+		t.Errorf("documents: %v, want %v", whats, want)
+	}
+}
+
 func TestScheduleIsSeededAndRich(t *testing.T) {
-	a, b := Schedule(42, 200), Schedule(42, 200)
-	if len(a) != len(b) {
+	a, b := schedule(42, 200), schedule(42, 200)
+	if digest(a) != digest(b) || len(a) != len(b) {
 		t.Fatal("same seed, different schedules")
 	}
 	for i := range a {
-		if a[i].Event != b[i].Event || a[i].Kind != b[i].Kind || a[i].LoseAck != b[i].LoseAck || (a[i].Crash == nil) != (b[i].Crash == nil) {
+		if a[i].event != b[i].event || a[i].kind != b[i].kind || a[i].loseAck != b[i].loseAck || (a[i].crash == nil) != (b[i].crash == nil) {
 			t.Fatalf("step %d differs", i)
 		}
 	}
-	n, kinds, crashes, lost, edits, stale := 0, map[StepKind]int{}, 0, 0, 0, 0
+	if digest(schedule(43, 200)) == digest(a) {
+		t.Error("seeds 42 and 43 gave the same schedule")
+	}
+	n, kinds, crashes, lost, edits, stale := 0, map[stepKind]int{}, 0, 0, 0, 0
 	newest := map[string]int{}
 	for _, s := range a {
-		n += s.Publishes()
-		kinds[s.Kind]++
-		if s.Crash != nil {
+		n += s.publishes()
+		kinds[s.kind]++
+		if s.crash != nil {
 			crashes++
 		}
-		if s.LoseAck {
+		if s.loseAck {
 			lost++
 		}
-		if s.Kind != StepReplay && s.Event.Version > 1 {
+		if s.kind != stepReplay && s.event.Version > 1 {
 			edits++
 		}
-		if s.Kind == StepReplay && s.Event.Version < newest[s.Event.MessageID] {
+		if s.kind == stepReplay && s.event.Version < newest[s.event.MessageID] {
 			stale++
 		}
-		if s.Event.Version > newest[s.Event.MessageID] {
-			newest[s.Event.MessageID] = s.Event.Version
+		if s.event.Version > newest[s.event.MessageID] {
+			newest[s.event.MessageID] = s.event.Version
 		}
 	}
-	if n < 200 || kinds[StepTwin] == 0 || kinds[StepReplay] == 0 || crashes == 0 || lost == 0 || edits == 0 || stale == 0 {
+	if n < 200 || kinds[stepTwin] == 0 || kinds[stepReplay] == 0 || crashes == 0 || lost == 0 || edits == 0 || stale == 0 {
 		t.Fatalf("events %d kinds %v crashes %d lost acks %d edits %d stale replays %d", n, kinds, crashes, lost, edits, stale)
 	}
 }

@@ -3,9 +3,12 @@ package consumer_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/adapters/consumer/reference"
@@ -97,6 +100,68 @@ func TestSwallowedCrashStillEndsTheInstance(t *testing.T) {
 			t.Fatalf("CO-2.1: %s %s", r.Verdict, r.Reason)
 		}
 	}
+}
+
+// CO-5.1 records the seed it picked, and a run with Target.Seed set to it
+// plays the same schedule: the same broker messages in the same order.
+func TestScheduleSeedReplays(t *testing.T) {
+	broker := embedded(t)
+	d := reference.Reference()
+	play := func(seed int64) (int64, []string) {
+		t.Helper()
+		tgt := consumer.Target{Broker: broker, New: d.Factory(), Declared: d.Declared(), Seed: seed}
+		rs := runner.Run("consumer/seed", func() { consumer.Register(tgt) }, runner.Options{Rules: []string{"CO-5.1"}})
+		i := slices.IndexFunc(rs, func(r verdict.Result) bool { return r.Rule == "CO-5.1" })
+		if i < 0 || rs[i].Verdict != verdict.Pass {
+			t.Fatalf("CO-5.1 did not pass: %+v", rs)
+		}
+		var recorded int64
+		for _, f := range rs[i].Evidence.Figures {
+			if f.Name == "seed" {
+				recorded, _ = f.Value.(int64)
+			}
+		}
+		var published []string
+		for _, op := range rs[i].Evidence.Timeline {
+			if op.Actor == "kit" && op.Action == "publish" {
+				published = append(published, op.Value)
+			}
+		}
+		return recorded, published
+	}
+	seed, first := play(0)
+	if seed == 0 {
+		t.Fatal("CO-5.1 recorded no seed")
+	}
+	if want := consumer.PublishedBy(seed, 0); !slices.Equal(first, want) {
+		t.Fatalf("seed %d: published %d messages, not the schedule's %d", seed, len(first), len(want))
+	}
+	again, second := play(seed)
+	if again != seed || !slices.Equal(first, second) {
+		t.Fatalf("re-run with seed %d (recorded %d) published another schedule", seed, again)
+	}
+}
+
+// A whole Check of the reference consumer ends every goroutine it started:
+// workers, Handle calls, broker connections and store handles. The embedded
+// server is stopped before the check, so its goroutines must be gone too;
+// only goroutines that were running before the test (other tests' servers
+// and a deliberately blocked consumer of TestBadConsumersGetClearVerdicts)
+// are ignored.
+func TestCheckLeavesNoGoroutines(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	srv, err := nats.StartEmbedded(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = srv.Stop() }()
+	d := reference.Reference()
+	consumer.Check(t, consumer.Target{
+		Broker:   func(ctx context.Context) (mq.Broker, error) { return nats.Connect(ctx, srv.URL(), nats.Options{}) },
+		New:      d.Factory(),
+		Declared: d.Declared(),
+		Outbox:   outbox.Factory,
+	})
 }
 
 // BenchmarkReferenceSuite measures the wall time of the whole consumer

@@ -7,32 +7,39 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/onceproof/tck/adapters/registry"
+	"github.com/onceproof/tck/adapters/broker/nats"
+	"github.com/onceproof/tck/adapters/consumer/mutants"
+	"github.com/onceproof/tck/adapters/consumer/reference"
+	"github.com/onceproof/tck/co"
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/outbox"
 	"github.com/onceproof/tck/internal/runner"
-	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
+	"github.com/onceproof/tck/mq"
+	"github.com/onceproof/tck/suites/consumer"
 )
 
-// runKind starts a registered consumer kind over embedded NATS and runs the
-// suite against it.
-func runKind(t *testing.T, key string) []verdict.Result {
+// embedded starts one NATS JetStream server for the test; every run makes
+// topics of its own on it.
+func embedded(t *testing.T) func(context.Context) (mq.Broker, error) {
 	t.Helper()
-	reg := registry.Targets()
-	ref, err := target.Parse(key)
+	e, err := nats.StartEmbedded(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	kind, ref, err := reg.Resolve(ref)
-	if err != nil {
-		t.Fatal(err)
+	t.Cleanup(func() { _ = e.Stop() })
+	return func(ctx context.Context) (mq.Broker, error) { return nats.Connect(ctx, e.URL(), nats.Options{}) }
+}
+
+// run runs the suite, as the CLI does (Register under the kit's runner),
+// against a design behind an outbox (nil: the reference outbox).
+func run(t *testing.T, broker func(context.Context) (mq.Broker, error), name string, d reference.Design, box co.Outbox) []verdict.Result {
+	t.Helper()
+	if box == nil {
+		box = outbox.Factory
 	}
-	started, err := kind.Start(context.Background(), ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer started.Stop()
-	return runner.Run(ref.Key(), started.Register, runner.Options{})
+	tgt := consumer.Target{Broker: broker, New: d.Factory(), Declared: d.Declared(), Outbox: box}
+	return runner.Run("consumer/"+name, func() { consumer.Register(tgt) }, runner.Options{})
 }
 
 func summary(rs []verdict.Result) string {
@@ -44,7 +51,7 @@ func summary(rs []verdict.Result) string {
 }
 
 func TestReferencePassesEveryRule(t *testing.T) {
-	rs := runKind(t, "consumer/reference")
+	rs := run(t, embedded(t), "reference", reference.Reference(), nil)
 	t.Log(summary(rs))
 	got := map[string]verdict.Verdict{}
 	for _, r := range rs {
@@ -61,13 +68,11 @@ func TestEveryMutantFailsItsRules(t *testing.T) {
 	if os.Getenv("ONCEPROOF_SKIP_MUTANTS") != "" {
 		t.Skip("ONCEPROOF_SKIP_MUTANTS is set")
 	}
+	broker := embedded(t)
 	killed := map[string]bool{}
-	for _, kind := range registry.Targets().Kinds("consumer", true) {
-		if !kind.Mutant {
-			continue
-		}
-		t.Run(kind.Name, func(t *testing.T) {
-			rs := runKind(t, kind.Key())
+	for _, m := range mutants.All() {
+		t.Run(m.Name, func(t *testing.T) {
+			rs := run(t, broker, "mutant-"+m.Name, m.Design, m.Outbox)
 			t.Log(summary(rs))
 			failed := map[string]bool{}
 			for _, r := range rs {
@@ -76,9 +81,9 @@ func TestEveryMutantFailsItsRules(t *testing.T) {
 					killed[r.Rule] = true
 				}
 			}
-			for _, id := range kind.MustFail {
+			for _, id := range m.MustFail {
 				if !failed[id] {
-					t.Errorf("%s must fail %s", kind.Key(), id)
+					t.Errorf("mutant-%s must fail %s", m.Name, id)
 				}
 			}
 		})

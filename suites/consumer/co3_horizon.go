@@ -1,0 +1,47 @@
+package consumer
+
+import (
+	"time"
+
+	"github.com/onceproof/tck/co"
+	"github.com/onceproof/tck/internal/spec"
+)
+
+// registerHorizon registers CO-3.1: a redelivery at the seed's t=11, after
+// a de-dupe record that lives less may be gone.
+func registerHorizon(s *spec.Set, t Target) {
+	s.It("CO-3.1", func(r *spec.R) {
+		h := newHarness(r, t, workers)
+		e := co.NewEvent("m-9", 1)
+		h.play(step{kind: stepNew, event: e})
+		h.expectModel("the first handling of " + e.EventID)
+		handled := h.clock.Elapsed()
+		horizon := h.tm.RedeliveryHorizon
+		life := t.Declared.DedupeLifetime
+		if life > 0 {
+			r.Ev.Figure("declared de-dupe record lifetime", life.String(), "seed time")
+		} else {
+			r.Ev.Figure("declared de-dupe record lifetime", "forever", "")
+		}
+		r.Ev.Figure("redelivery at", horizon.String(), "seed time after the first handling")
+		r.Ev.Figure("real wait for the horizon", h.clock.Real(horizon).String(), "")
+		if life > 0 && life < horizon {
+			r.Ev.Hazard("the declared de-dupe record lifetime %s is shorter than the redelivery horizon %s", life, horizon)
+		}
+		// The seed's t=11 redelivery by a recovery process, on the scaled clock.
+		if err := h.clock.SleepUntil(r.Context(), handled+horizon); err != nil {
+			r.Unknown("the rule's deadline came before the redelivery horizon: %v", err)
+		}
+		h.rec.Note("kit", "clock", e.EventID, "t="+h.clock.Elapsed().Round(time.Second).String()+" (seed time)")
+		h.play(step{kind: stepReplay, event: e})
+		h.expectModel("a redelivery of " + e.EventID + " " + horizon.String() + " after it was handled (declared record lifetime " + lifeString(life) + ")")
+		r.Ev.Notef("the redelivery %s after the first handling made no second effect", horizon)
+	})
+}
+
+func lifeString(d time.Duration) string {
+	if d > 0 {
+		return d.String()
+	}
+	return "forever"
+}

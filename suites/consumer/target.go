@@ -1,0 +1,74 @@
+package consumer
+
+import (
+	"context"
+	"time"
+
+	"github.com/onceproof/tck/co"
+	"github.com/onceproof/tck/mq"
+)
+
+// Target is the consumer under test and the broker it reads from.
+type Target struct {
+	// Broker opens a handle on the broker deliveries come from; the kit
+	// creates (and deletes) its own topics on it, one per rule.
+	Broker func(ctx context.Context) (mq.Broker, error)
+	// New builds consumer instances: at start and after every crash.
+	New co.Factory
+	// Declared is what the consumer says about itself (default: both scopes,
+	// records that never expire).
+	Declared co.Declared
+	// Outbox, when set, is the writer and relay CO-4.1 crashes; without it
+	// CO-4.1 is not applicable.
+	Outbox co.Outbox
+	// Timing scales the contract's minutes and bounds the waits.
+	Timing Timing
+	// Seed seeds the CO-5.1 schedule. 0 picks one from the time; either way
+	// the seed is the figure "seed" in the rule's evidence, and setting it
+	// here re-runs the same schedule.
+	Seed int64
+	// Events is the size of the CO-5.1 schedule (default and minimum 200).
+	Events int
+	// Timeout bounds each rule (default 60 s).
+	Timeout time.Duration
+}
+
+// Timing sets the scaled clock and the broker's windows. Durations marked
+// "seed" are in the contract's units and run Scale times faster; "real" ones
+// are wall-clock bounds.
+type Timing struct {
+	Scale             float64       // seed time per real time (default 1200: a seed minute is 50 ms)
+	AckWait           time.Duration // seed: the broker's ack wait (default 2 min)
+	RedeliveryHorizon time.Duration // seed: when CO-3.1 redelivers (default 11 min, the seed's t=11)
+	NakDelay          time.Duration // seed: delay of the kit's nak after a Handle error (default 30 s)
+	Settle            time.Duration // real: how long a step may take to be acked (default 5 s)
+	HandleDeadline    time.Duration // real: a Handle call longer than this is a blocked consumer (default 2 s)
+	NotifyLatency     time.Duration // real: how long a notification send takes (default 2 ms)
+}
+
+func (t Target) withDefaults() Target {
+	t.Timing = t.Timing.withDefaults()
+	if len(t.Declared.Scopes) == 0 {
+		t.Declared.Scopes = []string{co.ScopeIndex, co.ScopeNotify}
+	}
+	t.Events = max(t.Events, 200)
+	return t
+}
+
+func (t Timing) withDefaults() Timing {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	if t.Scale <= 0 {
+		t.Scale = 1200
+	}
+	def(&t.AckWait, 2*time.Minute)
+	def(&t.RedeliveryHorizon, 11*time.Minute)
+	def(&t.NakDelay, 30*time.Second)
+	def(&t.Settle, 5*time.Second)
+	def(&t.HandleDeadline, 2*time.Second)
+	def(&t.NotifyLatency, 2*time.Millisecond)
+	return t
+}

@@ -1,16 +1,24 @@
-// Package broker is the broker conformance suite: the BR rules of the catalog
-// as Ginkgo specs, checked against a real broker through mq.Broker. A broker
-// author plugs one in with
+// Package broker is the broker conformance suite: the BR rules of the catalog,
+// checked against a real broker through mq.Broker. A broker author plugs one
+// in from a plain go test,
 //
-//	broker.Register(broker.Target{Open: func(ctx context.Context) (mq.Broker, error) { ... }})
+//	func TestMyBroker(t *testing.T) {
+//		broker.Check(t, broker.Target{Open: func(ctx context.Context) (mq.Broker, error) { ... }})
+//	}
+//
+// (one subtest per rule id: `go test -run 'TestMyBroker/BR-2.1'` runs one
+// rule), or from inside a Ginkgo suite with broker.Register(target) before
+// RunSpecs (rules selected by label filter: `--label-filter BR-2.1`).
 //
 // Every rule creates its own topics and consumer groups, named after the rule
 // and a nonce, and deletes them afterwards, so a shared server needs no
 // cleaning and is otherwise untouched.
 //
 // Most rules must wait (a window to pass, an ack wait to end). The waits are
-// independent, so the suite starts every selected rule's workload at once,
-// each on its own topic, and each spec then awaits and judges its own.
+// independent, so they overlap: under Register the first rule to run starts
+// the workload of every rule the label filter selected, each on its own
+// topics, and each spec then awaits and judges its own; under Check the rules
+// run as parallel subtests, each starting its own workload.
 package broker
 
 import (
@@ -18,9 +26,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/onceproof/tck/internal/faultproxy"
-	"github.com/onceproof/tck/internal/history"
-	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -28,7 +33,7 @@ import (
 // factory see the same topics.
 type Factory func(ctx context.Context) (mq.Broker, error)
 
-// Target is what Register needs.
+// Target is the broker under test and what the kit may do to it.
 type Target struct {
 	Open Factory
 	// Caps is what the broker declares (normally Open(...).Capabilities()).
@@ -46,38 +51,60 @@ type Target struct {
 	Budget time.Duration
 	// Timeout bounds each rule (default: Budget plus a margin).
 	Timeout time.Duration
+	// Seed seeds the random choices of the randomized rules (BR-2.9: which
+	// deliveries are nak'd and where members crash). 0 picks one. Either way
+	// the seed is the figure "seed" in those rules' evidence, and a run with
+	// the same seed makes the same random choices.
+	Seed int64
 	// Disrupt, when set, is a fault the target injects during BR-2.9 (a
 	// cluster target kills and restarts the stream leader). The workload
 	// calls it once, in its own goroutine, after a third of its publishes
 	// were acknowledged, and keeps publishing and consuming while it runs;
-	// it returns once the fault is healed. It notes what it did on rec (the
-	// rule's timeline) and its figures on ev. An error means the fault
-	// could not be applied as intended: the rule is then unknown unless it
-	// failed anyway. An error wrapping ErrViolation is a breach of the rule
-	// the fault exposed (a probe the target carries across the fault): the
-	// rule fails with it.
-	Disrupt func(ctx context.Context, rule, topic string, rec *history.Recorder, ev *verdict.Evidence) error
+	// it returns once the fault is healed, and must return when ctx ends.
+	// It writes what it did to log (the rule's timeline and evidence). An
+	// error means the fault could not be applied as intended: the rule is
+	// then unknown unless it failed anyway. An error wrapping ErrViolation
+	// is a breach of the rule the fault exposed (a probe the target carries
+	// across the fault): the rule fails with it.
+	//
+	// BR-3.1's fault is the restart of the rule's own server (Private).
+	Disrupt func(ctx context.Context, rule, topic string, log Log) error
 	// NotApplicable lists rules this target cannot run, each with the
 	// reason (naming the capability it lacks); they are reported
 	// not-applicable with it and start no workload.
 	NotApplicable map[string]string
 }
 
+// Log is where a fault writes what it did while a rule ran.
+type Log interface {
+	Step(actor, action, key string, err error)  // a step on the rule's timeline: ok when err is nil, failed (with the error text) otherwise
+	Note(actor, action, key, result string)     // an informational step on the timeline
+	Figure(name string, value any, unit string) // a measured value in the rule's evidence
+	Notef(format string, args ...any)           // a line of explanation in the evidence
+}
+
 // ErrViolation marks an error of Target.Disrupt that is a breach of the
 // rule seen while the fault ran, not a fault that failed to apply.
 var ErrViolation = errors.New("violation seen during the fault")
 
-// Fault is how to reach the broker through a fault proxy.
+// Splitter returns the length of the first complete protocol frame in buf,
+// or 0 when buf does not yet hold a whole frame.
+type Splitter func(buf []byte) int
+
+// Match picks a frame.
+type Match func(frame []byte) bool
+
+// Fault is how to reach the broker through the kit's fault proxy.
 type Fault struct {
 	// Addr is the broker's host:port, where the proxy forwards to.
 	Addr string
 	// OpenVia opens a handle that reaches the broker at addr (the proxy).
 	OpenVia func(ctx context.Context, addr string) (mq.Broker, error)
 	// Split cuts the broker-to-client byte stream into protocol frames.
-	Split faultproxy.Splitter
+	Split Splitter
 	// PublishReply matches the frame carrying the broker's reply to a
 	// publish on topic.
-	PublishReply func(topic string) faultproxy.Match
+	PublishReply func(topic string) Match
 }
 
 // Restart is how a Server is restarted.

@@ -1,69 +1,73 @@
 package broker_test
 
 import (
-	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/onceproof/tck/adapters/broker/nats"
-	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/suites/broker"
+	"go.uber.org/goleak"
 
-	"github.com/onceproof/tck/adapters/registry"
+	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/runner"
-	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
+	"github.com/onceproof/tck/suites/broker"
 )
 
-// run starts a registered broker kind and runs the suite against it.
-func run(t testing.TB, key string, rules ...string) []verdict.Result {
-	t.Helper()
-	ref, err := target.Parse(key)
-	if err != nil {
-		t.Fatal(err)
+// register runs the suite's Ginkgo entry point against tg, as the CLI does.
+func register(tg broker.Target, rules ...string) map[string]verdict.Result {
+	out := map[string]verdict.Result{}
+	for _, r := range runner.Run("broker/nats", func() { broker.Register(tg) }, runner.Options{Rules: rules}) {
+		out[r.Rule] = r
 	}
-	k, ref, err := registry.Targets().Resolve(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := k.Start(context.Background(), ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Stop()
-	return runner.Run(ref.Key(), st.Register, runner.Options{Rules: rules})
+	return out
 }
 
-// TestReference: embedded NATS passes every BR rule.
-func TestReference(t *testing.T) {
-	for _, r := range run(t, "broker/nats") {
-		t.Logf("%s %s: %s", r.Rule, r.Verdict, r.Reason)
-		if testing.Verbose() {
-			for _, f := range r.Evidence.Figures {
-				t.Logf("    %s = %v %s", f.Name, f.Value, f.Unit)
-			}
-			for _, h := range r.Evidence.Hazards {
-				t.Logf("    hazard: %s", h)
-			}
+// TestCheck: embedded NATS passes every BR rule through Check, the go test
+// entry point, and the run leaves no goroutine behind: every workload,
+// watch and fault a rule started ended with it.
+func TestCheck(t *testing.T) {
+	// Checked after the target stopped (cleanups run last in, first out).
+	current := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, current) })
+	tg := embedded(t, nats.Client{})
+	t.Run("nats", func(t *testing.T) { broker.Check(t, tg) })
+}
+
+// TestRegister: embedded NATS passes every BR rule through Register, with
+// the waits overlapping: a rule's spec measures its own wait.
+func TestRegister(t *testing.T) {
+	for id, r := range register(embedded(t, nats.Client{})) {
+		wall, _ := figure(r, "rule wall time")
+		t.Logf("%s %s %.0fms (rule wall time %.3fs): %s", id, r.Verdict, r.DurationMs, wall, r.Reason)
+		// A watch that must see nothing lasts its whole wait, however
+		// late the spec came.
+		if w, _ := figure(r, "wait by definition"); wall == nil || wall.(float64) <= 0 || id == "BR-2.2" && wall.(float64) < w.(float64) {
+			t.Errorf("%s: rule wall time %v (wait by definition %v)", id, wall, w)
 		}
 		if r.Verdict != verdict.Pass {
 			for _, n := range r.Evidence.Notes {
 				t.Logf("    %s", n)
 			}
-			t.Errorf("%s: %s (%s)", r.Rule, r.Verdict, r.Reason)
+			t.Errorf("%s: %s (%s)", id, r.Verdict, r.Reason)
 		}
 	}
 }
 
-func TestOneTarget(t *testing.T) {
-	key := os.Getenv("BROKER_TARGET")
-	if key == "" {
-		t.Skip("set BROKER_TARGET=broker/NAME[=ADDRESS]")
+// TestBudget: a rule whose declared window does not fit in the run's budget
+// is skipped with that reason, never shortened; a filtered run starts only
+// the selected rules.
+func TestBudget(t *testing.T) {
+	tg := embedded(t, nats.Client{})
+	tg.Budget = time.Second
+	got := register(tg, "BR-1.2", "BR-1.1")
+	if r := got["BR-1.2"]; r.Verdict != verdict.Skipped || !strings.Contains(r.Reason, "time budget") {
+		t.Errorf("BR-1.2: %s %s", r.Verdict, r.Reason)
 	}
-	for _, r := range run(t, key) {
-		t.Logf("%s %s %.0fms: %s", r.Rule, r.Verdict, r.DurationMs, r.Reason)
+	if r := got["BR-1.1"]; r.Verdict != verdict.Pass {
+		t.Errorf("BR-1.1: %s %s", r.Verdict, r.Reason)
+	}
+	if r := got["BR-2.2"]; r.Verdict != verdict.Skipped {
+		t.Errorf("BR-2.2 was not filtered out: %s %s", r.Verdict, r.Reason)
 	}
 }
 
@@ -79,7 +83,7 @@ func BenchmarkEmbeddedRun(b *testing.B) {
 	var wall, sum, longest time.Duration
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		res := run(b, "broker/nats")
+		res := register(embedded(b, nats.Client{}))
 		wall += time.Since(start)
 		for _, r := range res {
 			if r.Verdict != verdict.Pass {
@@ -99,38 +103,4 @@ func BenchmarkEmbeddedRun(b *testing.B) {
 	b.ReportMetric(sum.Seconds()/n, "s-waits/run")
 	b.ReportMetric(wall.Seconds()/sum.Seconds(), "wall/sum-waits")
 	b.ReportMetric(wall.Seconds()/n/longest.Seconds(), "wall/longest-wait")
-}
-
-// TestBudget: a rule whose declared window does not fit in the run's budget
-// is skipped with that reason, never shortened; a filtered run starts only
-// the selected rules.
-func TestBudget(t *testing.T) {
-	ctx := context.Background()
-	e, err := nats.StartEmbedded(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Stop()
-	open := func(ctx context.Context) (mq.Broker, error) { return nats.Connect(ctx, e.URL(), nats.Options{}) }
-	probe, err := open(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caps := probe.Capabilities()
-	probe.Close()
-	tg := broker.Target{Open: open, Caps: caps, Budget: time.Second}
-	res := runner.Run("broker/nats", func() { broker.Register(tg) }, runner.Options{Rules: []string{"BR-1.2", "BR-1.1"}})
-	got := map[string]verdict.Result{}
-	for _, r := range res {
-		got[r.Rule] = r
-	}
-	if r := got["BR-1.2"]; r.Verdict != verdict.Skipped || !strings.Contains(r.Reason, "time budget") {
-		t.Errorf("BR-1.2: %s %s", r.Verdict, r.Reason)
-	}
-	if r := got["BR-1.1"]; r.Verdict != verdict.Pass {
-		t.Errorf("BR-1.1: %s %s", r.Verdict, r.Reason)
-	}
-	if r := got["BR-2.2"]; r.Verdict != verdict.Skipped {
-		t.Errorf("BR-2.2 was not filtered out: %s %s", r.Verdict, r.Reason)
-	}
 }

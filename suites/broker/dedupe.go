@@ -31,17 +31,17 @@ func registerDedupe(p *plan) {
 		a1, err1 := f.publish("producer", topic, mq.Message{ID: id, Payload: []byte("E9 " + id)})
 		a2, err2 := f.publish("producer", topic, mq.Message{ID: id, Payload: []byte("E9 " + id)})
 		n, errR := f.intents(topic, "E9 "+id)
-		return func() {
-			expect(err1).NotTo(gomega.HaveOccurred(), "first publish")
-			expect(err2).NotTo(gomega.HaveOccurred(), "repeated publish")
-			expect(errR).NotTo(gomega.HaveOccurred(), "reading the topic back")
-			expect(n).To(gomega.Equal(1), "a publish repeated with the same id inside the window must be stored once; copies stored")
-			expect(a2.Duplicate || a2.Position == a1.Position).To(gomega.BeTrue(),
+		return func(r *spec.R) {
+			r.Expect(err1).NotTo(gomega.HaveOccurred(), "first publish")
+			r.Expect(err2).NotTo(gomega.HaveOccurred(), "repeated publish")
+			r.Expect(errR).NotTo(gomega.HaveOccurred(), "reading the topic back")
+			r.Expect(n).To(gomega.Equal(1), "a publish repeated with the same id inside the window must be stored once; copies stored")
+			r.Expect(a2.Duplicate || a2.Position == a1.Position).To(gomega.BeTrue(),
 				"the second reply must say duplicate or return the first position (first %s, second %s)", describeAck(a1), describeAck(a2))
 			if f.t.Caps.DuplicateFlag {
-				expect(a2.Duplicate).To(gomega.BeTrue(), "the broker declares a duplicate flag, but the second reply does not carry it")
+				r.Expect(a2.Duplicate).To(gomega.BeTrue(), "the broker declares a duplicate flag, but the second reply does not carry it")
 			}
-			f.ev.Notef("stored once; the second reply: %s", describeAck(a2))
+			r.Ev.Notef("stored once; the second reply: %s", describeAck(a2))
 		}
 	})
 
@@ -76,15 +76,15 @@ func registerDedupe(p *plan) {
 		f.ev.Figure("declared window", W.Seconds(), "s")
 		f.ev.Figure("branch A retry at", atA.Seconds(), "s")
 		f.ev.Figure("branch B retry at", atB.Seconds(), "s")
-		return func() {
-			expect(errA).NotTo(gomega.HaveOccurred(), "branch A retry at 0.8 of the window")
-			expect(errB).NotTo(gomega.HaveOccurred(), "branch B retry at 1.2 of the window")
-			expect(errRA).NotTo(gomega.HaveOccurred(), "reading back")
-			expect(errRB).NotTo(gomega.HaveOccurred(), "reading back")
-			f.ev.Notef("branch A (0.8 window, %.2fs): %s, %d copies; branch B (1.2 window, %.2fs): %s, %d copies",
+		return func(r *spec.R) {
+			r.Expect(errA).NotTo(gomega.HaveOccurred(), "branch A retry at 0.8 of the window")
+			r.Expect(errB).NotTo(gomega.HaveOccurred(), "branch B retry at 1.2 of the window")
+			r.Expect(errRA).NotTo(gomega.HaveOccurred(), "reading back")
+			r.Expect(errRB).NotTo(gomega.HaveOccurred(), "reading back")
+			r.Ev.Notef("branch A (0.8 window, %.2fs): %s, %d copies; branch B (1.2 window, %.2fs): %s, %d copies",
 				atA.Seconds(), describeAck(aA), nA, atB.Seconds(), describeAck(aB), nB)
-			expect(nA).To(gomega.Equal(1), "branch A: a retry at 0.8 of the window (%.2fs) must be dropped; copies stored", atA.Seconds())
-			expect(nB).To(gomega.Equal(2), "branch B: a retry at 1.2 of the window (%.2fs) must be stored again; copies stored", atB.Seconds())
+			r.Expect(nA).To(gomega.Equal(1), "branch A: a retry at 0.8 of the window (%.2fs) must be dropped; copies stored", atA.Seconds())
+			r.Expect(nB).To(gomega.Equal(2), "branch B: a retry at 1.2 of the window (%.2fs) must be stored again; copies stored", atB.Seconds())
 		}
 	})
 
@@ -116,19 +116,19 @@ func registerDedupe(p *plan) {
 		refreshed := nHit == 1
 		f.ev.Figure("declared refresh on hit", f.t.Caps.DedupeRefreshOnHit, "")
 		f.ev.Figure("measured refresh on hit", refreshed, "")
-		return func() {
+		return func(r *spec.R) {
 			for _, e := range []error{errHit, errLate, errCtl, errR0, errR1, errR2} {
-				expect(e).NotTo(gomega.HaveOccurred(), "publishing and reading back")
+				r.Expect(e).NotTo(gomega.HaveOccurred(), "publishing and reading back")
 			}
 			if nAtHit != 1 {
-				spec.Unknown("the duplicate at half the window was stored (%d copies), so there was no hit to refresh anything (see BR-1.1, BR-1.2)", nAtHit)
+				r.Unknown("the duplicate at half the window was stored (%d copies), so there was no hit to refresh anything (see BR-1.1, BR-1.2)", nAtHit)
 			}
 			if nCtl == 1 {
-				spec.Unknown("the control id was still dropped at 1.2 of the declared window (%s): the window is longer than declared (BR-1.2), so refresh cannot be told apart", describeAck(aCtl))
+				r.Unknown("the control id was still dropped at 1.2 of the declared window (%s): the window is longer than declared (BR-1.2), so refresh cannot be told apart", describeAck(aCtl))
 			}
-			f.ev.Notef("duplicate hit at 0.5 window, retry at 1.2 window: %s (%d copies); control: %d copies; refresh on hit measured %v, declared %v",
+			r.Ev.Notef("duplicate hit at 0.5 window, retry at 1.2 window: %s (%d copies); control: %d copies; refresh on hit measured %v, declared %v",
 				describeAck(aLate), nHit, nCtl, refreshed, f.t.Caps.DedupeRefreshOnHit)
-			expect(refreshed).To(gomega.Equal(f.t.Caps.DedupeRefreshOnHit), "whether a duplicate hit refreshes the window: measured (want = declared)")
+			r.Expect(refreshed).To(gomega.Equal(f.t.Caps.DedupeRefreshOnHit), "whether a duplicate hit refreshes the window: measured (want = declared)")
 		}
 	})
 
@@ -146,14 +146,14 @@ func registerDedupe(p *plan) {
 		nSame, r1 := f.intents(topic, same)
 		nV1, r2 := f.intents(topic, v1)
 		nV2, r3 := f.intents(topic, v2)
-		return func() {
+		return func(r *spec.R) {
 			for _, e := range []error{e1, e2, e3, e4, r1, r2, r3} {
-				expect(e).NotTo(gomega.HaveOccurred(), "publishing and reading back")
+				r.Expect(e).NotTo(gomega.HaveOccurred(), "publishing and reading back")
 			}
-			expect(nSame).To(gomega.Equal(2), "two ids with equal payloads must both be stored; copies of the payload")
-			expect(nV2).To(gomega.Equal(0), "one id with a changed payload must be dropped; copies of the changed payload")
-			expect(nV1).To(gomega.Equal(1), "the first payload must be the one kept; copies of it")
-			f.ev.Notef("equal payloads under two ids: both stored; one id with a changed payload: dropped, first payload kept")
+			r.Expect(nSame).To(gomega.Equal(2), "two ids with equal payloads must both be stored; copies of the payload")
+			r.Expect(nV2).To(gomega.Equal(0), "one id with a changed payload must be dropped; copies of the changed payload")
+			r.Expect(nV1).To(gomega.Equal(1), "the first payload must be the one kept; copies of it")
+			r.Ev.Notef("equal payloads under two ids: both stored; one id with a changed payload: dropped, first payload kept")
 		}
 	})
 
@@ -242,15 +242,15 @@ func measureWindow(f *fixture) judge {
 	if firstStored >= 0 {
 		f.ev.Figure("measured window", firstStored.Seconds(), "s")
 	}
-	return func() {
+	return func(r *spec.R) {
 		if nonMonotonic {
-			f.ev.Notef("a probe was dropped after an earlier probe had been stored again: the window is not sharp")
+			r.Ev.Notef("a probe was dropped after an earlier probe had been stored again: the window is not sharp")
 		}
-		expect(firstStored >= 0).To(gomega.BeTrue(),
+		r.Expect(firstStored >= 0).To(gomega.BeTrue(),
 			"no retry up to %.2fs was stored again: the effective window is longer than the declared %s plus the tolerance %s", (W + 2*tol).Seconds(), W, tol)
-		f.ev.Notef("measured window %.3fs (last drop %.3fs), declared %s ± %s", firstStored.Seconds(), lastDropped.Seconds(), W, tol)
-		expect(firstStored).To(gomega.BeNumerically(">=", W-tol), "the same id was stored again after %.3fs, before the declared window %s minus the tolerance %s", firstStored.Seconds(), W, tol)
-		expect(firstStored).To(gomega.BeNumerically("<=", W+tol), "the same id was first stored again after %.3fs, beyond the declared window %s plus the tolerance %s", firstStored.Seconds(), W, tol)
+		r.Ev.Notef("measured window %.3fs (last drop %.3fs), declared %s ± %s", firstStored.Seconds(), lastDropped.Seconds(), W, tol)
+		r.Expect(firstStored).To(gomega.BeNumerically(">=", W-tol), "the same id was stored again after %.3fs, before the declared window %s minus the tolerance %s", firstStored.Seconds(), W, tol)
+		r.Expect(firstStored).To(gomega.BeNumerically("<=", W+tol), "the same id was first stored again after %.3fs, beyond the declared window %s plus the tolerance %s", firstStored.Seconds(), W, tol)
 	}
 }
 
@@ -264,7 +264,7 @@ func lostPublishAck(f *fixture) judge {
 	if err != nil {
 		return f.failed(err, "creating the topic")
 	}
-	px, err := faultproxy.Start(fault.Addr, fault.Split)
+	px, err := faultproxy.Start(fault.Addr, faultproxy.Splitter(fault.Split))
 	if err != nil {
 		return f.failed(err, "starting the fault proxy")
 	}
@@ -277,7 +277,7 @@ func lostPublishAck(f *fixture) judge {
 
 	// attempt publishes m with the reply dropped, then retries with retryID.
 	attempt := func(label, retryID string, m mq.Message) (dropped bool, first error, retry mq.PublishAck, retryErr error) {
-		gone := px.DropNext(fault.PublishReply(topic))
+		gone := px.DropNext(faultproxy.Match(fault.PublishReply(topic)))
 		f.rec.Note("proxy", "arm", label, "drop the next publish reply on "+topic)
 		ctx, cancel := context.WithTimeout(f.ctx, replyTimeout)
 		_, first = f.publishOn(ctx, via, "producer", topic, m)
@@ -302,25 +302,25 @@ func lostPublishAck(f *fixture) judge {
 	for _, s := range all {
 		byPayload[string(s.Message.Payload)]++
 	}
-	return func() {
-		expect(errR).NotTo(gomega.HaveOccurred(), "reading the topic back")
+	return func(r *spec.R) {
+		r.Expect(errR).NotTo(gomega.HaveOccurred(), "reading the topic back")
 		if !d1 || !d2 {
-			spec.Unknown("the proxy did not see the publish reply to drop (dropped same-id %v, fresh-id %v): the lost-ack case was not exercised", d1, d2)
+			r.Unknown("the proxy did not see the publish reply to drop (dropped same-id %v, fresh-id %v): the lost-ack case was not exercised", d1, d2)
 		}
 		if e1 == nil || e2 == nil {
-			spec.Unknown("a publish whose reply was dropped still returned success (%v, %v)", e1, e2)
+			r.Unknown("a publish whose reply was dropped still returned success (%v, %v)", e1, e2)
 		}
-		expect(re1).NotTo(gomega.HaveOccurred(), "the retry with the same id")
-		expect(re2).NotTo(gomega.HaveOccurred(), "the retry with a fresh id")
-		f.ev.Figure("copies after same-id retry", byPayload["intent-1"], "")
-		f.ev.Figure("copies after fresh-id retry", byPayload["intent-2"], "")
-		f.ev.Notef("same-id retry after a lost ack: %s, %d copies; fresh-id retry: %s, %d copies",
+		r.Expect(re1).NotTo(gomega.HaveOccurred(), "the retry with the same id")
+		r.Expect(re2).NotTo(gomega.HaveOccurred(), "the retry with a fresh id")
+		r.Ev.Figure("copies after same-id retry", byPayload["intent-1"], "")
+		r.Ev.Figure("copies after fresh-id retry", byPayload["intent-2"], "")
+		r.Ev.Notef("same-id retry after a lost ack: %s, %d copies; fresh-id retry: %s, %d copies",
 			describeAck(r1), byPayload["intent-1"], describeAck(r2), byPayload["intent-2"])
-		expect(byPayload["intent-1"]).To(gomega.Equal(1), "after a lost publish ack, a retry with the same id must leave exactly one copy")
+		r.Expect(byPayload["intent-1"]).To(gomega.Equal(1), "after a lost publish ack, a retry with the same id must leave exactly one copy")
 		if byPayload["intent-2"] < 2 {
-			spec.Unknown("the publish whose ack was lost was not stored (%d copies of the fresh-id intent), so the lost-ack case did not happen as staged", byPayload["intent-2"])
+			r.Unknown("the publish whose ack was lost was not stored (%d copies of the fresh-id intent), so the lost-ack case did not happen as staged", byPayload["intent-2"])
 		}
-		expect(byPayload["intent-2"]).To(gomega.Equal(2), "a retry with a fresh id after a lost ack leaves two copies")
-		f.ev.Hazard("a producer that retries a lost publish ack with a fresh message id stores the same intent twice (%d copies): keep the id stable across retries (seed 002, 二)", byPayload["intent-2"])
+		r.Expect(byPayload["intent-2"]).To(gomega.Equal(2), "a retry with a fresh id after a lost ack leaves two copies")
+		r.Ev.Hazard("a producer that retries a lost publish ack with a fresh message id stores the same intent twice (%d copies): keep the id stable across retries (seed 002, 二)", byPayload["intent-2"])
 	}
 }

@@ -122,24 +122,24 @@ func dedupeAfterRestart(f *fixture) judge {
 	f.ev.Figure("declared window", W.Seconds(), "s")
 	f.ev.Figure("retried after", retried.Seconds(), "s")
 	f.ev.Figure("restart done after", restarted.Seconds(), "s")
-	return func() {
+	return func(r *spec.R) {
 		if retried > W-tol {
-			spec.Unknown("the retry came %.2fs after the first publish, not inside the window %s (the restart took %.2fs)", retried.Seconds(), W, restarted.Seconds())
+			r.Unknown("the retry came %.2fs after the first publish, not inside the window %s (the restart took %.2fs)", retried.Seconds(), W, restarted.Seconds())
 		}
 		for _, rw := range rows {
-			expect(rw.err).NotTo(gomega.HaveOccurred(), "%s retention: retrying after the restart (the topic must survive a graceful restart)", rw.r)
+			r.Expect(rw.err).NotTo(gomega.HaveOccurred(), "%s retention: retrying after the restart (the topic must survive a graceful restart)", rw.r)
 			declared := slices.Contains(f.t.Caps.DedupeAfterRestart, rw.r)
-			f.ev.Figure(fmt.Sprintf("%s: de-dupe survives restart (measured)", rw.r), rw.survived, "")
-			f.ev.Figure(fmt.Sprintf("%s: de-dupe survives restart (declared)", rw.r), declared, "")
-			f.ev.Notef("%s retention: the same id retried %.2fs after the first publish, after a graceful restart, was %s (declared: %s)",
+			r.Ev.Figure(fmt.Sprintf("%s: de-dupe survives restart (measured)", rw.r), rw.survived, "")
+			r.Ev.Figure(fmt.Sprintf("%s: de-dupe survives restart (declared)", rw.r), declared, "")
+			r.Ev.Notef("%s retention: the same id retried %.2fs after the first publish, after a graceful restart, was %s (declared: %s)",
 				rw.r, retried.Seconds(), droppedOr(rw.survived), droppedOr(declared))
 			if !rw.survived {
-				f.ev.Hazard("under %s retention the broker forgets a message id across a restart inside the de-dupe window: a producer retry then stores the intent again", rw.r)
+				r.Ev.Hazard("under %s retention the broker forgets a message id across a restart inside the de-dupe window: a producer retry then stores the intent again", rw.r)
 			}
 		}
 		for _, rw := range rows {
 			declared := slices.Contains(f.t.Caps.DedupeAfterRestart, rw.r)
-			expect(rw.survived).To(gomega.Equal(declared), "%s retention: whether the de-dupe state survives a restart inside the window (measured; want = declared)", rw.r)
+			r.Expect(rw.survived).To(gomega.Equal(declared), "%s retention: whether the de-dupe state survives a restart inside the window (measured; want = declared)", rw.r)
 		}
 	}
 }
@@ -164,6 +164,9 @@ func survivesRestart(f *fixture) judge {
 		return f.failed(err, "creating the topic")
 	}
 	setting, lossy, syncErr := srv.Sync(f.ctx)
+	// Each acknowledged publish and, after a restart, each missing one: the
+	// history a failure's smallest history is cut from.
+	pubs := history.New()
 	type round struct {
 		how     Restart
 		acked   []string
@@ -178,12 +181,15 @@ func survivesRestart(f *fixture) judge {
 		rounds = append(rounds, rd)
 		for i := 0; i < durableBatch; i++ {
 			id := fmt.Sprintf("%s-%s-%03d", topic, how, i)
+			h := pubs.Invoke("producer", "publish", id)
 			if _, err := b.Publish(f.ctx, topic, mq.Message{ID: id, Payload: []byte(id)}); err != nil {
 				// The topic is gone or the server is down: more publishes
 				// would only wait out their own timeouts.
+				h.Info(err.Error())
 				f.rec.Note("producer", "publish", id, "error: "+err.Error())
 				break
 			}
+			h.OK("")
 			rd.acked = append(rd.acked, id)
 		}
 		f.rec.Note("producer", "publish", fmt.Sprintf("%d messages", durableBatch), fmt.Sprintf("%d acked", len(rd.acked)))
@@ -213,54 +219,43 @@ func survivesRestart(f *fixture) judge {
 		for _, id := range rd.acked {
 			if !have[id] {
 				rd.missing = append(rd.missing, id)
+				pubs.Invoke("checker", "missing", id).Fail("acknowledged before the restart, not stored after it")
 			}
 		}
 	}
-	return func() {
+	ops := pubs.Ops()
+	return func(r *spec.R) {
 		if syncErr != nil {
-			f.ev.Notef("the server's sync setting could not be read: %v", syncErr)
+			r.Ev.Notef("the server's sync setting could not be read: %v", syncErr)
 		} else {
-			f.ev.Figure("sync setting", setting, "")
+			r.Ev.Figure("sync setting", setting, "")
 			if lossy {
-				f.ev.Hazard("the server's %s lets the OS hold acknowledged writes unsynced: a power loss (not a process crash) can lose acknowledged publishes; set sync_interval: always where that matters", setting)
+				r.Ev.Hazard("the server's %s lets the OS hold acknowledged writes unsynced: a power loss (not a process crash) can lose acknowledged publishes; set sync_interval: always where that matters", setting)
 			}
 		}
 		measured := 0
 		for _, rd := range rounds {
 			if rd.skipped != "" {
-				f.ev.Notef("%s restart not measured: %s", rd.how, rd.skipped)
+				r.Ev.Notef("%s restart not measured: %s", rd.how, rd.skipped)
 				continue
 			}
-			expect(rd.err).NotTo(gomega.HaveOccurred(), "%s restart", rd.how)
+			r.Expect(rd.err).NotTo(gomega.HaveOccurred(), "%s restart", rd.how)
 			measured++
-			f.ev.Figure(fmt.Sprintf("%s restart: acked", rd.how), len(rd.acked), "")
-			f.ev.Figure(fmt.Sprintf("%s restart: missing", rd.how), len(rd.missing), "")
-			f.ev.Notef("%s restart: %d acknowledged publishes, %d missing afterwards", rd.how, len(rd.acked), len(rd.missing))
+			r.Ev.Figure(fmt.Sprintf("%s restart: acked", rd.how), len(rd.acked), "")
+			r.Ev.Figure(fmt.Sprintf("%s restart: missing", rd.how), len(rd.missing), "")
+			r.Ev.Notef("%s restart: %d acknowledged publishes, %d missing afterwards", rd.how, len(rd.acked), len(rd.missing))
 			if rd.readErr != nil {
-				f.ev.Notef("%s restart: reading the topic back failed: %v", rd.how, rd.readErr)
+				r.Ev.Notef("%s restart: reading the topic back failed: %v", rd.how, rd.readErr)
 			}
 			if len(rd.missing) > 0 {
-				f.ev.Smallest(missingOps(rd.missing))
+				r.Ev.Smallest(smallest(ops, rd.missing, 10))
 			}
-			expect(rd.acked).NotTo(gomega.BeEmpty(), "%s restart: no publish was acknowledged before it", rd.how)
-			expect(len(rd.missing)).To(gomega.BeZero(), "acknowledged publishes must survive a %s restart: %d of %d missing (read-back error: %v)",
+			r.Expect(rd.acked).NotTo(gomega.BeEmpty(), "%s restart: no publish was acknowledged before it", rd.how)
+			r.Expect(len(rd.missing)).To(gomega.BeZero(), "acknowledged publishes must survive a %s restart: %d of %d missing (read-back error: %v)",
 				rd.how, len(rd.missing), len(rd.acked), rd.readErr)
 		}
 		if measured == 0 {
-			spec.Unknown("no restart could be measured")
+			r.Unknown("no restart could be measured")
 		}
 	}
-}
-
-// missingOps is the short witness of a durability failure: the first few
-// acknowledged ids that were not there after the restart.
-func missingOps(ids []string) []history.Op {
-	if len(ids) > 10 {
-		ids = ids[:10]
-	}
-	var out []history.Op
-	for i, id := range ids {
-		out = append(out, history.Op{Index: i, Actor: "checker", Action: "missing", Value: id, Outcome: history.Fail, Result: "acknowledged before the restart, not stored after it"})
-	}
-	return out
 }

@@ -6,9 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
-
-	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/internal/history"
 	"github.com/onceproof/tck/internal/verdict"
@@ -16,21 +15,31 @@ import (
 )
 
 // fixture is one rule's workload: its broker handle, its own topics, its
-// timeline, and the evidence it gathers before the spec judges it.
+// timeline, the evidence it gathers before the spec judges it, and every
+// goroutine it started. It lives until the rule's spec ends (or the set
+// finishes), so a judge may still read the broker and wait on a watch.
 type fixture struct {
-	ctx  context.Context
-	t    Target
-	w    Windows
-	rule string
-	b    mq.Broker
-	rec  *history.Recorder
-	ev   *verdict.Evidence // merged into the spec's evidence when judged
+	ctx    context.Context // derived from the suite's; cancelled by stop
+	cancel context.CancelFunc
+	t      Target
+	w      Windows
+	rule   string
+	b      mq.Broker
+	rec    *history.Recorder
+	ev     *verdict.Evidence // merged into the spec's evidence before the judge runs
 
+	wg       sync.WaitGroup
+	mu       sync.Mutex
 	cleanups []func()
+	panicked any // the first panic of a goroutine spawned after the workload
+	started  time.Time
+	lastEnd  time.Time // when the last of its goroutines ended
+	stopped  sync.Once
+	merged   sync.Once
 }
 
-func newFixture(ctx context.Context, t Target, rule string) *fixture {
-	return &fixture{ctx: ctx, t: t, w: t.Windows, rule: rule, rec: history.New(), ev: &verdict.Evidence{}}
+func newFixture(ctx context.Context, cancel context.CancelFunc, t Target, rule string) *fixture {
+	return &fixture{ctx: ctx, cancel: cancel, t: t, w: t.Windows, rule: rule, rec: history.New(), ev: &verdict.Evidence{}, started: time.Now()}
 }
 
 func (f *fixture) open() error {
@@ -43,41 +52,113 @@ func (f *fixture) open() error {
 	return nil
 }
 
-// defer_ registers a cleanup, run last-in first-out when the workload ends.
-func (f *fixture) defer_(fn func()) { f.cleanups = append(f.cleanups, fn) }
+// spawn runs fn in a goroutine that stop waits for. A panic in fn (the
+// target's code) is kept and raised again in the spec.
+func (f *fixture) spawn(fn func()) {
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		defer func() {
+			p := recover()
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if p != nil && f.panicked == nil {
+				f.panicked = p
+			}
+			f.lastEnd = time.Now()
+		}()
+		fn()
+	}()
+}
 
-func (f *fixture) cleanup() {
-	for i := len(f.cleanups) - 1; i >= 0; i-- {
-		f.cleanups[i]()
+// repanic raises in the spec a panic a spawned goroutine caught.
+func (f *fixture) repanic() {
+	f.mu.Lock()
+	p := f.panicked
+	f.mu.Unlock()
+	if p != nil {
+		panic(p)
 	}
 }
 
-// merge copies the workload's evidence into the spec's.
-func (f *fixture) merge(ev *verdict.Evidence) {
-	s := f.ev.Snapshot()
-	for _, fig := range s.Figures {
-		ev.Figure(fig.Name, fig.Value, fig.Unit)
-	}
-	for _, n := range s.Notes {
-		ev.Notef("%s", n)
-	}
-	for _, h := range s.Hazards {
-		ev.Hazard("%s", h)
-	}
-	if len(s.Minimal) > 0 {
-		ev.Smallest(s.Minimal)
-	}
+// defer_ registers a cleanup, run last-in first-out when the fixture stops.
+func (f *fixture) defer_(fn func()) {
+	f.mu.Lock()
+	f.cleanups = append(f.cleanups, fn)
+	f.mu.Unlock()
+}
+
+// stop cancels the workload, waits for every goroutine it started, then
+// releases what it created. It runs once; later calls wait for the first.
+func (f *fixture) stop() {
+	f.stopped.Do(func() {
+		f.cancel()
+		f.wg.Wait()
+		f.mu.Lock()
+		cs := f.cleanups
+		f.cleanups = nil
+		f.mu.Unlock()
+		for i := len(cs) - 1; i >= 0; i-- {
+			cs[i]()
+		}
+	})
+}
+
+// end is the rule's cleanup: stop, then hand over the evidence and the
+// timeline. Under Register the workloads run ahead of their specs, so a
+// spec's own run time can be near zero; "rule wall time" is the workload's
+// own, from its start to the end of the last goroutine it started.
+func (f *fixture) end(ev *verdict.Evidence) {
+	f.stop()
+	f.merge(ev)
+	f.mu.Lock()
+	wall := f.lastEnd.Sub(f.started)
+	f.mu.Unlock()
+	ev.Figure("rule wall time", wall.Seconds(), "s")
 	if ops := f.rec.Ops(); len(ops) > 0 {
 		ev.Record(ops)
 	}
 }
 
-// failed is the judge of a workload that could not do its job.
-func (f *fixture) failed(err error, what string) judge {
-	return func() {
-		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "%s: %s", f.rule, what)
+// merge copies the workload's figures, notes, hazards and smallest history
+// into the spec's evidence, once.
+func (f *fixture) merge(ev *verdict.Evidence) {
+	f.merged.Do(func() {
+		s := f.ev.Snapshot()
+		for _, fig := range s.Figures {
+			ev.Figure(fig.Name, fig.Value, fig.Unit)
+		}
+		for _, n := range s.Notes {
+			ev.Notef("%s", n)
+		}
+		for _, h := range s.Hazards {
+			ev.Hazard("%s", h)
+		}
+		if len(s.Minimal) > 0 {
+			ev.Smallest(s.Minimal)
+		}
+	})
+}
+
+// left is what remains of the workload's budget: the bound of a judge's
+// wait on something the workload left running.
+func (f *fixture) left() time.Duration {
+	if dl, ok := f.ctx.Deadline(); ok {
+		return max(time.Until(dl), time.Millisecond)
+	}
+	return time.Millisecond
+}
+
+// pause waits d, or less if the workload ends.
+func (f *fixture) pause(d time.Duration) {
+	select {
+	case <-time.After(d):
+	case <-f.ctx.Done():
 	}
 }
+
+// sleepUntil waits for t (or the end of the workload).
+func (f *fixture) sleepUntil(t time.Time) { f.pause(time.Until(t)) }
 
 func nonce() string {
 	var b [5]byte
@@ -90,7 +171,7 @@ func (f *fixture) name(label string) string {
 	return strings.ReplaceAll(strings.ToLower(f.rule), ".", "_") + "-" + label + "-" + nonce()
 }
 
-// topic creates a topic of the rule's own on b and deletes it afterwards.
+// topicOn creates a topic of the rule's own on b and deletes it afterwards.
 func (f *fixture) topicOn(b mq.Broker, label string, cfg mq.TopicConfig) (string, error) {
 	name := f.name(label)
 	h := f.rec.Invoke("kit", "create-topic", fmt.Sprintf("%s %s window=%s", name, cfg.Retention, cfg.DedupeWindow))
@@ -100,6 +181,7 @@ func (f *fixture) topicOn(b mq.Broker, label string, cfg mq.TopicConfig) (string
 	}
 	h.OK("")
 	f.defer_(func() {
+		// The workload's context is over by now; the deletion has its own.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = b.DeleteTopic(ctx, name)
@@ -136,9 +218,9 @@ func describeAck(a mq.PublishAck) string {
 }
 
 // copies counts the stored messages with id, and returns their payloads.
-func (f *fixture) copiesOn(b mq.Broker, topic, id string) (int, []string, error) {
+func (f *fixture) copies(topic, id string) (int, []string, error) {
 	h := f.rec.Invoke("checker", "read-all", topic)
-	all, err := b.ReadAll(f.ctx, topic)
+	all, err := f.b.ReadAll(f.ctx, topic)
 	if err != nil {
 		h.Info(err.Error())
 		return 0, nil, err
@@ -151,10 +233,6 @@ func (f *fixture) copiesOn(b mq.Broker, topic, id string) (int, []string, error)
 	}
 	h.OK(fmt.Sprintf("%d stored, %d with id %s", len(all), len(payloads), id))
 	return len(payloads), payloads, nil
-}
-
-func (f *fixture) copies(topic, id string) (int, []string, error) {
-	return f.copiesOn(f.b, topic, id)
 }
 
 // intentsOn counts the stored copies of one intent, known by its payload:
@@ -217,7 +295,7 @@ func (f *fixture) next(actor string, c mq.Consumer, deadline time.Time) (*delive
 				return nil, err
 			}
 			f.rec.Note(actor, "fetch", "", "error: "+err.Error())
-			time.Sleep(10 * time.Millisecond)
+			f.pause(10 * time.Millisecond)
 			continue
 		}
 		if len(ds) > 0 {
@@ -240,15 +318,109 @@ func (f *fixture) settle(actor, action string, d mq.Delivery, do func(context.Co
 	return nil
 }
 
-// sleepUntil waits for t (or the end of the workload).
-func (f *fixture) sleepUntil(t time.Time) {
-	select {
-	case <-time.After(time.Until(t)):
-	case <-f.ctx.Done():
-	}
+// watch is a background fetch for deliveries that come back, started by a
+// workload and read by its judge: the spec waits on it with r.Eventually
+// ("it comes back") or r.Consistently ("it never comes back").
+type watch struct {
+	byPayload bool
+	chs       map[string]chan *delivered
+
+	mu  sync.Mutex
+	err error
 }
 
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+// watch fetches from c in the background until deadline, or until a
+// delivery came for each key. With keys, a delivery's key is its payload;
+// without, any delivery counts. Each delivery is acked, so it does not come
+// back again, and the first per key is sent on that key's channel; every
+// channel closes when the watch ends, so a judge's wait ends with it.
+func (f *fixture) watch(actor string, c mq.Consumer, deadline time.Time, keys ...string) *watch {
+	w := &watch{byPayload: len(keys) > 0, chs: map[string]chan *delivered{}}
+	if len(keys) == 0 {
+		keys = []string{""}
+	}
+	for _, k := range keys {
+		w.chs[k] = make(chan *delivered, 1)
+	}
+	f.spawn(func() {
+		defer func() {
+			for _, ch := range w.chs {
+				close(ch)
+			}
+		}()
+		sent := map[string]bool{}
+		for len(sent) < len(w.chs) {
+			d, err := f.next(actor, c, deadline)
+			if err != nil {
+				w.mu.Lock()
+				w.err = err
+				w.mu.Unlock()
+				return
+			}
+			if d == nil {
+				return
+			}
+			_ = f.settle(actor, "ack", d.d, d.d.Ack)
+			key := ""
+			if w.byPayload {
+				key = string(d.d.Message().Payload)
+			}
+			if ch, ok := w.chs[key]; ok && !sent[key] {
+				sent[key] = true
+				ch <- d
+			}
+		}
+	})
+	return w
+}
+
+// back is the channel of the deliveries with key ("" without keys).
+func (w *watch) back(key string) <-chan *delivered { return w.chs[key] }
+
+// Err is why the watch ended early, if it did.
+func (w *watch) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// ruleLog is the Log a target's fault writes to: the rule's timeline and
+// its evidence.
+type ruleLog struct{ f *fixture }
+
+func (l ruleLog) Step(actor, action, key string, err error) {
+	h := l.f.rec.Invoke(actor, action, key)
+	if err != nil {
+		h.Fail(err.Error())
+		return
+	}
+	h.OK("")
+}
+
+func (l ruleLog) Note(actor, action, key, result string) { l.f.rec.Note(actor, action, key, result) }
+
+func (l ruleLog) Figure(name string, value any, unit string) { l.f.ev.Figure(name, value, unit) }
+
+func (l ruleLog) Notef(format string, args ...any) { l.f.ev.Notef(format, args...) }
+
+// smallest is a rule's smallest failing history: the operations on the
+// first max of the values that show the failure, in history order.
+func smallest(ops []history.Op, values []string, max int) []history.Op {
+	if len(values) > max {
+		values = values[:max]
+	}
+	want := map[string]bool{}
+	for _, v := range values {
+		want[v] = true
+	}
+	var out []history.Op
+	for _, op := range ops {
+		if want[op.Value] {
+			out = append(out, op)
+		}
+	}
+	return out
+}
 
 // ctxT keeps the settle closures of the delivery rules on one line.
 type ctxT = context.Context

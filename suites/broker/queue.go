@@ -16,6 +16,17 @@ import (
 	"github.com/onceproof/tck/mq"
 )
 
+// BR-2.9 is Jepsen's total-queue test: a producer publishes while a group
+// of members consumes, naks at random and crashes (closes without acking,
+// then reconnects as a new member); a target with Disrupt injects its fault
+// in the middle. The queue history goes to the total-queue checker: every
+// acknowledged publish must be delivered and acked at least once, nothing
+// may be delivered that was never published.
+//
+// The pieces: queue (what the producer and the members share), producer,
+// member, disruption (the target's fault) and queueJudge (the checker's
+// result turned into a verdict).
+
 // Workload shape of BR-2.9.
 const (
 	queueMembers  = 3
@@ -25,10 +36,6 @@ const (
 	queueMaxCrash = 12
 )
 
-func registerQueue(p *plan) {
-	p.add("BR-2.9", func(w Windows, _ mq.Capabilities) time.Duration { return w.AckWait }, totalQueue)
-}
-
 // settleTimeout bounds one ack or nak of the BR-2.9 workload. An ack whose
 // confirmation does not come in this time is indeterminate: after a server
 // restart or a leader change the broker may drop an ack silently (nats-server
@@ -36,306 +43,401 @@ func registerQueue(p *plan) {
 // waiting for it longer only stalls the member while its batch ages.
 const settleTimeout = 2 * time.Second
 
-// totalQueue runs a producer and a group of members that nak at random and
-// crash (close without acking, then reconnect as a new member), and hands
-// the history to the total-queue checker. A target with Disrupt injects its
-// fault in the middle of the workload.
+func registerQueue(p *plan) {
+	p.add("BR-2.9", func(w Windows, _ mq.Capabilities) time.Duration { return w.AckWait }, totalQueue)
+}
+
+// totalQueue is BR-2.9's workload.
 func totalQueue(f *fixture) judge {
-	aw, n := f.w.AckWait, f.w.Messages
 	topic, err := f.topic("t", mq.TopicConfig{Retention: mq.Limits})
 	if err != nil {
 		return f.failed(err, "creating the topic")
 	}
-	group := f.name("g")
-	q := history.New() // the queue history; f.rec keeps the faults
-	var (
-		mu       sync.Mutex
-		acked    = map[string]bool{} // enqueued ok
-		consumed = map[string]bool{} // dequeued ok
-		pubDone  = make(chan struct{})
-		crashes  int
-		naks     int
-		reopens  int
-		lastNew  = time.Now() // the last first-time consumption
-	)
-	// The fault, if any, falls after a third of the publishes were acked.
-	disruptDone := make(chan error, 1)
-	var disruptOnce sync.Once
-	disrupt := func() {
-		disruptOnce.Do(func() {
-			if f.t.Disrupt == nil {
-				disruptDone <- nil
-				return
-			}
-			go func() { disruptDone <- f.t.Disrupt(f.ctx, f.rule, topic, f.rec, f.ev) }()
+	f.ev.Figure("seed", f.t.Seed, "")
+	q := &queue{
+		f: f, topic: topic, group: f.name("g"), hist: history.New(), published: make(chan struct{}),
+		acked: map[string]bool{}, consumed: map[string]bool{}, lastNew: time.Now(),
+	}
+	fault := &disruption{f: f, topic: topic, done: make(chan error, 1)}
+	f.spawn((&producer{q: q, fault: fault, n: f.w.Messages}).run)
+	var members sync.WaitGroup
+	for m := range queueMembers {
+		mb := newMember(q, m)
+		members.Add(1)
+		f.spawn(func() {
+			defer members.Done()
+			mb.run()
 		})
 	}
-	if f.t.Disrupt == nil {
-		disrupt()
+	<-q.published
+	faultErr := fault.wait()
+	q.settle()
+	members.Wait()
+	return newQueueJudge(q, faultErr).judge
+}
+
+// queue is what BR-2.9's producer and members share.
+type queue struct {
+	f            *fixture
+	topic, group string
+	hist         *history.Recorder // the queue history: enqueue, dequeue (f.rec keeps the faults)
+	published    chan struct{}     // closed when the producer is done
+
+	mu       sync.Mutex
+	acked    map[string]bool // enqueued ok
+	consumed map[string]bool // dequeued ok
+	lastNew  time.Time       // the last first-time consumption
+	quiet    time.Time       // when publishing ended and the fault healed
+	naks     int
+	crashes  int
+	reopens  int // members replaced after an error
+}
+
+func (q *queue) enqueued(id string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.acked[id] = true
+}
+
+func (q *queue) dequeued(id string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.consumed[id] {
+		q.lastNew = time.Now()
 	}
-	go func() {
-		defer close(pubDone)
-		nacked := 0
-		for i := 0; i < n && f.ctx.Err() == nil; i++ {
-			id := fmt.Sprintf("%s-q%04d", group, i)
-			h := q.Invoke("producer", checker.Enqueue, id)
-			ctx, cancel := context.WithTimeout(f.ctx, 5*time.Second)
-			ack, err := f.b.Publish(ctx, topic, mq.Message{ID: id, Payload: []byte(id)})
-			cancel()
-			if err != nil {
-				h.Info(err.Error())
-				continue
-			}
-			h.OK(describeAck(ack))
-			mu.Lock()
-			acked[id] = true
-			mu.Unlock()
-			if nacked++; nacked == n/3 {
-				disrupt()
-			}
-		}
-		// Too few acks to reach the fault point: the fault falls now, so
-		// that the rule still runs under it.
-		disrupt()
-	}()
-	done := func() bool {
-		select {
-		case <-pubDone:
-		default:
-			return false
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		for id := range acked {
-			if !consumed[id] {
-				return false
-			}
-		}
+	q.consumed[id] = true
+}
+
+// count adds one to a counter of q.
+func (q *queue) count(n *int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	*n++
+}
+
+// tryCrash counts a crash unless the workload had enough of them.
+func (q *queue) tryCrash() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.crashes >= queueMaxCrash {
+		return false
+	}
+	q.crashes++
+	return true
+}
+
+// settle marks the moment publishing ended and the fault healed: from now
+// on the members may give up when nothing new comes.
+func (q *queue) settle() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.quiet = time.Now()
+}
+
+// over says the members should stop: the workload ended; or publishing
+// ended and every acked publish was consumed; or, after the fault healed,
+// nothing new was consumed for long enough for crashed members' deliveries
+// to come back (the ack wait) several times over.
+func (q *queue) over() bool {
+	if q.f.ctx.Err() != nil {
 		return true
 	}
-	// The workload ends when every acked publish was consumed, or once
-	// publishing ended, the fault healed, and nothing new was consumed for
-	// long enough for crashed members' deliveries to come back (ack wait)
-	// several times over.
-	var quiet time.Time // when publishing ended and the fault healed
-	var disruptErr error
-	idle := 3*aw + 2*time.Second
-	giveUp := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		if quiet.IsZero() {
-			return false
-		}
-		last := quiet
-		if lastNew.After(last) {
-			last = lastNew
-		}
-		return time.Since(last) > idle
-	}
-	// open opens a member, retrying: while a broker recovers (a restart, an
-	// election) opening can fail or hang, and each try is bounded.
-	open := func(actor string) mq.Consumer {
-		for f.ctx.Err() == nil && !done() && !giveUp() {
-			ctx, cancel := context.WithTimeout(f.ctx, 5*time.Second)
-			c, err := f.b.Consumer(ctx, topic, mq.ConsumerConfig{Group: group, AckWait: aw})
-			cancel()
-			if err == nil {
-				return c
-			}
-			f.rec.Note(actor, "open", group, "error: "+err.Error())
-			time.Sleep(100 * time.Millisecond)
-		}
-		return nil
-	}
-	var wg sync.WaitGroup
-	for m := 0; m < queueMembers; m++ {
-		wg.Add(1)
-		go func(m int) {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(m)))
-			gen := 0
-			actor := fmt.Sprintf("member-%d.%d", m, gen)
-			c := open(actor)
-			defer func() {
-				if c != nil {
-					_ = c.Close()
-				}
-			}()
-			// reopen replaces the member by a new one on a new connection.
-			reopen := func(action, value, why string) bool {
-				f.rec.Note(actor, action, value, why)
-				_ = c.Close()
-				gen++
-				actor = fmt.Sprintf("member-%d.%d", m, gen)
-				c = open(actor)
-				if c != nil {
-					f.rec.Note(actor, "reconnect", group, "")
-				}
-				return c != nil
-			}
-			fetchErrs := 0
-			for c != nil && f.ctx.Err() == nil && !done() && !giveUp() {
-				fctx, cancel := context.WithTimeout(f.ctx, aw+3*time.Second)
-				ds, err := c.Fetch(fctx, queueBatch, 200*time.Millisecond)
-				cancel()
-				if err != nil {
-					// A consumer without a leader yet (just created, or
-					// during an election) answers "no responders": wait a
-					// little. Three errors in a row and the member's
-					// connection is in doubt (a server went away): a new
-					// member, as a restarted process would.
-					if fetchErrs++; fetchErrs < 3 {
-						time.Sleep(50 * time.Millisecond)
-						continue
-					}
-					fetchErrs = 0
-					mu.Lock()
-					reopens++
-					mu.Unlock()
-					if !reopen("fetch", group, "error: "+err.Error()+"; member reopened") {
-						return
-					}
-					continue
-				}
-				fetchErrs = 0
-			batch:
-				for _, d := range ds {
-					id := d.Message().ID
-					r := rng.Float64()
-					switch {
-					case r < queueCrashP && tryCrash(&mu, &crashes):
-						if !reopen("crash", id, fmt.Sprintf("closed with %d deliveries unacked", len(ds))) {
-							return
-						}
-						break batch
-					case r < queueCrashP+queueNakP:
-						mu.Lock()
-						naks++
-						mu.Unlock()
-						ctx, cancel := context.WithTimeout(f.ctx, settleTimeout)
-						_ = d.Nak(ctx, 0)
-						cancel()
-					default:
-						h := q.Invoke(actor, checker.Dequeue, id)
-						ctx, cancel := context.WithTimeout(f.ctx, settleTimeout)
-						err := d.Ack(ctx)
-						cancel()
-						if err != nil {
-							h.Info(err.Error())
-							// The rest of the batch would wait out the same
-							// silence one ack at a time; it is redelivered.
-							mu.Lock()
-							reopens++
-							mu.Unlock()
-							if !reopen("ack", id, "unconfirmed; the rest of the batch left to redelivery, member reopened") {
-								return
-							}
-							break batch
-						}
-						h.OK(fmt.Sprintf("attempt=%d", d.Attempt()))
-						mu.Lock()
-						if !consumed[id] {
-							lastNew = time.Now()
-						}
-						consumed[id] = true
-						mu.Unlock()
-					}
-				}
-			}
-		}(m)
-	}
-	<-pubDone
 	select {
-	case disruptErr = <-disruptDone:
-	case <-f.ctx.Done():
-		disruptErr = fmt.Errorf("the fault did not heal before the rule's budget ended")
+	case <-q.published:
+	default:
+		return false
 	}
-	mu.Lock()
-	quiet = time.Now()
-	mu.Unlock()
-	wg.Wait()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	all := true
+	for id := range q.acked {
+		if !q.consumed[id] {
+			all = false
+			break
+		}
+	}
+	if all || q.quiet.IsZero() {
+		return all
+	}
+	last := q.quiet
+	if q.lastNew.After(last) {
+		last = q.lastNew
+	}
+	return time.Since(last) > 3*q.f.w.AckWait+2*time.Second
+}
 
-	ops := q.Ops()
-	res := checker.TotalQueue(ops)
+// producer publishes n messages, each once, and starts the fault after a
+// third of them were acknowledged.
+type producer struct {
+	q     *queue
+	fault *disruption
+	n     int
+}
+
+func (p *producer) run() {
+	defer close(p.q.published)
+	// Too few acks to reach the fault point: the fault falls now, so that
+	// the rule still runs under it.
+	defer p.fault.start()
+	acked := 0
+	for i := 0; i < p.n && p.q.f.ctx.Err() == nil; i++ {
+		if p.publish(fmt.Sprintf("%s-q%04d", p.q.group, i)) {
+			if acked++; acked == p.n/3 {
+				p.fault.start()
+			}
+		}
+	}
+}
+
+// publish enqueues id: ok when the broker acknowledged it, info otherwise.
+func (p *producer) publish(id string) bool {
+	f := p.q.f
+	h := p.q.hist.Invoke("producer", checker.Enqueue, id)
+	ctx, cancel := context.WithTimeout(f.ctx, 5*time.Second)
+	ack, err := f.b.Publish(ctx, p.q.topic, mq.Message{ID: id, Payload: []byte(id)})
+	cancel()
+	if err != nil {
+		h.Info(err.Error())
+		return false
+	}
+	h.OK(describeAck(ack))
+	p.q.enqueued(id)
+	return true
+}
+
+// member is one consumer of the group, replaced by a new one (a new
+// connection, a new actor name) when it crashes or its connection is in
+// doubt. Its random choices come from its own stream of the rule's seed.
+type member struct {
+	q         *queue
+	m, gen    int
+	actor     string
+	c         mq.Consumer
+	rng       *rand.Rand
+	fetchErrs int // in a row
+}
+
+// newMember is member m of the group; its random choices are stream m of
+// the rule's seed.
+func newMember(q *queue, m int) *member {
+	return &member{q: q, m: m, actor: fmt.Sprintf("member-%d.0", m),
+		rng: rand.New(rand.NewPCG(uint64(q.f.t.Seed), uint64(m)))}
+}
+
+func (mb *member) run() {
+	mb.c = mb.open()
+	defer func() {
+		if mb.c != nil {
+			_ = mb.c.Close()
+		}
+	}()
+	for mb.c != nil && !mb.q.over() {
+		fctx, cancel := context.WithTimeout(mb.q.f.ctx, mb.q.f.w.AckWait+3*time.Second)
+		ds, err := mb.c.Fetch(fctx, queueBatch, 200*time.Millisecond)
+		cancel()
+		if err != nil {
+			if !mb.fetchFailed(err) {
+				return
+			}
+			continue
+		}
+		mb.fetchErrs = 0
+		if !mb.handle(ds) {
+			return
+		}
+	}
+}
+
+// open opens a member, retrying: while a broker recovers (a restart, an
+// election) opening can fail or hang, and each try is bounded.
+func (mb *member) open() mq.Consumer {
+	f := mb.q.f
+	for !mb.q.over() {
+		ctx, cancel := context.WithTimeout(f.ctx, 5*time.Second)
+		c, err := f.b.Consumer(ctx, mb.q.topic, mq.ConsumerConfig{Group: mb.q.group, AckWait: f.w.AckWait})
+		cancel()
+		if err == nil {
+			return c
+		}
+		f.rec.Note(mb.actor, "open", mb.q.group, "error: "+err.Error())
+		f.pause(100 * time.Millisecond)
+	}
+	return nil
+}
+
+// reopen replaces the member by a new one on a new connection; false when
+// none could be opened before the workload ended.
+func (mb *member) reopen(action, value, why string) bool {
+	f := mb.q.f
+	f.rec.Note(mb.actor, action, value, why)
+	_ = mb.c.Close()
+	mb.gen++
+	mb.actor = fmt.Sprintf("member-%d.%d", mb.m, mb.gen)
+	mb.c = mb.open()
+	if mb.c != nil {
+		f.rec.Note(mb.actor, "reconnect", mb.q.group, "")
+	}
+	return mb.c != nil
+}
+
+// fetchFailed handles a failed fetch; false when the member is gone.
+func (mb *member) fetchFailed(err error) bool {
+	// A consumer without a leader yet (just created, or during an
+	// election) answers "no responders": wait a little. Three errors in a
+	// row and the member's connection is in doubt (a server went away): a
+	// new member, as a restarted process would.
+	if mb.fetchErrs++; mb.fetchErrs < 3 {
+		mb.q.f.pause(50 * time.Millisecond)
+		return true
+	}
+	mb.fetchErrs = 0
+	mb.q.count(&mb.q.reopens)
+	return mb.reopen("fetch", mb.q.group, "error: "+err.Error()+"; member reopened")
+}
+
+// handle settles one batch: each delivery is nak'd, acked, or the member
+// crashes with the rest of the batch unacked. false when the member is
+// gone.
+func (mb *member) handle(ds []mq.Delivery) bool {
+	for _, d := range ds {
+		id := d.Message().ID
+		x := mb.rng.Float64()
+		switch {
+		case x < queueCrashP && mb.q.tryCrash():
+			return mb.reopen("crash", id, fmt.Sprintf("closed with %d deliveries unacked", len(ds)))
+		case x < queueCrashP+queueNakP:
+			mb.q.count(&mb.q.naks)
+			ctx, cancel := context.WithTimeout(mb.q.f.ctx, settleTimeout)
+			_ = d.Nak(ctx, 0)
+			cancel()
+		default:
+			if !mb.ack(d) {
+				// The rest of the batch would wait out the same silence one
+				// ack at a time; it is redelivered.
+				mb.q.count(&mb.q.reopens)
+				return mb.reopen("ack", id, "unconfirmed; the rest of the batch left to redelivery, member reopened")
+			}
+		}
+	}
+	return true
+}
+
+// ack dequeues d: ok when the broker confirmed the ack, info otherwise.
+func (mb *member) ack(d mq.Delivery) bool {
+	id := d.Message().ID
+	h := mb.q.hist.Invoke(mb.actor, checker.Dequeue, id)
+	ctx, cancel := context.WithTimeout(mb.q.f.ctx, settleTimeout)
+	err := d.Ack(ctx)
+	cancel()
+	if err != nil {
+		h.Info(err.Error())
+		return false
+	}
+	h.OK(fmt.Sprintf("attempt=%d", d.Attempt()))
+	mb.q.dequeued(id)
+	return true
+}
+
+// disruption is the target's fault: started once, in a goroutine of the
+// rule's, healed when Target.Disrupt returns.
+type disruption struct {
+	f     *fixture
+	topic string
+	once  sync.Once
+	done  chan error
+}
+
+func (d *disruption) start() {
+	d.once.Do(func() {
+		if d.f.t.Disrupt == nil {
+			d.done <- nil
+			return
+		}
+		d.f.spawn(func() { d.done <- d.f.t.Disrupt(d.f.ctx, d.f.rule, d.topic, ruleLog{d.f}) })
+	})
+}
+
+// wait returns the fault's error once it healed.
+func (d *disruption) wait() error {
+	select {
+	case err := <-d.done:
+		return err
+	case <-d.f.ctx.Done():
+		return errors.New("the fault did not heal before the rule's budget ended")
+	}
+}
+
+// queueJudge is what the total-queue checker made of the history.
+type queueJudge struct {
+	res      checker.Queue
+	lost     []string // acked publishes never delivered
+	unconf   []string // delivered, but no ack was ever confirmed
+	naks     int
+	crashes  int
+	reopens  int
+	faultErr error
+}
+
+// newQueueJudge checks q's history and writes the figures (and, for a
+// loss, the smallest history) to the workload's evidence.
+func newQueueJudge(q *queue, faultErr error) *queueJudge {
+	ops := q.hist.Ops()
+	j := &queueJudge{res: checker.TotalQueue(ops), faultErr: faultErr}
+	q.mu.Lock()
+	j.naks, j.crashes, j.reopens = q.naks, q.crashes, q.reopens
+	q.mu.Unlock()
 	// The checker's lost holds every acked publish with no confirmed ack.
 	// One that was delivered and whose ack went unconfirmed (the reply was
 	// lost in a fault, while the ack may have taken effect and ended its
 	// redelivery) reached a consumer: not lost, counted apart.
-	deliveredIDs := map[string]bool{}
+	delivered := map[string]bool{}
 	for _, op := range ops {
-		if op.Action == checker.Dequeue && op.Actor != "producer" {
-			deliveredIDs[op.Value] = true
+		if op.Action == checker.Dequeue {
+			delivered[op.Value] = true
 		}
 	}
-	var lost, unconfirmed []string
-	for _, id := range res.Lost {
-		if deliveredIDs[id] {
-			unconfirmed = append(unconfirmed, id)
+	for _, id := range j.res.Lost {
+		if delivered[id] {
+			j.unconf = append(j.unconf, id)
 		} else {
-			lost = append(lost, id)
+			j.lost = append(j.lost, id)
 		}
 	}
-	f.ev.Figure("messages", n, "")
-	f.ev.Figure("acked publishes", res.Acked, "")
-	f.ev.Figure("indeterminate publishes", res.Info, "")
-	f.ev.Figure("acked deliveries", res.Dequeued, "")
-	f.ev.Figure("naks", naks, "")
-	f.ev.Figure("crashes", crashes, "")
-	f.ev.Figure("members reopened after an error", reopens, "")
-	f.ev.Figure("lost (acked, never delivered)", len(lost), "")
-	f.ev.Figure("delivered, ack never confirmed", len(unconfirmed), "")
-	f.ev.Figure("unexpected", len(res.Unexpected), "")
-	f.ev.Figure("duplicated", res.Duplicates, "")
-	f.ev.Figure("recovered", len(res.Recovered), "")
-	if len(lost) > 0 || len(res.Unexpected) > 0 {
-		f.ev.Smallest(witness(ops, append(append([]string(nil), lost...), res.Unexpected...), 20))
+	ev, res := q.f.ev, j.res
+	ev.Figure("messages", q.f.w.Messages, "")
+	ev.Figure("acked publishes", res.Acked, "")
+	ev.Figure("indeterminate publishes", res.Info, "")
+	ev.Figure("acked deliveries", res.Dequeued, "")
+	ev.Figure("naks", j.naks, "")
+	ev.Figure("crashes", j.crashes, "")
+	ev.Figure("members reopened after an error", j.reopens, "")
+	ev.Figure("lost (acked, never delivered)", len(j.lost), "")
+	ev.Figure("delivered, ack never confirmed", len(j.unconf), "")
+	ev.Figure("unexpected", len(res.Unexpected), "")
+	ev.Figure("duplicated", res.Duplicates, "")
+	ev.Figure("recovered", len(res.Recovered), "")
+	if len(j.lost) > 0 || len(res.Unexpected) > 0 {
+		ev.Smallest(smallest(ops, append(append([]string(nil), j.lost...), res.Unexpected...), 20))
 	}
-	return func() {
-		f.ev.Notef("total queue: %d published (%d acked, %d unknown), %d acked deliveries of %d distinct; %d naks, %d crashes, %d members reopened after an error; lost %d (and %d delivered whose ack was never confirmed), unexpected %d, duplicated %d, recovered %d",
-			res.Attempted, res.Acked, res.Info, res.Dequeued, res.Distinct, naks, crashes, reopens, len(lost), len(unconfirmed), len(res.Unexpected), res.Duplicates, len(res.Recovered))
-		if errors.Is(disruptErr, ErrViolation) {
-			expect(disruptErr).NotTo(gomega.HaveOccurred(), "the target's fault exposed a violation")
-		}
-		if res.Acked == 0 {
-			spec.Unknown("no publish was acknowledged, so there was nothing to lose")
-		}
-		expect(res.Unexpected).To(gomega.BeEmpty(), "unexpected: delivered but never published")
-		expect(lost).To(gomega.BeEmpty(), "lost: acknowledged publishes never delivered (%d of %d)", len(lost), res.Acked)
-		if res.Duplicates > 0 {
-			f.ev.Notef("%d duplicate deliveries (at-least-once): consumers must be idempotent", res.Duplicates)
-		}
-		if disruptErr != nil {
-			spec.Unknown("the target's fault did not run as intended, so the run did not check what it was meant to: %v", disruptErr)
-		}
-	}
+	return j
 }
 
-// tryCrash counts a crash unless the workload had enough of them.
-func tryCrash(mu *sync.Mutex, n *int) bool {
-	mu.Lock()
-	defer mu.Unlock()
-	if *n >= queueMaxCrash {
-		return false
+func (j *queueJudge) judge(r *spec.R) {
+	res := j.res
+	r.Ev.Notef("total queue: %d published (%d acked, %d unknown), %d acked deliveries of %d distinct; %d naks, %d crashes, %d members reopened after an error; lost %d (and %d delivered whose ack was never confirmed), unexpected %d, duplicated %d, recovered %d",
+		res.Attempted, res.Acked, res.Info, res.Dequeued, res.Distinct, j.naks, j.crashes, j.reopens, len(j.lost), len(j.unconf), len(res.Unexpected), res.Duplicates, len(res.Recovered))
+	if errors.Is(j.faultErr, ErrViolation) {
+		r.Expect(j.faultErr).NotTo(gomega.HaveOccurred(), "the target's fault exposed a violation")
 	}
-	*n++
-	return true
-}
-
-// witness keeps the operations on the first max values of ids: the
-// smallest history that shows them lost or unexpected.
-func witness(ops []history.Op, ids []string, max int) []history.Op {
-	if len(ids) > max {
-		ids = ids[:max]
+	if res.Acked == 0 {
+		r.Unknown("no publish was acknowledged, so there was nothing to lose")
 	}
-	want := map[string]bool{}
-	for _, id := range ids {
-		want[id] = true
+	r.Expect(res.Unexpected).To(gomega.BeEmpty(), "unexpected: delivered but never published")
+	r.Expect(j.lost).To(gomega.BeEmpty(), "lost: acknowledged publishes never delivered (%d of %d)", len(j.lost), res.Acked)
+	if res.Duplicates > 0 {
+		r.Ev.Notef("%d duplicate deliveries (at-least-once): consumers must be idempotent", res.Duplicates)
 	}
-	var out []history.Op
-	for _, op := range ops {
-		if want[op.Value] {
-			out = append(out, op)
-		}
+	if j.faultErr != nil {
+		r.Unknown("the target's fault did not run as intended, so the run did not check what it was meant to: %v", j.faultErr)
 	}
-	return out
 }

@@ -2,46 +2,83 @@ package broker
 
 import (
 	"context"
-	"fmt"
-	"regexp"
+	"math/rand/v2"
 	"runtime/debug"
 	"sync"
+	"testing"
 	"time"
 
-	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/spec"
-	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
 )
 
-// Register registers every BR rule against t. Call it inside a Ginkgo suite
-// (before RunSpecs), once per target.
+// Check runs every BR rule against target as a subtest of t named by its id,
+// so `go test -run 'TestMyBroker/BR-2.1'` runs one rule. A fail or unknown
+// verdict fails the subtest with its reason; not-applicable and skipped
+// verdicts skip it with theirs. The subtests run in parallel, each starting
+// its own workload, so the rules' waits overlap. Check touches no Ginkgo
+// state.
+func Check(t *testing.T, target Target) {
+	t.Helper()
+	s := newSet(target)
+	s.Parallel = true
+	s.Test(t)
+}
+
+// RegisterOption tunes Register.
+type RegisterOption struct{ unknownIsSkip bool }
+
+// UnknownIsSkip reports an undecided rule as a Ginkgo skip instead of a
+// failure. Without it an unknown verdict fails the author's suite: the kit
+// could not show the broker conforms.
+var UnknownIsSkip = RegisterOption{unknownIsSkip: true}
+
+// Register registers every BR rule against target as Ginkgo specs, one It
+// per rule labelled with its id, "broker" and its level. Call it inside a
+// Ginkgo suite, before RunSpecs, once per target.
 //
-// Ginkgo runs specs one after another, but the rules here mostly wait. So
-// the first spec to run starts the workload of every selected rule at once,
-// each in its own goroutine on its own topics, and each spec then waits for
-// its own workload and judges what it measured. A rule that was filtered
-// out, or needs a capability the target lacks, starts nothing.
-func Register(t Target) {
+// The first rule to run starts the workload of every rule the label filter
+// selected, each in its own goroutine on its own topics, so the waits
+// overlap; each spec then waits for its own workload and judges it. A rule
+// that was filtered out, or needs a capability the target lacks, starts
+// nothing. After the last rule, anything still running is stopped.
+func Register(target Target, opts ...RegisterOption) {
+	var o spec.GinkgoOptions
+	for _, op := range opts {
+		o.UnknownIsSkip = o.UnknownIsSkip || op.unknownIsSkip
+	}
+	newSet(target).Ginkgo(o)
+}
+
+// newSet builds the suite's rules against t: the one set both entry points
+// run.
+func newSet(t Target) *spec.Set {
 	t.Windows = t.Windows.withDefaults()
 	if t.Budget <= 0 {
 		t.Budget = 60 * time.Second
+	}
+	if t.Seed == 0 {
+		// Below 2^53, so the seed survives a round trip through a JSON
+		// number in results.json and can be given back.
+		t.Seed = int64(rand.Uint64N(1<<53-1)) + 1
 	}
 	s := spec.New("broker", capsOf(t)...)
 	s.Timeout = t.Timeout
 	if s.Timeout <= 0 {
 		s.Timeout = t.Budget + 15*time.Second
 	}
-	p := &plan{t: t, set: s, rules: map[string]ruleDef{}, started: map[string]chan judge{}}
-	ginkgo.Describe("broker", func() {
-		registerDedupe(p)
-		registerDelivery(p)
-		registerQueue(p)
-		registerDurability(p)
-	})
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &plan{t: t, set: s, ctx: ctx, cancel: cancel, rules: map[string]ruleDef{}, runs: map[string]*run{}}
+	s.Prepare = p.prepare
+	s.Finish = p.finish
+	registerDedupe(p)
+	registerDelivery(p)
+	registerQueue(p)
+	registerDurability(p)
+	return s
 }
 
 // capsOf maps what the target declares to catalog capabilities.
@@ -64,13 +101,16 @@ func capsOf(t Target) []catalog.Capability {
 	return out
 }
 
-// judge runs in the spec's goroutine: it turns what a workload measured into
-// Gomega expectations and verdict overrides.
-type judge func()
-
-// workload measures in the background and returns how to judge it. It must
-// not call Gomega or spec.*: it does not run in a spec.
-type workload func(f *fixture) judge
+// A rule is split in two. Its workload runs in the background (started by
+// plan.prepare, or by the rule's own spec), measures, and returns its judge;
+// it must not touch the rule's R. The judge runs in the spec: it turns what
+// was measured into expectations on r, and may still wait on what the
+// workload left running (a watch for a redelivery) through r.Eventually
+// and r.Consistently.
+type (
+	workload func(f *fixture) judge
+	judge    func(r *spec.R)
+)
 
 type ruleDef struct {
 	// wait is how long the rule must wait by definition (a window to pass,
@@ -79,124 +119,128 @@ type ruleDef struct {
 	run  workload
 }
 
+// plan is one set's rules and their running workloads. Its context is the
+// suite's: every workload's derives from it, and finish cancels it.
 type plan struct {
-	t     Target
-	set   *spec.Set
-	rules map[string]ruleDef
-	order []string
+	t      Target
+	set    *spec.Set
+	ctx    context.Context
+	cancel context.CancelFunc
+	rules  map[string]ruleDef
 
-	once    sync.Once
-	mu      sync.Mutex
-	started map[string]chan judge
-	results map[string]*fixture
+	mu   sync.Mutex
+	runs map[string]*run
 }
 
-// add registers rule id: wait is its waiting by definition, run its workload.
-func (p *plan) add(id string, wait func(w Windows, c mq.Capabilities) time.Duration, run workload) {
-	p.rules[id] = ruleDef{wait: wait, run: run}
-	p.order = append(p.order, id)
-	p.set.It(id, func(ctx context.Context, ev *verdict.Evidence) {
+// run is one started workload.
+type run struct {
+	f      *fixture
+	judged chan judge // receives the workload's judge once it returns
+}
+
+// add registers rule id: wait is its waiting by definition, work its
+// workload.
+func (p *plan) add(id string, wait func(w Windows, c mq.Capabilities) time.Duration, work workload) {
+	p.rules[id] = ruleDef{wait: wait, run: work}
+	p.set.It(id, func(r *spec.R) {
 		if why, ok := p.t.NotApplicable[id]; ok {
-			spec.NotApplicable("%s", why)
+			r.NotApplicable("%s", why)
 		}
-		p.once.Do(p.startSelected)
 		w := wait(p.t.Windows, p.t.Caps)
-		ev.Figure("wait by definition", w.Seconds(), "s")
+		r.Ev.Figure("wait by definition", w.Seconds(), "s")
 		if w > p.t.Budget {
-			spec.Skipped("the rule must wait %s by definition, longer than the run's time budget %s; it is not shortened", w, p.t.Budget)
+			r.Skipped("the rule must wait %s by definition, longer than the run's time budget %s; it is not shortened", w, p.t.Budget)
 		}
-		ch, f := p.start(id)
-		// The judge's own notes land in the fixture's evidence too; merge
-		// once, however the judge ends (a Gomega failure panics through).
-		defer f.merge(ev)
+		ru := p.start(id)
+		// However the rule ends, what it started ends with it.
+		r.DeferCleanup(func() { ru.f.end(r.Ev) })
+		var j judge
 		select {
-		case j := <-ch:
-			j()
-		case <-ctx.Done():
-			spec.Unknown("the workload of %s did not finish before the rule's deadline", id)
+		case j = <-ru.judged:
+		case <-r.Context().Done():
+			r.Unknown("the workload of %s did not finish before the rule's deadline", id)
 		}
+		ru.f.merge(r.Ev)
+		j(r)
+		ru.f.repanic()
 	})
 }
 
-// startSelected starts the workload of every rule Ginkgo will run.
-func (p *plan) startSelected() {
-	cfg, _ := ginkgo.GinkgoConfiguration()
-	have := map[catalog.Capability]bool{}
-	for _, c := range capsOf(p.t) {
-		have[c] = true
+// runnable says whether rule id would do work rather than end at once.
+func (p *plan) runnable(id string) bool {
+	def, ok := p.rules[id]
+	if !ok {
+		return false
 	}
-	for _, id := range p.order {
-		r := catalog.MustLookup(id)
-		// The text Ginkgo matches: the container's, then the spec's.
-		if !selected("broker "+id+" "+r.Title, cfg.FocusStrings, cfg.SkipStrings) {
-			continue
-		}
-		_, excluded := p.t.NotApplicable[id]
-		ok := !excluded
-		for _, n := range r.Needs {
-			ok = ok && have[n]
-		}
-		if ok && p.rules[id].wait(p.t.Windows, p.t.Caps) <= p.t.Budget {
+	if _, na := p.t.NotApplicable[id]; na {
+		return false
+	}
+	return def.wait(p.t.Windows, p.t.Caps) <= p.t.Budget
+}
+
+// prepare starts the workload of every selected rule at once (the Ginkgo
+// driver calls it before the first rule, with what the label filter chose).
+func (p *plan) prepare(ids []string) {
+	for _, id := range ids {
+		if p.runnable(id) {
 			p.start(id)
 		}
 	}
 }
 
-func selected(text string, focus, skip []string) bool {
-	for _, s := range skip {
-		if re, err := regexp.Compile(s); err == nil && re.MatchString(text) {
-			return false
-		}
+// finish stops every workload still running, and waits for it: one whose
+// spec never ran (interrupted run) or gave up on it.
+func (p *plan) finish() {
+	p.cancel()
+	p.mu.Lock()
+	runs := make([]*run, 0, len(p.runs))
+	for _, ru := range p.runs {
+		runs = append(runs, ru)
 	}
-	if len(focus) == 0 {
-		return true
+	p.mu.Unlock()
+	for _, ru := range runs {
+		ru.f.stop()
 	}
-	for _, s := range focus {
-		if re, err := regexp.Compile(s); err == nil && re.MatchString(text) {
-			return true
-		}
-	}
-	return false
 }
 
-// start runs id's workload once, in its own goroutine, bounded by the budget.
-func (p *plan) start(id string) (chan judge, *fixture) {
+// start runs id's workload once, in its own goroutine, bounded by the
+// budget.
+func (p *plan) start(id string) *run {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.results == nil {
-		p.results = map[string]*fixture{}
+	if ru, ok := p.runs[id]; ok {
+		return ru
 	}
-	if ch, ok := p.started[id]; ok {
-		return ch, p.results[id]
-	}
-	ch := make(chan judge, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), p.t.Budget)
-	f := newFixture(ctx, p.t, id)
-	p.started[id] = ch
-	p.results[id] = f
-	go func() {
-		defer cancel()
-		defer f.cleanup()
-		ch <- runSafely(f, p.rules[id].run)
-	}()
-	return ch, f
+	ctx, cancel := context.WithTimeout(p.ctx, p.t.Budget)
+	ru := &run{f: newFixture(ctx, cancel, p.t, id), judged: make(chan judge, 1)}
+	p.runs[id] = ru
+	work := p.rules[id].run
+	ru.f.spawn(func() { ru.judged <- runSafely(ru.f, work) })
+	return ru
 }
 
-func runSafely(f *fixture, run workload) (j judge) {
+// runSafely runs a workload; a panic in it (the target's code panicked)
+// becomes a judge that panics the same way in the spec, so the verdict is
+// the one a panicking body gets.
+func runSafely(f *fixture, work workload) (j judge) {
 	defer func() {
-		if r := recover(); r != nil {
+		if p := recover(); p != nil {
 			stack := string(debug.Stack())
-			j = func() {
-				f.ev.Notef("panic: %v\n%s", r, stack)
-				ginkgo.Fail(fmt.Sprintf("the target panicked: %v", r))
+			j = func(r *spec.R) {
+				r.Ev.Notef("panic in the workload: %v\n%s", p, stack)
+				panic(p)
 			}
 		}
 	}()
 	if err := f.open(); err != nil {
 		return f.failed(err, "opening the broker")
 	}
-	return run(f)
+	return work(f)
 }
 
-// expect is gomega.Expect with the rule's own failure text.
-func expect(actual any) gomega.Assertion { return gomega.Expect(actual) }
+// failed is the judge of a workload that could not do its job.
+func (f *fixture) failed(err error, what string) judge {
+	return func(r *spec.R) {
+		r.Expect(err).NotTo(gomega.HaveOccurred(), "%s: %s", f.rule, what)
+	}
+}

@@ -5,28 +5,39 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/onceproof/tck/adapters/broker/mutants"
+	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/runner"
-	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
-
-	"github.com/onceproof/tck/adapters/registry"
+	"github.com/onceproof/tck/mq"
+	"github.com/onceproof/tck/suites/broker"
 )
 
-// run runs the suite against k; with only, just those rules.
-func run(t *testing.T, k target.Kind, only ...string) map[string]verdict.Result {
+// run starts an embedded NATS target reached through client and runs the
+// suite against it (with only, just those rules), as `tck run` does.
+func run(t *testing.T, name string, client nats.Client, only ...string) map[string]verdict.Result {
 	t.Helper()
-	ref := target.Ref{Suite: k.Suite, Name: k.Name, Address: string(k.Modes[0])}
-	st, err := k.Start(context.Background(), ref)
+	nt, err := nats.EmbeddedTarget(context.Background(), client)
 	if err != nil {
-		t.Fatalf("starting %s: %v", k.Key(), err)
+		t.Fatalf("starting %s: %v", name, err)
 	}
-	defer st.Stop()
+	defer nt.Stop()
+	tg := bind(nt)
 	out := map[string]verdict.Result{}
-	for _, r := range runner.Run(ref.Key(), st.Register, runner.Options{Rules: only}) {
+	for _, r := range runner.Run(name, func() { broker.Register(tg) }, runner.Options{Rules: only}) {
 		out[r.Rule] = r
 	}
 	return out
+}
+
+// client puts m's defect in the kit's client.
+func client(m mutants.Mutant) nats.Client {
+	c := nats.Client{Wrap: m.Wrap, Declare: m.Declare}
+	if m.Options != nil {
+		m.Options(&c.Options)
+	}
+	return c
 }
 
 // TestMutants runs the reference and every broker mutant through the suite
@@ -34,37 +45,34 @@ func run(t *testing.T, k target.Kind, only ...string) map[string]verdict.Result 
 // the reference passes every BR rule, each mutant fails its MustFail ids,
 // and every BR rule is failed by at least one mutant.
 func TestMutants(t *testing.T) {
-	reg := registry.Targets()
-	ref, ok := reg.Get("broker/nats")
-	if !ok {
-		t.Fatal("broker/nats is not registered")
-	}
-	for id, r := range run(t, ref) {
+	for id, r := range run(t, "broker/nats", nats.Client{}) {
 		if r.Verdict != verdict.Pass {
 			t.Errorf("reference broker/nats: %s is %s: %s", id, r.Verdict, r.Reason)
 		}
 	}
 	killed := map[string][]string{}
-	for _, k := range reg.Kinds("broker", true) {
-		if !k.Mutant {
-			continue
-		}
-		t.Run(k.Name, func(t *testing.T) {
+	for _, m := range mutants.All() {
+		t.Run(m.Name, func(t *testing.T) {
 			var only []string
 			if testing.Short() {
-				only = k.MustFail // -short: only what the mutant must fail
+				only = m.MustFail // -short: only what the mutant must fail
 			}
-			res := run(t, k, only...)
-			for _, id := range k.MustFail {
+			res := run(t, "broker/mutant-"+m.Name, client(m), only...)
+			for _, id := range m.MustFail {
 				if r := res[id]; r.Verdict != verdict.Fail {
-					t.Errorf("%s must fail %s, got %s: %s", k.Key(), id, r.Verdict, r.Reason)
+					t.Errorf("mutant %s must fail %s, got %s: %s", m.Name, id, r.Verdict, r.Reason)
 				}
 			}
 			for id, r := range res {
 				if r.Verdict == verdict.Fail {
-					killed[id] = append(killed[id], k.Name)
-					if !slices.Contains(k.MustFail, id) {
+					killed[id] = append(killed[id], m.Name)
+					if !slices.Contains(m.MustFail, id) {
 						t.Logf("also fails %s: %s", id, r.Reason)
+						if testing.Verbose() {
+							for _, n := range r.Evidence.Notes {
+								t.Logf("    %s", n)
+							}
+						}
 					}
 				}
 			}
@@ -77,4 +85,32 @@ func TestMutants(t *testing.T) {
 			t.Logf("%s failed by %v", r.ID, killed[r.ID])
 		}
 	}
+}
+
+// bind is the suite's Target for a NATS target, as the registry binds it.
+func bind(nt *nats.Target) broker.Target {
+	tg := broker.Target{
+		Open: func(ctx context.Context) (mq.Broker, error) { return nt.Client.Open(ctx, nt.URL) },
+		Caps: nt.Caps,
+	}
+	if px := nt.Proxy; px != nil {
+		tg.Fault = &broker.Fault{Addr: px.Addr, OpenVia: px.OpenVia, Split: px.Split,
+			PublishReply: func(topic string) broker.Match { return px.PublishReply(topic) }}
+	}
+	if nt.Private != nil {
+		tg.Private = func(ctx context.Context) (broker.Server, error) {
+			s, err := nt.Private(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return server{s}, nil
+		}
+	}
+	return tg
+}
+
+type server struct{ nats.Server }
+
+func (s server) Restart(ctx context.Context, how broker.Restart) error {
+	return s.Server.Restart(ctx, how == broker.Abrupt)
 }

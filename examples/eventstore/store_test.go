@@ -1,35 +1,57 @@
-package example_test
+package eventstore_test
 
 import (
 	"context"
 	"testing"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
-
 	"github.com/onceproof/tck/adapters/eventstore/memory"
 	"github.com/onceproof/tck/es"
-	"github.com/onceproof/tck/internal/precheck"
 	"github.com/onceproof/tck/suites/eventstore"
 )
 
-// TestMyEventStore is all a backend author writes: a Ginkgo suite that
-// registers the ES rules against a factory for their store. Rules the store
-// cannot decide show as skips whose message starts with the verdict
-// ("unknown: ...", "not-applicable: ...").
-func TestMyEventStore(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "my event store: onceproof conformance")
+// TestMyStore is all a backend author writes: every ES rule runs as a
+// subtest of it against your store.
+func TestMyStore(t *testing.T) {
+	eventstore.Check(t, myTarget())
 }
 
-var _ = Describe("my event store", func() {
+// myTarget is your store and what it declares; both entry points take it.
+func myTarget() eventstore.Target {
 	db := memory.NewDB() // replace with your store: one shared backend ...
-	eventstore.Register(eventstore.Target{
+	return eventstore.Target{
 		// ... and a factory that opens a handle on it for each rule.
 		Open: func(ctx context.Context) (es.EventStore, error) { return db.Open(), nil },
 		Caps: es.Capabilities{
-			AcceptsVersionGap: false,        // what your store declares; ES-1.11 measures it
-			PreCheck:          precheck.New, // your request-id pre-check chain, if you have one (ES-3.1)
+			AcceptsVersionGap: false,       // what your store declares; ES-1.11 measures it
+			PreCheck:          newPreCheck, // your request-id pre-check chain, if you have one (ES-3.1)
 		},
-	})
-})
+	}
+}
+
+// newPreCheck builds a request-id pre-check chain: a "maybe" from the fast
+// checker is confirmed by the authoritative query before a request is
+// rejected; with no authority, or a failing one, it is rejected (fail
+// closed). Leave Caps.PreCheck nil if your store has no such chain: ES-3.1
+// is then not applicable.
+func newPreCheck(fast es.FastChecker, authority es.ExistenceChecker) es.PreChecker {
+	return preCheck{fast, authority}
+}
+
+type preCheck struct {
+	fast      es.FastChecker
+	authority es.ExistenceChecker
+}
+
+func (p preCheck) Admit(ctx context.Context, agg es.AggregateID, requestID string) (bool, error) {
+	if !p.fast.MaybeDuplicate(agg, requestID) {
+		return true, nil
+	}
+	if p.authority == nil {
+		return false, nil
+	}
+	exists, err := p.authority.RequestIDExists(ctx, agg, requestID)
+	if err != nil {
+		return false, err
+	}
+	return !exists, nil
+}

@@ -4,83 +4,82 @@ import (
 	"context"
 	"errors"
 
-	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/spec"
-	"github.com/onceproof/tck/internal/verdict"
 )
 
 func registerBasics(s *spec.Set, t Target) {
-	s.It("ES-1.1", func(ctx context.Context, ev *verdict.Evidence) {
-		f := open(ctx, t, "ES-1.1", ev)
+	s.It("ES-1.1", func(r *spec.R) {
+		f := open(r, t)
 		agg := f.aggregate("a")
 		st := stream(agg, es.InitialVersion, "req-1", "Created", "Priced", "Confirmed")
 		// Bytes a text column or a JSON round trip would mangle.
 		st.Events[1].Body = []byte{0x00, 0xff, 0xfe, '\n', 0x80, 'x'}
 		st.Events[2].Body = []byte(`{"note":"  trailing  ","emoji":"\u00e9"}  `)
-		Expect(f.append("client", st)).To(Succeed(), "append at the initial version")
+		r.Expect(f.append("client", st)).To(gomega.Succeed(), "append at the initial version")
 		f.expectHistory(agg, []es.Stream{st}, "round trip")
 	})
 
-	s.It("ES-1.2", func(ctx context.Context, ev *verdict.Evidence) {
-		f := open(ctx, t, "ES-1.2", ev)
+	s.It("ES-1.2", func(r *spec.R) {
+		f := open(r, t)
 		agg := f.aggregate("unknown")
 		got, err := f.load(agg, es.InitialVersion, es.MaxVersion)
-		Expect(err).NotTo(HaveOccurred(), "loading an aggregate that was never written")
-		Expect(got).To(BeEmpty(), "loading an aggregate that was never written")
+		r.Expect(err).NotTo(gomega.HaveOccurred(), "loading an aggregate that was never written")
+		r.Expect(got).To(gomega.BeEmpty(), "loading an aggregate that was never written")
 	})
 
-	s.It("ES-1.3", func(ctx context.Context, ev *verdict.Evidence) {
-		f := open(ctx, t, "ES-1.3", ev)
+	s.It("ES-1.3", func(r *spec.R) {
+		f := open(r, t)
 		agg := f.aggregate("a")
 		first := stream(agg, es.InitialVersion, "req-1")
 		f.mustAppend(first)
 		err := f.append("intent-2", stream(agg, es.InitialVersion, "req-2"))
 		var dup *es.DuplicateAggregateIDError
-		Expect(errors.As(err, &dup)).To(BeTrue(), "a second create must fail with *es.DuplicateAggregateIDError, got %v", err)
-		Expect(dup.Aggregate).To(Equal(agg), "the creation conflict names the aggregate")
+		r.Expect(errors.As(err, &dup)).To(gomega.BeTrue(), "a second create must fail with *es.DuplicateAggregateIDError, got %v", err)
+		r.Expect(dup.Aggregate).To(gomega.Equal(agg), "the creation conflict names the aggregate")
 		f.expectHistory(agg, []es.Stream{first}, "after the refused create")
 	})
 
-	s.It("ES-1.4", func(ctx context.Context, ev *verdict.Evidence) {
-		f := open(ctx, t, "ES-1.4", ev)
+	s.It("ES-1.4", func(r *spec.R) {
+		f := open(r, t)
 		agg := f.aggregate("a")
 		v1, v2 := stream(agg, 1, "req-1"), stream(agg, 2, "req-2")
 		f.mustAppend(v1)
 		f.mustAppend(v2)
 		err := f.append("stale-writer", stream(agg, 2, "req-3"))
 		var vc *es.VersionConflictError
-		Expect(errors.As(err, &vc)).To(BeTrue(), "an append at a taken version must fail with *es.VersionConflictError, got %v", err)
-		Expect(vc.Aggregate).To(Equal(agg), "the version conflict names the aggregate")
-		Expect(vc.Version).To(Equal(2), "the version conflict carries the version asked for")
+		r.Expect(errors.As(err, &vc)).To(gomega.BeTrue(), "an append at a taken version must fail with *es.VersionConflictError, got %v", err)
+		r.Expect(vc.Aggregate).To(gomega.Equal(agg), "the version conflict names the aggregate")
+		r.Expect(vc.Version).To(gomega.Equal(2), "the version conflict carries the version asked for")
 		f.expectHistory(agg, []es.Stream{v1, v2}, "after the refused append")
 	})
 
-	s.It("ES-1.5", func(ctx context.Context, ev *verdict.Evidence) {
-		f := open(ctx, t, "ES-1.5", ev)
+	s.It("ES-1.5", func(r *spec.R) {
+		f := open(r, t)
 		agg := f.aggregate("a")
 		v1 := stream(agg, 1, "req-1")
 		f.mustAppend(v1)
 		err := f.append("retry", stream(agg, 2, "req-1", "Again", "AndAgain"))
 		var dr *es.DuplicateRequestIDError
-		Expect(errors.As(err, &dr)).To(BeTrue(), "the same request id at the next version must fail with *es.DuplicateRequestIDError, got %v", err)
-		Expect(dr.Aggregate).To(Equal(agg), "the duplicate-request-id conflict names the aggregate")
-		Expect(dr.RequestID).To(Equal("req-1"), "the duplicate-request-id conflict carries the request id")
+		r.Expect(errors.As(err, &dr)).To(gomega.BeTrue(), "the same request id at the next version must fail with *es.DuplicateRequestIDError, got %v", err)
+		r.Expect(dr.Aggregate).To(gomega.Equal(agg), "the duplicate-request-id conflict names the aggregate")
+		r.Expect(dr.RequestID).To(gomega.Equal("req-1"), "the duplicate-request-id conflict carries the request id")
 		f.expectHistory(agg, []es.Stream{v1}, "nothing persisted by the duplicate")
 	})
 
-	s.It("ES-1.6", func(ctx context.Context, ev *verdict.Evidence) {
-		f := open(ctx, t, "ES-1.6", ev)
+	s.It("ES-1.6", func(r *spec.R) {
+		f := open(r, t)
 		a, b := f.aggregate("a"), f.aggregate("b")
 		sa, sb := stream(a, 1, "shared-req"), stream(b, 1, "shared-req")
-		Expect(f.append("client", sa)).To(Succeed(), "request id shared-req on aggregate a")
-		Expect(f.append("client", sb)).To(Succeed(), "the same request id on another aggregate b")
+		r.Expect(f.append("client", sa)).To(gomega.Succeed(), "request id shared-req on aggregate a")
+		r.Expect(f.append("client", sb)).To(gomega.Succeed(), "the same request id on another aggregate b")
 		f.expectHistory(b, []es.Stream{sb}, "aggregate b")
 	})
 
-	s.It("ES-1.7", func(ctx context.Context, ev *verdict.Evidence) {
-		f := open(ctx, t, "ES-1.7", ev)
+	s.It("ES-1.7", func(r *spec.R) {
+		f := open(r, t)
 		agg := f.aggregate("a")
 		first := stream(agg, es.InitialVersion, "req-1")
 		f.mustAppend(first)
@@ -88,46 +87,46 @@ func registerBasics(s *spec.Set, t Target) {
 		retry.CommandID = "cmd-retry-" + nonce() // a rebuilt command gets a new command id
 		err := f.append("retry", retry)
 		chosen := conflictName(err)
-		ev.Figure("conflict chosen for an exact retry", chosen, "")
-		Expect(chosen).To(BeElementOf("DuplicateRequestID", "DuplicateAggregateID"),
+		r.Ev.Figure("conflict chosen for an exact retry", chosen, "")
+		r.Expect(chosen).To(gomega.BeElementOf("DuplicateRequestID", "DuplicateAggregateID"),
 			"an exact retry of a create must fail with a typed conflict, got %v", err)
 		f.expectHistory(agg, []es.Stream{first}, "after the exact retry")
-		Expect(f.exists(agg, "req-1")).To(BeTrue(), "the authoritative query must find the caller's own earlier success")
+		r.Expect(f.exists(agg, "req-1")).To(gomega.BeTrue(), "the authoritative query must find the caller's own earlier success")
 		// Another intent on the same id is told apart by the same query.
 		err = f.append("other-intent", stream(agg, es.InitialVersion, "req-other"))
-		Expect(conflictName(err)).To(Equal("DuplicateAggregateID"), "another intent creating the same aggregate, got %v", err)
-		Expect(f.exists(agg, "req-other")).To(BeFalse(), "the other intent's request id must not be found")
+		r.Expect(conflictName(err)).To(gomega.Equal("DuplicateAggregateID"), "another intent creating the same aggregate, got %v", err)
+		r.Expect(f.exists(agg, "req-other")).To(gomega.BeFalse(), "the other intent's request id must not be found")
 		if chosen != "DuplicateRequestID" {
-			ev.Notef("SHOULD: the store raised %s for an exact retry; DuplicateRequestID tells the caller directly that its own request succeeded", chosen)
+			r.Ev.Notef("SHOULD: the store raised %s for an exact retry; DuplicateRequestID tells the caller directly that its own request succeeded", chosen)
 		} else {
-			ev.Notef("exact retry raised DuplicateRequestID (the SHOULD choice); RequestIDExists confirmed the earlier success")
+			r.Ev.Notef("exact retry raised DuplicateRequestID (the SHOULD choice); RequestIDExists confirmed the earlier success")
 		}
 	})
 
-	s.It("ES-1.8", func(ctx context.Context, ev *verdict.Evidence) {
-		f := open(ctx, t, "ES-1.8", ev)
+	s.It("ES-1.8", func(r *spec.R) {
+		f := open(r, t)
 		a, b := f.aggregate("a"), f.aggregate("b")
 		f.mustAppend(stream(a, 1, "req-a"))
 		f.mustAppend(stream(b, 1, "req-b"))
-		Expect(f.exists(a, "req-a")).To(BeTrue(), "a stored request id")
-		Expect(f.exists(a, "req-never")).To(BeFalse(), "an unknown request id")
-		Expect(f.exists(b, "req-a")).To(BeFalse(), "the same request id on another aggregate")
-		Expect(f.exists(f.aggregate("c"), "req-a")).To(BeFalse(), "a request id on an aggregate that does not exist")
+		r.Expect(f.exists(a, "req-a")).To(gomega.BeTrue(), "a stored request id")
+		r.Expect(f.exists(a, "req-never")).To(gomega.BeFalse(), "an unknown request id")
+		r.Expect(f.exists(b, "req-a")).To(gomega.BeFalse(), "the same request id on another aggregate")
+		r.Expect(f.exists(f.aggregate("c"), "req-a")).To(gomega.BeFalse(), "a request id on an aggregate that does not exist")
 	})
 
-	s.It("ES-1.9", func(ctx context.Context, ev *verdict.Evidence) {
-		f := open(ctx, t, "ES-1.9", ev)
+	s.It("ES-1.9", func(r *spec.R) {
+		f := open(r, t)
 		agg := f.aggregate("a")
 		v1 := stream(agg, 1, "req-1")
 		f.mustAppend(v1)
-		Expect(f.append("dup-request", stream(agg, 2, "req-1", "E1", "E2", "E3"))).NotTo(Succeed(), "a three-event stream with a duplicate request id")
-		Expect(f.append("dup-create", stream(agg, 1, "req-9", "E1", "E2", "E3"))).NotTo(Succeed(), "a three-event create of an existing aggregate")
+		r.Expect(f.append("dup-request", stream(agg, 2, "req-1", "E1", "E2", "E3"))).NotTo(gomega.Succeed(), "a three-event stream with a duplicate request id")
+		r.Expect(f.append("dup-create", stream(agg, 1, "req-9", "E1", "E2", "E3"))).NotTo(gomega.Succeed(), "a three-event create of an existing aggregate")
 		f.expectHistory(agg, []es.Stream{v1}, "after two rejected multi-event streams")
-		Expect(f.exists(agg, "req-9")).To(BeFalse(), "the rejected stream's request id")
+		r.Expect(f.exists(agg, "req-9")).To(gomega.BeFalse(), "the rejected stream's request id")
 	})
 
-	s.It("ES-1.10", func(ctx context.Context, ev *verdict.Evidence) {
-		f := open(ctx, t, "ES-1.10", ev)
+	s.It("ES-1.10", func(r *spec.R) {
+		f := open(r, t)
 		agg := f.aggregate("a")
 		f.mustAppend(stream(agg, 1, "req-1"))
 		f.mustAppend(stream(agg, 2, "req-2"))
@@ -137,56 +136,56 @@ func registerBasics(s *spec.Set, t Target) {
 			"duplicate request": f.append("probe", stream(agg, 3, "req-1")),
 		}
 		for what, err := range conflicts {
-			Expect(err).To(HaveOccurred(), "the %s conflict", what)
-			Expect(conflictName(err)).NotTo(Equal("error"), "the %s conflict must be a typed error (errors.As), got %T: %v", what, err, err)
-			Expect(errors.Is(err, es.ErrConflict)).To(BeTrue(), "the %s conflict must match es.ErrConflict", what)
+			r.Expect(err).To(gomega.HaveOccurred(), "the %s conflict", what)
+			r.Expect(conflictName(err)).NotTo(gomega.Equal("error"), "the %s conflict must be a typed error (errors.As), got %T: %v", what, err, err)
+			r.Expect(errors.Is(err, es.ErrConflict)).To(gomega.BeTrue(), "the %s conflict must match es.ErrConflict", what)
 		}
 		var vc *es.VersionConflictError
-		Expect(errors.As(conflicts["version"], &vc)).To(BeTrue(), "the version conflict")
-		Expect([]any{vc.Aggregate, vc.Version, vc.RequestID}).To(Equal([]any{agg, 2, "req-y"}), "the version conflict carries aggregate, version and request id")
+		r.Expect(errors.As(conflicts["version"], &vc)).To(gomega.BeTrue(), "the version conflict")
+		r.Expect([]any{vc.Aggregate, vc.Version, vc.RequestID}).To(gomega.Equal([]any{agg, 2, "req-y"}), "the version conflict carries aggregate, version and request id")
 		var dr *es.DuplicateRequestIDError
-		Expect(errors.As(conflicts["duplicate request"], &dr)).To(BeTrue(), "the duplicate-request-id conflict")
-		Expect([]any{dr.Aggregate, dr.Version, dr.RequestID}).To(Equal([]any{agg, 3, "req-1"}), "the duplicate-request-id conflict carries aggregate, version and request id")
+		r.Expect(errors.As(conflicts["duplicate request"], &dr)).To(gomega.BeTrue(), "the duplicate-request-id conflict")
+		r.Expect([]any{dr.Aggregate, dr.Version, dr.RequestID}).To(gomega.Equal([]any{agg, 3, "req-1"}), "the duplicate-request-id conflict carries aggregate, version and request id")
 
 		// Failures that are not conflicts must not be labelled as one.
-		cancelled, cancel := context.WithCancel(ctx)
+		cancelled, cancel := context.WithCancel(r.Context())
 		cancel()
 		fresh := stream(f.aggregate("cancelled"), 1, "req-c")
 		err := f.appendWith(cancelled, f.store, "cancelled-ctx", fresh)
-		Expect(isConflict(err)).To(BeFalse(), "an append with a cancelled context must not report a conflict, got %v", err)
+		r.Expect(isConflict(err)).To(gomega.BeFalse(), "an append with a cancelled context must not report a conflict, got %v", err)
 		if err == nil {
 			f.expectHistory(fresh.Aggregate, []es.Stream{fresh}, "a cancelled append reported as success")
 		}
-		closed, oerr := t.Open(ctx)
-		Expect(oerr).NotTo(HaveOccurred(), "opening a second handle")
-		Expect(closed.Close()).To(Succeed(), "closing the second handle")
-		err = f.appendWith(ctx, closed, "closed-handle", stream(agg, 3, "req-3"))
-		Expect(err).To(HaveOccurred(), "an append through a closed handle must fail")
-		Expect(isConflict(err)).To(BeFalse(), "an append through a closed handle must not report a conflict, got %v", err)
+		closed, oerr := t.Open(r.Context())
+		r.Expect(oerr).NotTo(gomega.HaveOccurred(), "opening a second handle")
+		r.Expect(closed.Close()).To(gomega.Succeed(), "closing the second handle")
+		err = f.appendWith(r.Context(), closed, "closed-handle", stream(agg, 3, "req-3"))
+		r.Expect(err).To(gomega.HaveOccurred(), "an append through a closed handle must fail")
+		r.Expect(isConflict(err)).To(gomega.BeFalse(), "an append through a closed handle must not report a conflict, got %v", err)
 		err = f.append("bad-input", es.Stream{Aggregate: agg, Version: 3, RequestID: "req-3"})
-		Expect(err).To(HaveOccurred(), "a stream without events must be refused")
-		Expect(isConflict(err)).To(BeFalse(), "a stream without events is an argument error, not a conflict, got %v", err)
+		r.Expect(err).To(gomega.HaveOccurred(), "a stream without events must be refused")
+		r.Expect(isConflict(err)).To(gomega.BeFalse(), "a stream without events is an argument error, not a conflict, got %v", err)
 	})
 
-	s.It("ES-1.11", func(ctx context.Context, ev *verdict.Evidence) {
-		f := open(ctx, t, "ES-1.11", ev)
+	s.It("ES-1.11", func(r *spec.R) {
+		f := open(r, t)
 		agg := f.aggregate("a")
 		f.mustAppend(stream(agg, 1, "req-1"))
 		gap := stream(agg, 3, "req-3")
 		err := f.append("client", gap)
 		measured := err == nil
-		ev.Figure("declared: accepts tail+2", t.Caps.AcceptsVersionGap, "")
-		ev.Figure("measured: accepts tail+2", measured, "")
+		r.Ev.Figure("declared: accepts tail+2", t.Caps.AcceptsVersionGap, "")
+		r.Ev.Figure("measured: accepts tail+2", measured, "")
 		if err != nil {
 			var vc *es.VersionConflictError
-			Expect(errors.As(err, &vc)).To(BeTrue(), "a refused gap must be a version conflict, got %v", err)
+			r.Expect(errors.As(err, &vc)).To(gomega.BeTrue(), "a refused gap must be a version conflict, got %v", err)
 		}
-		Expect(measured).To(Equal(t.Caps.AcceptsVersionGap), "the version-gap policy must match the declaration")
-		ev.Notef("version gap accepted: %v, as declared", measured)
+		r.Expect(measured).To(gomega.Equal(t.Caps.AcceptsVersionGap), "the version-gap policy must match the declaration")
+		r.Ev.Notef("version gap accepted: %v, as declared", measured)
 	})
 
-	s.It("ES-1.12", func(ctx context.Context, ev *verdict.Evidence) {
-		f := open(ctx, t, "ES-1.12", ev)
+	s.It("ES-1.12", func(r *spec.R) {
+		f := open(r, t)
 		agg := f.aggregate("a")
 		var all []es.Stream
 		for v := 1; v <= 5; v++ {
@@ -195,24 +194,24 @@ func registerBasics(s *spec.Set, t Target) {
 			all = append(all, st)
 		}
 		got, err := f.load(agg, 2, 4)
-		Expect(err).NotTo(HaveOccurred(), "load [2,4]")
-		Expect(summaries(got)).To(Equal(summaries(all[1:4])), "load [2,4] returns versions 2, 3, 4 in order")
+		r.Expect(err).NotTo(gomega.HaveOccurred(), "load [2,4]")
+		r.Expect(summaries(got)).To(gomega.Equal(summaries(all[1:4])), "load [2,4] returns versions 2, 3, 4 in order")
 		got, err = f.load(agg, 4, 4)
-		Expect(err).NotTo(HaveOccurred(), "load [4,4]")
-		Expect(summaries(got)).To(Equal(summaries(all[3:4])), "load [4,4] returns version 4")
+		r.Expect(err).NotTo(gomega.HaveOccurred(), "load [4,4]")
+		r.Expect(summaries(got)).To(gomega.Equal(summaries(all[3:4])), "load [4,4] returns version 4")
 		got, err = f.load(agg, 6, 9)
-		Expect(err).NotTo(HaveOccurred(), "load beyond the tail")
-		Expect(got).To(BeEmpty(), "load beyond the tail")
-		for _, r := range [][2]int{{3, 2}, {0, 2}, {-1, 5}} {
-			_, err := f.load(agg, r[0], r[1])
-			Expect(err).To(HaveOccurred(), "load [%d,%d] is an invalid range", r[0], r[1])
-			Expect(errors.Is(err, es.ErrInvalidArgument)).To(BeTrue(), "load [%d,%d] must be es.ErrInvalidArgument, got %v", r[0], r[1], err)
-			Expect(isConflict(err)).To(BeFalse(), "an invalid range is not a conflict, got %v", err)
+		r.Expect(err).NotTo(gomega.HaveOccurred(), "load beyond the tail")
+		r.Expect(got).To(gomega.BeEmpty(), "load beyond the tail")
+		for _, rg := range [][2]int{{3, 2}, {0, 2}, {-1, 5}} {
+			_, err := f.load(agg, rg[0], rg[1])
+			r.Expect(err).To(gomega.HaveOccurred(), "load [%d,%d] is an invalid range", rg[0], rg[1])
+			r.Expect(errors.Is(err, es.ErrInvalidArgument)).To(gomega.BeTrue(), "load [%d,%d] must be es.ErrInvalidArgument, got %v", rg[0], rg[1], err)
+			r.Expect(isConflict(err)).To(gomega.BeFalse(), "an invalid range is not a conflict, got %v", err)
 		}
 	})
 
-	s.It("ES-1.13", func(ctx context.Context, ev *verdict.Evidence) {
-		f := open(ctx, t, "ES-1.13", ev)
+	s.It("ES-1.13", func(r *spec.R) {
+		f := open(r, t)
 		base := f.aggregate("a")
 		others := map[string]es.AggregateID{"tenant": base, "aggregate name": base, "context": base}
 		o := others["tenant"]
@@ -227,9 +226,9 @@ func registerBasics(s *spec.Set, t Target) {
 		f.mustAppend(stream(base, 1, "req-1"))
 		for what, agg := range others {
 			st := stream(agg, 1, "req-1")
-			Expect(f.append("client", st)).To(Succeed(), "a create of the same id under another %s with the same request id", what)
+			r.Expect(f.append("client", st)).To(gomega.Succeed(), "a create of the same id under another %s with the same request id", what)
 			f.expectHistory(agg, []es.Stream{st}, "the aggregate under another "+what)
 		}
-		Expect(f.history(base)).To(HaveLen(1), "the original aggregate keeps one stream")
+		r.Expect(f.history(base)).To(gomega.HaveLen(1), "the original aggregate keeps one stream")
 	})
 }

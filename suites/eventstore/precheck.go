@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"sync"
 
-	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/spec"
-	"github.com/onceproof/tck/internal/verdict"
 )
 
 // scriptedFast is a fast checker whose answers the rule chooses, so that a
@@ -38,37 +37,37 @@ func (failingAuthority) RequestIDExists(context.Context, es.AggregateID, string)
 }
 
 func registerPreCheck(s *spec.Set, t Target) {
-	s.It("ES-3.1", func(ctx context.Context, ev *verdict.Evidence) {
-		f := open(ctx, t, "ES-3.1", ev)
+	s.It("ES-3.1", func(r *spec.R) {
+		f := open(r, t)
 		agg := f.aggregate("a")
 		f.mustAppend(stream(agg, 1, "req-stored"))
 		fast := &scriptedFast{maybe: map[string]bool{"req-stored": true, "req-false-positive": true}}
 		admit := func(name string, pc es.PreChecker, id string) (bool, error) {
 			h := f.rec.Invoke("precheck:"+name, "admit?", id)
-			ok, err := pc.Admit(ctx, agg, id)
+			ok, err := pc.Admit(r.Context(), agg, id)
 			h.OK(fmt.Sprintf("admit=%v err=%v", ok, err))
 			return ok, err
 		}
 		chain := t.Caps.PreCheck(fast, f.store)
 		ok, err := admit("with-authority", chain, "req-stored")
-		Expect(err).NotTo(HaveOccurred(), "pre-check of a stored request id")
-		Expect(ok).To(BeFalse(), "a 'maybe' confirmed by the authoritative query is rejected")
+		r.Expect(err).NotTo(gomega.HaveOccurred(), "pre-check of a stored request id")
+		r.Expect(ok).To(gomega.BeFalse(), "a 'maybe' confirmed by the authoritative query is rejected")
 		ok, err = admit("with-authority", chain, "req-false-positive")
-		Expect(err).NotTo(HaveOccurred(), "pre-check of a false positive")
-		Expect(ok).To(BeTrue(), "a false positive of the fast checker, refuted by the authoritative query, is let through")
+		r.Expect(err).NotTo(gomega.HaveOccurred(), "pre-check of a false positive")
+		r.Expect(ok).To(gomega.BeTrue(), "a false positive of the fast checker, refuted by the authoritative query, is let through")
 		ok, err = admit("with-authority", chain, "req-new")
-		Expect(err).NotTo(HaveOccurred(), "pre-check of a new request id")
-		Expect(ok).To(BeTrue(), "a request id the fast checker has never seen is let through")
+		r.Expect(err).NotTo(gomega.HaveOccurred(), "pre-check of a new request id")
+		r.Expect(ok).To(gomega.BeTrue(), "a request id the fast checker has never seen is let through")
 
 		closed := t.Caps.PreCheck(fast, nil)
 		ok, _ = admit("no-authority", closed, "req-false-positive")
-		Expect(ok).To(BeFalse(), "with no authoritative query a 'maybe' is rejected (fail closed)")
+		r.Expect(ok).To(gomega.BeFalse(), "with no authoritative query a 'maybe' is rejected (fail closed)")
 		ok, _ = admit("no-authority", closed, "req-new")
-		Expect(ok).To(BeTrue(), "with no authoritative query a clear 'no' from the fast checker is let through")
+		r.Expect(ok).To(gomega.BeTrue(), "with no authoritative query a clear 'no' from the fast checker is let through")
 
 		broken := t.Caps.PreCheck(fast, failingAuthority{})
 		ok, _ = admit("failing-authority", broken, "req-false-positive")
-		Expect(ok).To(BeFalse(), "when the authoritative query fails a 'maybe' is rejected, not admitted")
-		ev.Notef("maybe→authority confirmed; false positive admitted; no or failing authority rejected")
+		r.Expect(ok).To(gomega.BeFalse(), "when the authoritative query fails a 'maybe' is rejected, not admitted")
+		r.Ev.Notef("maybe→authority confirmed; false positive admitted; no or failing authority rejected")
 	})
 }

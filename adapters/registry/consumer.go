@@ -16,82 +16,84 @@ import (
 	"github.com/onceproof/tck/suites/consumer"
 )
 
-func init() { extra = append(extra, addConsumers) }
-
-func addConsumers(r *target.Registry) {
-	r.Add(target.Kind{
-		Suite: "consumer", Name: "reference",
-		Summary: "the reference consumer (atomic claim of (message, version, scope), versioned upsert, ack last) and outbox, over NATS JetStream",
-		Modes:   []target.Mode{target.Embedded, target.External},
-		Needs:   "nothing (embedded NATS); a nats-server with JetStream for a URL",
-		Default: true, Reference: true,
-		Start: func(ctx context.Context, ref target.Ref) (*target.Started, error) {
-			return consumerStarted(ctx, ref, reference.Reference(), outbox.Factory, false)
+func consumers() []row {
+	ref := reference.Reference()
+	rows := []row{{
+		Kind: target.Kind{
+			Suite: "consumer", Name: "reference",
+			Summary: "the reference consumer (atomic claim of (message, version, scope), versioned upsert, ack last) and outbox, over NATS JetStream",
+			Needs:   "nothing (embedded NATS); a nats-server with JetStream for a URL",
+			Default: true, Reference: true,
 		},
-	})
+		modes: []mode{
+			{target.Embedded, consumerStarted(ref, outbox.Factory)},
+			{target.External, consumerStarted(ref, outbox.Factory)},
+		},
+	}}
 	for _, m := range mutants.All() {
-		m := m
 		box := m.Outbox
 		if box == nil {
 			box = outbox.Factory
 		}
-		r.Add(target.Kind{
-			Suite: "consumer", Name: "mutant-" + m.Name,
-			Summary: "mutant: " + m.Summary,
-			Modes:   []target.Mode{target.Embedded},
-			Needs:   "nothing",
-			Mutant:  true, MustFail: m.MustFail,
-			Start: func(ctx context.Context, ref target.Ref) (*target.Started, error) {
-				return consumerStarted(ctx, ref, m.Design, box, true)
+		rows = append(rows, row{
+			Kind: target.Kind{
+				Suite: "consumer", Name: "mutant-" + m.Name,
+				Summary: "mutant: " + m.Summary,
+				Needs:   "nothing",
+				Mutant:  true, MustFail: m.MustFail,
 			},
+			modes: []mode{{target.Embedded, consumerStarted(m.Design, box)}},
 		})
 	}
+	return rows
 }
 
 // consumerStarted binds a consumer design and an outbox to the suite over
 // NATS JetStream: an embedded server, or the server at the ref's URL.
-func consumerStarted(ctx context.Context, ref target.Ref, d reference.Design, box co.Outbox, mutant bool) (*target.Started, error) {
-	url, stop, version := ref.Address, func() error { return nil }, "nats.go "+natsClientVersion
-	if ref.Mode() == target.Embedded {
-		e, err := nats.StartEmbedded(ctx)
-		if err != nil {
-			return nil, target.Unavailable(ref, err)
+func consumerStarted(d reference.Design, box co.Outbox) start {
+	return func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+		url, stop, version := ref.Address, func() error { return nil }, "nats.go "+nats.ClientVersion()
+		if ref.Mode() == target.Embedded {
+			e, err := nats.StartEmbedded(ctx)
+			if err != nil {
+				return nil, target.Unavailable(ref, err)
+			}
+			url, stop, version = e.URL(), e.Stop, "nats-server "+nats.Version+" (embedded)"
 		}
-		url, stop, version = e.URL(), e.Stop, "nats-server "+nats.Version+" (embedded)"
-	}
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	probe, err := nats.Connect(cctx, url, nats.Options{})
-	if err != nil {
-		_ = stop()
-		return nil, target.Unavailable(ref, redact.Error(err, redact.Secrets(url)...))
-	}
-	_ = probe.Close()
-	t := consumer.Target{
-		Broker:   func(ctx context.Context) (mq.Broker, error) { return nats.Connect(ctx, url, nats.Options{}) },
-		New:      d.Factory(),
-		Declared: d.Declared(),
-		Outbox:   box,
-	}
-	life := "forever"
-	if d.Lifetime > 0 {
-		life = d.Lifetime.String()
-	}
-	return &target.Started{
-		Info: target.Info{
-			Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: target.Redact(url), Version: version, Mutant: mutant,
-			Config: map[string]string{
-				"broker":               "NATS JetStream",
-				"scopes":               strings.Join(t.Declared.Scopes, ", "),
-				"dedupeRecordLifetime": life,
-				"clockScale":           "x1200 (a seed minute is 50ms real)",
-				"ackWait":              "2m seed (100ms real)",
-				"redeliveryHorizon":    "11m seed (550ms real)",
-				"schedule":             "200 events, seed in the CO-5.1 evidence",
-				"outbox":               boolString(box != nil),
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		probe, err := nats.Connect(cctx, url, nats.Options{})
+		if err != nil {
+			_ = stop()
+			return nil, target.Unavailable(ref, redact.Error(err, redact.Secrets(url)...))
+		}
+		_ = probe.Close()
+		t := consumer.Target{
+			Broker:   func(ctx context.Context) (mq.Broker, error) { return nats.Connect(ctx, url, nats.Options{}) },
+			New:      d.Factory(),
+			Declared: d.Declared(),
+			Outbox:   box,
+		}
+		life := "forever"
+		if d.Lifetime > 0 {
+			life = d.Lifetime.String()
+		}
+		return &target.Started{
+			Info: target.Info{
+				Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: target.Redact(url), Version: version,
+				Config: map[string]string{
+					"broker":               "NATS JetStream",
+					"scopes":               strings.Join(t.Declared.Scopes, ", "),
+					"dedupeRecordLifetime": life,
+					"clockScale":           "x1200 (a seed minute is 50ms real)",
+					"ackWait":              "2m seed (100ms real)",
+					"redeliveryHorizon":    "11m seed (550ms real)",
+					"schedule":             "200 events, seed in the CO-5.1 evidence",
+					"outbox":               boolString(box != nil),
+				},
 			},
-		},
-		Register: func() { consumer.Register(t) },
-		Stop:     stop,
-	}, nil
+			Register: func() { consumer.Register(t) },
+			Stop:     stop,
+		}, nil
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/containers"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/target"
@@ -70,7 +71,7 @@ func TestPostgresContainerPassesEventStoreSuite(t *testing.T) {
 }
 
 func TestNATSContainerPassesBrokerSuite(t *testing.T) {
-	for _, r := range runContainer(t, "broker/nats", containers.NATSImage()) {
+	for _, r := range runContainer(t, "broker/nats", nats.Image()) {
 		if r.Verdict == verdict.Fail {
 			t.Errorf("%s: %s: %s", r.Rule, r.Verdict, r.Reason)
 		}
@@ -100,7 +101,10 @@ func TestContainerWithoutDockerChild(t *testing.T) {
 		t.Skip("runs only as the child of TestContainerWithoutDocker")
 	}
 	for _, key := range []string{"broker/nats=container", "eventstore/postgres=container"} {
-		ref, _ := target.Parse(key)
+		ref, err := target.Parse(key)
+		if err != nil {
+			t.Fatal(err)
+		}
 		kind, ref, err := Targets().Resolve(ref)
 		if err != nil {
 			t.Fatal(err)

@@ -2,82 +2,120 @@ package registry
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/onceproof/tck/adapters/eventstore/memory"
 	"github.com/onceproof/tck/adapters/eventstore/mutants"
 	pgstore "github.com/onceproof/tck/adapters/eventstore/postgres"
 	"github.com/onceproof/tck/adapters/eventstore/sqlite"
 	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/internal/containers"
 	"github.com/onceproof/tck/internal/precheck"
+	"github.com/onceproof/tck/internal/redact"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/suites/eventstore"
 )
 
-func addEventStores(r *target.Registry) {
+func eventStores() []row {
+	var rows []row
 	for _, m := range mutants.All {
-		r.Add(target.Kind{
-			Suite: "eventstore", Name: "mutant-" + m.Name,
-			Summary: "deliberately broken: " + m.Defect,
-			Modes:   []target.Mode{target.Embedded},
-			Needs:   "nothing",
-			Mutant:  true, MustFail: m.MustFail,
-			Start: func(ctx context.Context, ref target.Ref) (*target.Started, error) {
-				db := m.NewDB()
-				st := esStarted(ref, "mutant of the in-process reference", m.Caps(), func(context.Context) (es.EventStore, error) { return db.Open(), nil }, nil)
-				st.Info.Mutant = true
-				st.Info.Notes = append(st.Info.Notes, "defect: "+m.Defect)
-				return st, nil
+		rows = append(rows, row{
+			Kind: target.Kind{
+				Suite: "eventstore", Name: "mutant-" + m.Name,
+				Summary: "deliberately broken: " + m.Defect,
+				Needs:   "nothing",
+				Mutant:  true, MustFail: m.MustFail,
 			},
+			modes: []mode{{target.Embedded, func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+				db := m.NewDB()
+				return esStarted(ref, "mutant of the in-process reference", m.Caps(), func(context.Context) (es.EventStore, error) { return db.Open(), nil }, nil), nil
+			}}},
+			note: "defect: " + m.Defect,
 		})
 	}
-	r.Add(target.Kind{
-		Suite: "eventstore", Name: "memory",
-		Summary:   "the reference store: a map behind one mutex",
-		Modes:     []target.Mode{target.Embedded},
-		Needs:     "nothing",
-		Reference: true,
-		Start: func(ctx context.Context, ref target.Ref) (*target.Started, error) {
-			db := memory.NewDB()
-			caps := es.Capabilities{PreCheck: precheck.New}
-			return esStarted(ref, "in-process map", caps, func(context.Context) (es.EventStore, error) { return db.Open(), nil }, nil), nil
+	return append(rows,
+		row{
+			Kind: target.Kind{
+				Suite: "eventstore", Name: "memory",
+				Summary:   "the reference store: a map behind one mutex",
+				Needs:     "nothing",
+				Reference: true,
+			},
+			modes: []mode{{target.Embedded, func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+				db := memory.NewDB()
+				return esStarted(ref, "in-process map", refCaps(), func(context.Context) (es.EventStore, error) { return db.Open(), nil }, nil), nil
+			}}},
 		},
-	})
-	r.Add(target.Kind{
-		Suite: "eventstore", Name: "sqlite",
-		Summary: "SQLite through the pure-Go driver: constraints inside one transaction",
-		Modes:   []target.Mode{target.Embedded, target.External},
-		Needs:   "nothing (a temporary database file), or sqlite:///path/to/file.db",
-		Default: true,
-		Start: func(ctx context.Context, ref target.Ref) (*target.Started, error) {
-			open := sqlite.OpenTemp
-			if ref.Mode() == target.External {
-				open = func(ctx context.Context) (*sqlite.DB, func() error, error) { return sqlite.OpenFile(ctx, ref.Address) }
-			}
-			db, stop, err := open(ctx)
-			if err != nil {
-				return nil, target.Unavailable(ref, err)
-			}
-			caps := es.Capabilities{PreCheck: precheck.New}
-			return esStarted(ref, "sqlite "+db.Version(ctx), caps, func(context.Context) (es.EventStore, error) { return db.Store(), nil }, stop), nil
+		row{
+			Kind: target.Kind{
+				Suite: "eventstore", Name: "sqlite",
+				Summary: "SQLite through the pure-Go driver: constraints inside one transaction",
+				Needs:   "nothing (a temporary database file), or sqlite:///path/to/file.db",
+				Default: true,
+			},
+			modes: []mode{
+				{target.Embedded, sqliteStore(sqlite.OpenTemp)},
+				{target.External, func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+					return sqliteStore(func(ctx context.Context) (*sqlite.DB, func() error, error) { return sqlite.OpenFile(ctx, ref.Address) })(ctx, ref)
+				}},
+			},
 		},
-	})
-	r.Add(target.Kind{
-		Suite: "eventstore", Name: "postgres",
-		Summary: "PostgreSQL through pgx: named unique constraints, errors mapped by constraint name",
-		Modes:   []target.Mode{target.External, target.Container},
-		Needs:   "a PostgreSQL URL, postgres://user:pw@host:5432/db (scripts/postgres-local.sh starts one), or Docker and the image postgres:15 (TCK_POSTGRES_IMAGE; `make images` builds it) for =container; the adapter creates and uses the schema onceproof_tck only",
-		Start: func(ctx context.Context, ref target.Ref) (*target.Started, error) {
-			if ref.Mode() == target.Container {
-				return postgresContainer(ctx, ref) // containers.go
-			}
-			db, err := pgstore.Open(ctx, ref.Address)
-			if err != nil {
-				return nil, target.Unavailable(ref, err)
-			}
-			caps := es.Capabilities{PreCheck: precheck.New}
-			return esStarted(ref, "PostgreSQL "+db.Version(), caps, func(context.Context) (es.EventStore, error) { return db.Store(), nil }, db.Close), nil
+		row{
+			Kind: target.Kind{
+				Suite: "eventstore", Name: "postgres",
+				Summary: "PostgreSQL through pgx: named unique constraints, errors mapped by constraint name",
+				Needs:   "a PostgreSQL URL, postgres://user:pw@host:5432/db (scripts/postgres-local.sh starts one), or Docker and the image " + containers.DefaultPostgresImage + " (TCK_POSTGRES_IMAGE; `make images` builds it) for =container; the adapter creates and uses the schema onceproof_tck only",
+			},
+			modes: []mode{
+				{target.External, func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+					db, err := pgstore.Open(ctx, ref.Address)
+					if err != nil {
+						return nil, target.Unavailable(ref, err)
+					}
+					return esStarted(ref, "PostgreSQL "+db.Version(), refCaps(), func(context.Context) (es.EventStore, error) { return db.Store(), nil }, db.Close), nil
+				}},
+				{target.Container, postgresContainer},
+			},
 		},
-	})
+	)
+}
+
+// refCaps is what the real stores declare: the kit's own request-id
+// pre-check chain in front of them.
+func refCaps() es.Capabilities { return es.Capabilities{PreCheck: precheck.New} }
+
+func sqliteStore(open func(ctx context.Context) (*sqlite.DB, func() error, error)) start {
+	return func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+		db, stop, err := open(ctx)
+		if err != nil {
+			return nil, target.Unavailable(ref, err)
+		}
+		return esStarted(ref, "sqlite "+db.Version(ctx), refCaps(), func(context.Context) (es.EventStore, error) { return db.Store(), nil }, stop), nil
+	}
+}
+
+// postgresContainer is eventstore/postgres=container: a fresh PostgreSQL per
+// run, through the same pgx adapter as a URL. Stop also removes the
+// container.
+func postgresContainer(ctx context.Context, ref target.Ref) (*target.Started, error) {
+	p, err := containers.StartPostgres(ctx, containers.PostgresOptions{})
+	if err != nil {
+		return nil, target.Unavailable(ref, err)
+	}
+	remove := func() error { return p.Remove(context.Background()) }
+	db, err := pgstore.Open(ctx, p.URL)
+	if err != nil {
+		_ = remove()
+		return nil, target.Unavailable(ref, redact.Error(err, redact.Secrets(p.URL)...))
+	}
+	st := esStarted(ref, "PostgreSQL "+db.Version()+" (container)", refCaps(),
+		func(context.Context) (es.EventStore, error) { return db.Store(), nil },
+		func() error { return errors.Join(db.Close(), remove()) })
+	st.Info.Address = target.Redact(p.URL)
+	st.Info.Config["image"] = p.Spec.Image
+	st.Info.Notes = append(st.Info.Notes, fmt.Sprintf("container %s from image %s, removed when the run ends", p.Name, p.Spec.Image))
+	return st, nil
 }
 
 // esStarted binds an event-store factory to the suite.
@@ -96,11 +134,4 @@ func esStarted(ref target.Ref, version string, caps es.Capabilities, open events
 		Register: func() { eventstore.Register(eventstore.Target{Open: open, Caps: caps}) },
 		Stop:     stop,
 	}
-}
-
-func boolString(b bool) string {
-	if b {
-		return "true"
-	}
-	return "false"
 }

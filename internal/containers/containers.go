@@ -227,8 +227,9 @@ func Start(ctx context.Context, spec Spec) (*Container, error) {
 		opts = append(opts, testcontainers.WithWaitStrategyAndDeadline(timeout, wait.ForLog(spec.WaitLog).WithStartupTimeout(timeout)))
 	} else {
 		// No default wait: testcontainers' port check execs a shell inside
-		// the container, and the kit's images have none.
-		opts = append(opts, testcontainers.WithWaitStrategy())
+		// the container, and the kit's images have none (Ready, if set,
+		// decides instead).
+		opts = append(opts, testcontainers.WithWaitStrategy(wait.ForNop(func(context.Context, wait.StrategyTarget) error { return nil })))
 	}
 	for path, content := range spec.Files {
 		opts = append(opts, testcontainers.WithFiles(testcontainers.ContainerFile{
@@ -365,7 +366,11 @@ func freePort() (int, error) {
 		return 0, err
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	a, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		return 0, fmt.Errorf("listener address %v is not TCP", l.Addr())
+	}
+	return a.Port, nil
 }
 
 var staleOnce sync.Once

@@ -9,7 +9,10 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // DefaultPostgresImage is the official image name with the major version the
@@ -18,7 +21,12 @@ import (
 const DefaultPostgresImage = "postgres:15"
 
 // PostgresImage is the image to use: TCK_POSTGRES_IMAGE, else the default.
-func PostgresImage() string { return envOr("TCK_POSTGRES_IMAGE", DefaultPostgresImage) }
+func PostgresImage() string {
+	if v := os.Getenv("TCK_POSTGRES_IMAGE"); v != "" {
+		return v
+	}
+	return DefaultPostgresImage
+}
 
 // PostgresOptions tune a PostgreSQL container.
 type PostgresOptions struct {
@@ -56,6 +64,23 @@ func StartPostgres(ctx context.Context, o PostgresOptions) (*Postgres, error) {
 	}
 	u := url.URL{Scheme: "postgres", User: url.UserPassword("tck", pw), Host: c.Endpoint("5432/tcp"), Path: "/tck", RawQuery: "sslmode=disable"}
 	return &Postgres{Container: c, URL: u.String()}, nil
+}
+
+// Ready succeeds once the server runs queries: after a kill PostgreSQL
+// answers on its port (PostgresPing) while it still replays its log and
+// refuses sessions ("the database system is starting up"), so a heal that
+// waited only for the port would hand the next writer a server that cannot
+// serve it yet.
+func (p *Postgres) Ready(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, p.URL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var one int
+	return conn.QueryRow(ctx, "SELECT 1").Scan(&one)
 }
 
 // PostgresPing asks the server at hostport whether it speaks TLS (an

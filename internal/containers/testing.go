@@ -19,8 +19,12 @@ func Need(t testing.TB, images ...string) {
 	if err := Available(ctx); err != nil {
 		reason = err.Error()
 	} else {
-		dc, _ := Client(ctx)
+		dc, err := Client(ctx)
 		for _, img := range images {
+			if err != nil {
+				reason = err.Error()
+				break
+			}
 			if _, err := dc.ImageInspect(ctx, img); err != nil {
 				reason = "image " + img + " is not present locally; build it with `make images` (scripts/build-images.sh)"
 				break

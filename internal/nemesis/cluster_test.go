@@ -8,6 +8,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/adapters/registry"
 	"github.com/onceproof/tck/internal/containers"
 	"github.com/onceproof/tck/internal/runner"
@@ -25,7 +26,7 @@ import (
 // copy stored; a delivery left unacked before the kill back as a later
 // attempt); nothing is left behind.
 func TestNATSClusterLeaderKill(t *testing.T) {
-	containers.Need(t, containers.NATSImage())
+	containers.Need(t, nats.Image())
 	ref, err := target.Parse("broker/nats-cluster=container")
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +60,7 @@ func TestNATSClusterLeaderKill(t *testing.T) {
 			logEvidence(t, r.Evidence)
 		}
 		if r.Rule == "BR-2.9" {
+			logQueue(t, "cluster, stream leader killed (R3), via broker/nats-cluster", r)
 			checkLeaderChanges(t, r.Evidence)
 			checkProbe(t, r.Evidence)
 		}
@@ -78,7 +80,9 @@ func checkLeaderChanges(t *testing.T, ev *verdict.Evidence) {
 	changes := -1
 	for _, f := range ev.Figures {
 		if f.Name == "stream leader changes" {
-			changes, _ = f.Value.(int)
+			if n, ok := f.Value.(int); ok {
+				changes = n
+			}
 		}
 		if strings.HasPrefix(f.Name, "stream leader") || strings.HasPrefix(f.Name, "new leader") {
 			t.Logf("  %s: %v %s", f.Name, f.Value, f.Unit)
@@ -120,8 +124,8 @@ func checkProbe(t *testing.T, ev *verdict.Evidence) {
 	if got["probe: copies stored of the retried id"] != 1 {
 		t.Errorf("BR-2.9: copies of the retried id %v, want 1", got["probe: copies stored of the retried id"])
 	}
-	if a, _ := got["probe: unacked delivery came back as attempt"].(int); a < 2 {
-		t.Errorf("BR-2.9: the unacked delivery came back as attempt %d, want 2 or more", a)
+	if a, ok := got["probe: unacked delivery came back as attempt"].(int); !ok || a < 2 {
+		t.Errorf("BR-2.9: the unacked delivery came back as attempt %v, want 2 or more", got["probe: unacked delivery came back as attempt"])
 	}
 	probes := 0
 	for _, op := range ev.Timeline {

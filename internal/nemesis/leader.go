@@ -6,61 +6,59 @@ import (
 	"sync"
 	"time"
 
-	natsgo "github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
-	natsadapter "github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/containers"
-	"github.com/onceproof/tck/internal/history"
 )
 
-// Leaders watches which server leads a JetStream stream of a cluster, and
-// notes every change on the timeline (actor "observer", action "leader"):
-// "n2 -> none" when the leader is lost, "n2 -> n3" when another is elected.
+// Lookup asks the system under fault who leads a replicated resource now
+// ("" or an error while it has no leader). Each backend supplies its own
+// (the NATS adapter asks JetStream for a stream's leader).
+type Lookup func(ctx context.Context) (string, error)
+
+// Leaders tracks who leads one replicated resource across a fault, and notes
+// every change on the timeline (actor "observer", action "leader"): "n2 ->
+// none" when the leader is lost, "n2 -> n3" when another is elected.
 type Leaders struct {
-	js     jetstream.JetStream
-	nc     *natsgo.Conn
-	stream string
-	rec    *history.Recorder
+	lookup Lookup
+	key    string // the resource, for the timeline
+	log    Log
 
 	mu      sync.Mutex
-	current string // "" while the stream has no leader
+	current string // "" while the resource has no leader
 	known   string // the last leader seen
 	changes int
 	history []string // every leader seen, in order
-	firstAt time.Time
 	// electedAt is when a leader other than the previous one was first seen.
 	electedAt time.Time
 }
 
-// WatchLeader starts watching topic's stream on the cluster at url.
-func WatchLeader(url, topic string, rec *history.Recorder) (*Leaders, error) {
-	nc, err := natsgo.Connect(url, natsgo.MaxReconnects(-1), natsgo.ReconnectWait(50*time.Millisecond), natsgo.Timeout(2*time.Second))
-	if err != nil {
-		return nil, err
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, err
-	}
-	return &Leaders{js: js, nc: nc, stream: natsadapter.StreamName(topic), rec: rec}, nil
+// Track returns a tracker of key's leader asking lookup, noting on log
+// (which may be nil).
+func Track(key string, lookup Lookup, log Log) *Leaders {
+	return &Leaders{lookup: lookup, key: key, log: log}
 }
 
-// Leader asks the cluster for the stream's leader now (each question bounded
-// by a second) and notes a change.
+func (l *Leaders) note(result string) {
+	if l.log != nil {
+		l.log.Note("observer", "leader", l.key, result)
+	}
+}
+
+// Leader asks who leads now (each question bounded by a second) and notes a
+// change.
 func (l *Leaders) Leader(ctx context.Context) (string, error) {
-	lead, err := l.ask(ctx)
+	actx, cancel := context.WithTimeout(ctx, time.Second)
+	lead, err := l.lookup(actx)
+	cancel()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err != nil || lead == "" {
 		if err == nil {
-			err = fmt.Errorf("stream %s has no leader now", l.stream)
+			err = fmt.Errorf("%s has no leader now", l.key)
 		}
-		// While the leader is gone the stream cannot say who leads. A
-		// leader seen before and lost now is a change on the timeline.
+		// While the leader is gone nobody can say who leads. A leader seen
+		// before and lost now is a change on the timeline.
 		if l.current != "" {
-			l.rec.Note("observer", "leader", l.stream, fmt.Sprintf("%s -> none (%v)", l.current, err))
+			l.note(fmt.Sprintf("%s -> none (%v)", l.current, err))
 			l.current = ""
 		}
 		return "", err
@@ -69,7 +67,6 @@ func (l *Leaders) Leader(ctx context.Context) (string, error) {
 		was := l.known
 		if was == "" {
 			was = "none"
-			l.firstAt = time.Now()
 		} else if lead != l.known {
 			l.changes++
 			l.electedAt = time.Now()
@@ -81,46 +78,10 @@ func (l *Leaders) Leader(ctx context.Context) (string, error) {
 			// A question went unanswered, then the same leader answered.
 			was = "none"
 		}
-		l.rec.Note("observer", "leader", l.stream, fmt.Sprintf("%s -> %s", was, lead))
+		l.note(fmt.Sprintf("%s -> %s", was, lead))
 		l.current, l.known = lead, lead
 	}
 	return lead, nil
-}
-
-func (l *Leaders) ask(ctx context.Context) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	s, err := l.js.Stream(ctx, l.stream)
-	if err != nil {
-		return "", err
-	}
-	info := s.CachedInfo()
-	if info.Cluster == nil {
-		return "", fmt.Errorf("stream %s is not clustered", l.stream)
-	}
-	return info.Cluster.Leader, nil
-}
-
-// Healthy succeeds once the stream has a leader and every other replica is
-// online and current: a restarted node has caught up, so reads and writes
-// no longer depend on which node a client reaches.
-func (l *Leaders) Healthy(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	s, err := l.js.Stream(ctx, l.stream)
-	if err != nil {
-		return err
-	}
-	info := s.CachedInfo()
-	if info.Cluster == nil || info.Cluster.Leader == "" {
-		return fmt.Errorf("stream %s has no leader", l.stream)
-	}
-	for _, r := range info.Cluster.Replicas {
-		if r.Offline || !r.Current {
-			return fmt.Errorf("replica %s of stream %s is not current yet", r.Name, l.stream)
-		}
-	}
-	return nil
 }
 
 // Changes counts the leader changes seen after the first leader: a leader
@@ -152,47 +113,59 @@ func (l *Leaders) ElectedAt() time.Time {
 	return l.electedAt
 }
 
-// Run polls the leader every interval until ctx ends.
+// Run asks every interval until ctx ends.
 func (l *Leaders) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
 	for ctx.Err() == nil {
 		_, _ = l.Leader(ctx)
 		select {
 		case <-ctx.Done():
-		case <-time.After(interval):
+		case <-t.C:
 		}
 	}
 }
 
-// Close ends the watcher's connection.
-func (l *Leaders) Close() { l.nc.Close() }
-
-// KillLeader is the cluster fault: it finds the stream's leader, kills its
-// container (SIGKILL), holds, starts it again and waits until it answers.
-func KillLeader(nm *Nemesis, c *containers.NATSCluster, l *Leaders, hold time.Duration) Broken {
-	return func(ctx context.Context) error {
-		_, err := FaultLeader(ctx, nm, Kill, c, l, hold)
-		return err
-	}
+// Watch runs the tracker in the background, asking every interval, until
+// the returned stop is called; stop returns once the tracker has ended.
+func (l *Leaders) Watch(ctx context.Context, interval time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); l.Run(ctx, interval) }()
+	return func() { cancel(); <-done }
 }
 
-// FaultLeader applies fault k (Kill or Restart) to the node leading l's
-// stream: it finds the leader (bounded by 15 s), injects, holds, heals and
-// waits until the node answers. It returns the node it hurt.
-func FaultLeader(ctx context.Context, nm *Nemesis, k Kind, c *containers.NATSCluster, l *Leaders, hold time.Duration) (string, error) {
-	fctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+// Until asks until the leader satisfies ok, within ctx: for "the stream has
+// a leader" (ok accepts any) or "another node leads" (ok rejects the old).
+func (l *Leaders) Until(ctx context.Context, ok func(lead string) bool) (string, error) {
 	var lead string
-	err := containers.Retry(fctx, func() error {
+	err := containers.Retry(ctx, func() error {
 		var err error
-		lead, err = l.Leader(fctx)
-		return err
+		lead, err = l.Leader(ctx)
+		if err != nil {
+			return err
+		}
+		if !ok(lead) {
+			return fmt.Errorf("%s led by %q", l.key, lead)
+		}
+		return nil
 	})
+	return lead, err
+}
+
+// Fault applies fault k to the node that leads now: it finds the leader
+// (within 15 s), names the node with node, and injects, holds and heals
+// through n. It returns the leader it hurt.
+func (n *Nemesis) Fault(ctx context.Context, k Kind, l *Leaders, node func(lead string) (Target, error), hold time.Duration) (string, error) {
+	fctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	lead, err := l.Until(fctx, func(string) bool { return true })
 	cancel()
 	if err != nil {
-		return "", fmt.Errorf("no stream leader to fault: %w", err)
+		return "", fmt.Errorf("no leader to fault: %w", err)
 	}
-	node := c.Node(lead)
-	if node == nil {
-		return lead, fmt.Errorf("leader %q is no node of the cluster", lead)
+	t, err := node(lead)
+	if err != nil {
+		return lead, err
 	}
-	return lead, nm.Apply(ctx, k, Target{Name: lead + " (stream leader)", Container: node.Container, Ready: node.Ping}, hold)
+	return lead, n.Apply(ctx, k, t, hold)
 }

@@ -1,8 +1,9 @@
 // Package nemesis injects faults into the kit's broker and store containers
 // (a "nemesis" in Jepsen's sense): stop and start, kill and start, pause and
-// resume, cut and restore the network, each at a chosen point of a workload.
-// Every fault and heal is a note on the workload's history.Recorder, so the
-// timeline in the report shows where the fault fell among the operations.
+// resume, cut and restore the network, and tracks which node leads a
+// replicated resource while it does. It holds no workload: a fault run drives
+// a suite's real rule, whose Target.Disrupt hook calls Apply, and every fault
+// and heal is a note on that rule's timeline (its Log).
 //
 // A fault is two steps, Inject and Heal; Heal returns once the server answers
 // again (the container's own readiness probe), so a workload resumes on a
@@ -19,8 +20,13 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/onceproof/tck/internal/containers"
-	"github.com/onceproof/tck/internal/history"
 )
+
+// Log is where a fault notes what it did: a rule's timeline. The suites'
+// Disrupt logs have this method.
+type Log interface {
+	Note(actor, action, key, result string)
+}
 
 // Kind names a fault.
 type Kind string
@@ -52,19 +58,19 @@ type Target struct {
 	Ready     Ready
 }
 
-// Nemesis injects faults and records them on rec.
+// Nemesis injects faults and notes them on a Log.
 type Nemesis struct {
-	rec *history.Recorder
+	log Log
 	// HealTimeout bounds the wait for the server after a heal (default 60s).
 	HealTimeout time.Duration
 }
 
-// New returns a nemesis recording on rec (which may be nil).
-func New(rec *history.Recorder) *Nemesis { return &Nemesis{rec: rec, HealTimeout: 60 * time.Second} }
+// New returns a nemesis noting on log (which may be nil).
+func New(log Log) *Nemesis { return &Nemesis{log: log, HealTimeout: 60 * time.Second} }
 
 func (n *Nemesis) note(action, value, result string) {
-	if n.rec != nil {
-		n.rec.Note("nemesis", action, value, result)
+	if n.log != nil {
+		n.log.Note("nemesis", action, value, result)
 	}
 }
 

@@ -123,7 +123,11 @@ func freePort() (int, error) {
 		return 0, err
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	a, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		return 0, fmt.Errorf("listener address %v is not TCP", l.Addr())
+	}
+	return a.Port, nil
 }
 
 func (p *Process) start(ctx context.Context) error {

@@ -1,4 +1,4 @@
-package nemesis
+package nats
 
 import (
 	"context"
@@ -8,10 +8,7 @@ import (
 	"testing"
 	"time"
 
-	natsadapter "github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/containers"
-	"github.com/onceproof/tck/internal/history"
-	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -77,16 +74,16 @@ func (r *retryFreshID) Publish(ctx context.Context, topic string, m mq.Message) 
 // a retry that loses its id: KillStreamLeader returns an ErrProbe naming
 // the de-dupe violation (BR-2.9 fails with it on the cluster target).
 func TestNATSClusterProbeCatchesFreshIDRetry(t *testing.T) {
-	containers.Need(t, containers.NATSImage())
+	containers.Need(t, Image())
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	c, err := containers.StartNATSCluster(ctx, 3, containers.NATSOptions{})
+	c, err := StartCluster(ctx, 3, ContainerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Remove(context.Background())
 	open := func(ctx context.Context) (mq.Broker, error) {
-		return natsadapter.Connect(ctx, c.URL, natsadapter.Options{DedupeWindow: ProbeWindow})
+		return Connect(ctx, c.URL, Options{DedupeWindow: ProbeWindow})
 	}
 	b, err := open(ctx)
 	if err != nil {
@@ -104,16 +101,38 @@ func TestNATSClusterProbeCatchesFreshIDRetry(t *testing.T) {
 		}
 		return &retryFreshID{Broker: b, seen: map[string]bool{}}, nil
 	}}
-	rec := history.New()
-	ev := &verdict.Evidence{}
-	err = cf.KillStreamLeader(ctx, "BR-2.9", topic, rec, ev)
-	for _, op := range rec.Ops() {
-		if op.Actor == "probe" || op.Action == "leader" {
-			t.Logf("  %v", op)
-		}
-	}
+	log := &testLog{t: t}
+	err = cf.KillStreamLeader(ctx, "BR-2.9", topic, log)
 	if !errors.Is(err, ErrProbe) || !strings.Contains(err.Error(), "not reported as a duplicate") {
 		t.Fatalf("a retry under a fresh id: KillStreamLeader = %v, want an ErrProbe de-dupe violation", err)
 	}
 	t.Logf("caught: %v", err)
 }
+
+// testLog is a Disrupt log that writes every line to the test's log.
+type testLog struct {
+	t  *testing.T
+	mu sync.Mutex
+	// figures holds the last value of each figure.
+	figures map[string]any
+}
+
+func (l *testLog) Step(actor, action, key string, err error) {
+	l.t.Logf("  %s %s %s: %v", actor, action, key, err)
+}
+
+func (l *testLog) Note(actor, action, key, result string) {
+	l.t.Logf("  %s %s %s: %s", actor, action, key, result)
+}
+
+func (l *testLog) Figure(name string, value any, unit string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.figures == nil {
+		l.figures = map[string]any{}
+	}
+	l.figures[name] = value
+	l.t.Logf("  figure %s: %v %s", name, value, unit)
+}
+
+func (l *testLog) Notef(format string, args ...any) { l.t.Logf("  note: "+format, args...) }

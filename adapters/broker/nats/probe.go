@@ -1,4 +1,4 @@
-package nemesis
+package nats
 
 import (
 	"context"
@@ -9,10 +9,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	natsadapter "github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/containers"
-	"github.com/onceproof/tck/internal/history"
-	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -83,14 +80,14 @@ type probeRun struct {
 	group string
 	m     mq.Consumer
 	first time.Time
-	rec   *history.Recorder
+	log   Log
 	// finished: finish ran and closed the probe's handles.
 	finished bool
 }
 
 // startProbe creates the probe's topic (three replicas, a long window),
 // publishes its message once, and takes one delivery it leaves unacked.
-func startProbe(ctx context.Context, open func(context.Context) (mq.Broker, error), url, topic string, replicas int, rec *history.Recorder) (*probeRun, error) {
+func startProbe(ctx context.Context, open func(context.Context) (mq.Broker, error), url, topic string, replicas int, log Log) (*probeRun, error) {
 	b, err := open(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("probe: opening: %w", err)
@@ -100,25 +97,30 @@ func startProbe(ctx context.Context, open func(context.Context) (mq.Broker, erro
 		_ = b.Close()
 		return nil, fmt.Errorf("probe: connecting: %w", err)
 	}
-	js, _ := jetstream.New(nc)
-	pr := &probeRun{b: b, nc: nc, js: js, rec: rec, group: topic + "-g"}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		_ = b.Close()
+		nc.Close()
+		return nil, fmt.Errorf("probe: jetstream: %w", err)
+	}
+	pr := &probeRun{b: b, nc: nc, js: js, log: log, group: topic + "-g"}
 	pr.p = LeaderProbe{Topic: topic + "-probe", ID: topic + "-probe-x", Copies: -1}
 	if err := b.CreateTopic(ctx, pr.p.Topic, mq.TopicConfig{Retention: mq.Limits, DedupeWindow: ProbeWindow, Replicas: replicas}); err != nil {
 		pr.close()
 		return nil, fmt.Errorf("probe: creating its topic: %w", err)
 	}
-	rec.Note("probe", "create-topic", pr.p.Topic, fmt.Sprintf("%d replicas, window %s", replicas, ProbeWindow))
-	h := rec.Invoke("probe", "publish", fmt.Sprintf("%s id=%s (before the kill)", pr.p.Topic, pr.p.ID))
+	log.Note("probe", "create-topic", pr.p.Topic, fmt.Sprintf("%d replicas, window %s", replicas, ProbeWindow))
+	key := fmt.Sprintf("%s id=%s (before the kill)", pr.p.Topic, pr.p.ID)
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	ack, err := b.Publish(pctx, pr.p.Topic, mq.Message{ID: pr.p.ID, Payload: []byte("first")})
 	cancel()
 	if err != nil {
-		h.Info(err.Error())
+		log.Step("probe", "publish", key, err)
 		pr.close()
 		return nil, fmt.Errorf("probe: the first publish: %w", err)
 	}
 	pr.first = time.Now()
-	h.OK(fmt.Sprintf("pos=%s duplicate=%v", ack.Position, ack.Duplicate))
+	log.Note("probe", "publish", key, fmt.Sprintf("pos=%s duplicate=%v", ack.Position, ack.Duplicate))
 	m, err := b.Consumer(ctx, pr.p.Topic, mq.ConsumerConfig{Group: pr.group, AckWait: probeAckWait})
 	if err != nil {
 		pr.close()
@@ -133,7 +135,7 @@ func startProbe(ctx context.Context, open func(context.Context) (mq.Broker, erro
 		return nil, fmt.Errorf("probe: no first delivery (%d, %v)", len(ds), err)
 	}
 	pr.p.FirstAttempt = ds[0].Attempt()
-	rec.Note("probe", "deliver", pr.p.ID, fmt.Sprintf("attempt %d, left unacked across the kill", pr.p.FirstAttempt))
+	log.Note("probe", "deliver", pr.p.ID, fmt.Sprintf("attempt %d, left unacked across the kill", pr.p.FirstAttempt))
 	return pr, nil
 }
 
@@ -142,8 +144,8 @@ func startProbe(ctx context.Context, open func(context.Context) (mq.Broker, erro
 // until every replica of both is current: a delivery not yet replicated
 // when its leader dies is a lost write of the fault, not of the broker.
 func (pr *probeRun) lead(ctx context.Context, node string) error {
-	stream := natsadapter.StreamName(pr.p.Topic)
-	consumer := natsadapter.StreamName(pr.group)
+	stream := StreamName(pr.p.Topic)
+	consumer := StreamName(pr.group)
 	req, _ := json.Marshal(map[string]any{"placement": map[string]string{"preferred": node}})
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
@@ -190,7 +192,7 @@ func (pr *probeRun) lead(ctx context.Context, node string) error {
 // left the killed node, the retry of the same id is answered, and the
 // unacked delivery comes back.
 func (pr *probeRun) afterElection(ctx context.Context, killed string) {
-	stream := natsadapter.StreamName(pr.p.Topic)
+	stream := StreamName(pr.p.Topic)
 	lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	_ = containers.Retry(lctx, func() error {
 		// Each question is bounded: a stream without a leader does not
@@ -203,7 +205,7 @@ func (pr *probeRun) afterElection(ctx context.Context, killed string) {
 		}
 		if si := s.CachedInfo(); si.Cluster != nil && si.Cluster.Leader != "" && si.Cluster.Leader != killed {
 			pr.p.LeaderMoved = true
-			pr.rec.Note("probe", "leader", stream, killed+" -> "+si.Cluster.Leader)
+			pr.log.Note("probe", "leader", stream, killed+" -> "+si.Cluster.Leader)
 			return nil
 		}
 		return fmt.Errorf("probe stream not led yet")
@@ -213,20 +215,20 @@ func (pr *probeRun) afterElection(ctx context.Context, killed string) {
 	// producer whose first reply it never saw would.
 	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	for rctx.Err() == nil {
-		h := pr.rec.Invoke("probe", "publish", fmt.Sprintf("%s id=%s (retry, after the leader change)", pr.p.Topic, pr.p.ID))
+		key := fmt.Sprintf("%s id=%s (retry, after the leader change)", pr.p.Topic, pr.p.ID)
 		pctx, c2 := context.WithTimeout(rctx, 2*time.Second)
 		ack, err := pr.b.Publish(pctx, pr.p.Topic, mq.Message{ID: pr.p.ID, Payload: []byte("retry")})
 		c2()
 		if err != nil {
-			h.Info(err.Error())
+			pr.log.Step("probe", "publish", key, err)
 			time.Sleep(200 * time.Millisecond)
 			continue
 		}
 		pr.p.Retried, pr.p.RetryDuplicate, pr.p.RetryAfter = true, ack.Duplicate, time.Since(pr.first)
 		if ack.Duplicate {
-			h.OK("pos=" + ack.Position + " duplicate")
+			pr.log.Note("probe", "publish", key, "pos="+ack.Position+" duplicate")
 		} else {
-			h.OK("pos=" + ack.Position + " stored")
+			pr.log.Note("probe", "publish", key, "pos="+ack.Position+" stored")
 		}
 		break
 	}
@@ -254,7 +256,7 @@ func (pr *probeRun) afterElection(ctx context.Context, killed string) {
 		for _, d := range ds {
 			if d.Message().ID == pr.p.ID {
 				pr.p.Redelivered = d.Attempt()
-				pr.rec.Note("probe", "redeliver", pr.p.ID, fmt.Sprintf("attempt %d, after the leader change", d.Attempt()))
+				pr.log.Note("probe", "redeliver", pr.p.ID, fmt.Sprintf("attempt %d, after the leader change", d.Attempt()))
 				actx, c3 := context.WithTimeout(dctx, 2*time.Second)
 				_ = d.Ack(actx)
 				c3()
@@ -264,9 +266,9 @@ func (pr *probeRun) afterElection(ctx context.Context, killed string) {
 	cancel()
 }
 
-// finish reads the probe's topic back, puts the outcome in ev, and removes
+// finish reads the probe's topic back, puts the outcome on log, and removes
 // the topic.
-func (pr *probeRun) finish(ctx context.Context, ev *verdict.Evidence) {
+func (pr *probeRun) finish(ctx context.Context, log Log) {
 	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	_ = containers.Retry(rctx, func() error {
 		actx, c2 := context.WithTimeout(rctx, 5*time.Second)
@@ -284,13 +286,13 @@ func (pr *probeRun) finish(ctx context.Context, ev *verdict.Evidence) {
 		return nil
 	})
 	cancel()
-	pr.rec.Note("probe", "read-all", pr.p.Topic, fmt.Sprintf("%d copies of %s", pr.p.Copies, pr.p.ID))
+	pr.log.Note("probe", "read-all", pr.p.Topic, fmt.Sprintf("%d copies of %s", pr.p.Copies, pr.p.ID))
 	p := pr.p
-	ev.Figure("probe: retry across the leader change answered duplicate", p.RetryDuplicate, "")
-	ev.Figure("probe: retry after the first publish", p.RetryAfter.Seconds(), "s")
-	ev.Figure("probe: copies stored of the retried id", p.Copies, "")
-	ev.Figure("probe: unacked delivery came back as attempt", p.Redelivered, "")
-	ev.Notef("leader-change probe on topic %s: id %s published before the kill and retried %.1f s later through the new leader (window %s): duplicate=%v, %d cop(ies) stored; its delivery left unacked (attempt %d) came back as attempt %d after the change",
+	log.Figure("probe: retry across the leader change answered duplicate", p.RetryDuplicate, "")
+	log.Figure("probe: retry after the first publish", p.RetryAfter.Seconds(), "s")
+	log.Figure("probe: copies stored of the retried id", p.Copies, "")
+	log.Figure("probe: unacked delivery came back as attempt", p.Redelivered, "")
+	log.Notef("leader-change probe on topic %s: id %s published before the kill and retried %.1f s later through the new leader (window %s): duplicate=%v, %d cop(ies) stored; its delivery left unacked (attempt %d) came back as attempt %d after the change",
 		p.Topic, p.ID, p.RetryAfter.Seconds(), ProbeWindow, p.RetryDuplicate, p.Copies, p.FirstAttempt, p.Redelivered)
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	_ = pr.b.DeleteTopic(dctx, pr.p.Topic)

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/onceproof/tck/internal/redact"
 )
@@ -32,6 +33,18 @@ type Ref struct {
 	Suite   string
 	Name    string
 	Address string // "embedded", "container" or a URL; "" means the kind's default
+	// Opts are the run's settings for the suite (not part of the address).
+	Opts Options
+}
+
+// Options are run-wide settings a started target hands to its suite.
+type Options struct {
+	// Seed seeds every randomized rule (0: each rule picks one and records
+	// it in its evidence); `tck run --seed` re-runs a recorded one.
+	Seed int64
+	// RestartWindow is the de-dupe window BR-1.7 tests across a broker
+	// restart (0: chosen from the restart time the rule measures).
+	RestartWindow time.Duration
 }
 
 // Key is SUITE/NAME.

@@ -183,8 +183,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.Var(&sel.rules, "rule", "only these rule ids (repeatable); the others are reported as skipped")
 	out := fs.String("out", "", "report folder (default: a new timestamped folder under ./tck-results/)")
 	quiet := fs.Bool("quiet", false, "no progress lines, only the summary")
+	seed := fs.Int64("seed", 0, "seed for every randomized rule (0: each rule picks one and records it in its evidence)")
+	restartWindow := fs.Duration("restart-window", 0, "BR-1.7's de-dupe window across a broker restart (0: chosen from the measured restart time)")
 	if err := parse(fs, args, stdout); err != nil {
 		return err
+	}
+	if *seed < 0 || *restartWindow < 0 {
+		return usagef("--seed and --restart-window must not be negative")
 	}
 	p, err := makePlan(registry.Targets(), sel)
 	if err != nil {
@@ -220,7 +225,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		progress("%s: starting (%s)", t.name, t.ref.Mode())
 		sctx, cancel := context.WithTimeout(ctx, startTimeout)
-		st, err := t.kind.Start(sctx, t.ref)
+		ref := t.ref
+		ref.Opts = target.Options{Seed: *seed, RestartWindow: *restartWindow}
+		st, err := t.kind.Start(sctx, ref)
 		cancel()
 		if err != nil {
 			if !errors.Is(err, target.ErrUnavailable) {

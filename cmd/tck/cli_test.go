@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onceproof/tck/adapters/registry"
+
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/reports"
 )
@@ -178,6 +180,11 @@ func TestDocsMatchTheCLI(t *testing.T) {
 		}
 		if !strings.Contains(arch, "`"+name+"`") {
 			t.Errorf("docs/ARCHITECTURE.md does not list the command `%s`", name)
+		}
+	}
+	for _, k := range registry.Targets().Kinds("", false) {
+		if !strings.Contains(readme, "`"+k.Key()+"`") {
+			t.Errorf("README's target table does not list %s", k.Key())
 		}
 	}
 	for _, p := range []string{"README.md", "docs/containers.md", "docs/ARCHITECTURE.md", "docs/broker.md", "docs/eventstore.md", "docs/consumer.md"} {

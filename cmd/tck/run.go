@@ -229,6 +229,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		ref.Opts = target.Options{Seed: *seed, RestartWindow: *restartWindow}
 		st, err := t.kind.Start(sctx, ref)
 		cancel()
+		if err != nil && ctx.Err() != nil {
+			// Interrupted while starting: the run is inconclusive, the
+			// target is not to blame.
+			rep.Targets = append(rep.Targets, reports.Target{Info: target.Info{Name: t.name, Suite: t.kind.Suite, Mode: t.ref.Mode()}, Status: "skipped", Error: "the run was interrupted while the target was starting"})
+			rep.Results = append(rep.Results, skippedAll(t, "the run was interrupted while the target was starting")...)
+			continue
+		}
 		if err != nil {
 			if !errors.Is(err, target.ErrUnavailable) {
 				err = target.Unavailable(t.ref, err)

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/onceproof/tck/reports"
+)
+
+// TestCredentialsRedactedEverywhere runs the CLI against NATS servers that
+// need a token and a user:password, and one that is not there, and checks
+// that no secret appears on stdout, stderr or in any file of the report.
+func TestCredentialsRedactedEverywhere(t *testing.T) {
+	const token, password = "T0KENs3cr3tvalue", "pw-s3cr3t-value"
+	tokenSrv := natsServer(t, &server.Options{Authorization: token})
+	userSrv := natsServer(t, &server.Options{Username: "kit", Password: password})
+	cases := []struct {
+		name, url, secret string
+		code              int
+	}{
+		{"token", "nats://" + token + "@" + tokenSrv, token, reports.ExitConformant},
+		{"user:password", "nats://kit:" + password + "@" + userSrv, password, reports.ExitConformant},
+		{"token, unreachable", "nats://" + token + "@127.0.0.1:1", token, reports.ExitUnavailable},
+		{"query password, unreachable", "nats://127.0.0.1:1?password=" + password, password, reports.ExitUnavailable},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out")
+			code, stdout, stderr := tck(t, "run", "--quiet", "--suite", "broker", "--target", "broker/nats="+c.url, "--rule", "BR-2.1", "--out", dir)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d; stderr %q", code, c.code, stderr)
+			}
+			for where, text := range map[string]string{"stdout": stdout, "stderr": stderr} {
+				if strings.Contains(text, c.secret) {
+					t.Errorf("%s shows the secret: %q", where, text)
+				}
+			}
+			files := 0
+			_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+				if err != nil || d.IsDir() {
+					return err
+				}
+				files++
+				data, _ := os.ReadFile(path)
+				if strings.Contains(string(data), c.secret) {
+					t.Errorf("%s holds the secret", path)
+				}
+				return nil
+			})
+			if files < 5 {
+				t.Errorf("only %d files written, want the four reports, the log and histories", files)
+			}
+		})
+	}
+}
+
+// natsServer starts an embedded JetStream server with the given auth.
+func natsServer(t *testing.T, o *server.Options) string {
+	t.Helper()
+	o.Host, o.Port, o.JetStream, o.StoreDir, o.NoLog, o.NoSigs = "127.0.0.1", -1, true, t.TempDir(), true, true
+	s, err := server.NewServer(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server did not start")
+	}
+	t.Cleanup(s.Shutdown)
+	return s.Addr().String()
+}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/onceproof/tck/internal/containers"
+	"github.com/onceproof/tck/reports"
+)
+
+// TestInterruptLeavesNothing sends SIGINT to `tck run` at many points of a
+// run, the default run and, where Docker is available, a container run, and
+// checks after each that the process exited as documented (2 when
+// interrupted, or the run's own code when it finished first), wrote no
+// half report, and left nothing behind: no file in its own TMPDIR (the
+// kit's temporary folders and child servers' stores), no child process, no
+// container, network or volume labelled with its pid.
+func TestInterruptLeavesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: about 30 runs of the CLI")
+	}
+	bin := filepath.Join(t.TempDir(), "tck")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building tck: %v\n%s", err, out)
+	}
+	type run struct {
+		args  []string
+		delay time.Duration
+	}
+	var runs []run
+	// The default run: delays from before the first target starts to deep
+	// into the broker and consumer suites.
+	for _, ms := range []int{0, 30, 80, 150, 250, 400, 600, 800, 1000, 1300, 1600, 2000, 2500, 3000, 3600, 4300, 5000, 6000, 7000, 8500, 10000, 12000} {
+		runs = append(runs, run{[]string{"run", "--quiet"}, time.Duration(ms) * time.Millisecond})
+	}
+	docker := containers.Available(context.Background()) == nil
+	if !docker && os.Getenv("TCK_REQUIRE_DOCKER") == "1" {
+		t.Fatal("Docker is not available and TCK_REQUIRE_DOCKER=1")
+	}
+	if docker {
+		for _, ms := range []int{100, 700, 1500, 2500, 3500, 5000} {
+			runs = append(runs, run{[]string{"run", "--quiet", "--suite", "broker", "--target", "broker/nats=container"}, time.Duration(ms) * time.Millisecond})
+		}
+	} else {
+		t.Log("Docker is not available: container runs not interrupted (set TCK_REQUIRE_DOCKER=1 to fail instead)")
+	}
+	for _, r := range runs {
+		name := fmt.Sprintf("%s@%s", strings.Join(r.args[2:], " "), r.delay)
+		if len(r.args) == 2 {
+			name = "default@" + r.delay.String()
+		}
+		t.Run(name, func(t *testing.T) { interruptOnce(t, bin, r.args, r.delay) })
+	}
+}
+
+func interruptOnce(t *testing.T, bin string, args []string, delay time.Duration) {
+	tmp := t.TempDir()
+	out := filepath.Join(t.TempDir(), "report")
+	cmd := exec.Command(bin, append(args, "--out", out)...)
+	// Its own TMPDIR: anything left in it afterwards is a leftover.
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	interrupted := false
+	select {
+	case <-done:
+		done <- nil
+	case <-time.After(delay):
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		interrupted = true
+	}
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(90 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("still running 90 s after SIGINT; stderr:\n%s", stderr.String())
+	}
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	if s := stderr.String(); strings.Contains(s, "goroutine ") || strings.Contains(s, "panic:") {
+		t.Errorf("stack trace on stderr:\n%s", s)
+	}
+	if code == -1 && delay == 0 {
+		// The signal came before the Go runtime installed the CLI's
+		// handler: the process died of it before creating anything.
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("killed by SIGINT before its handler, yet it had created %s", out)
+		}
+		assertNothingLeft(t, pid, tmp)
+		return
+	}
+	switch {
+	case interrupted && code != reports.ExitInconclusive && code != reports.ExitConformant:
+		t.Errorf("exit %d after SIGINT, want 2 (or 0 when the run had already finished); stderr:\n%s", code, stderr.String())
+	case !interrupted && code != reports.ExitConformant:
+		t.Errorf("finished before the signal with exit %d; stderr:\n%s", code, stderr.String())
+	}
+	// A report is whole or absent: never a temporary file left in place.
+	if tmps, _ := filepath.Glob(filepath.Join(out, ".tmp-*")); len(tmps) > 0 {
+		t.Errorf("half-written report files: %v", tmps)
+	}
+	if _, err := os.Stat(filepath.Join(out, lockFile)); err == nil {
+		t.Errorf("the report folder's lock was left behind")
+	}
+	if code == reports.ExitInconclusive {
+		if _, err := os.Stat(filepath.Join(out, reports.FileJSON)); err != nil {
+			t.Errorf("interrupted run wrote no results.json: %v", err)
+		}
+	}
+	assertNothingLeft(t, pid, tmp)
+}
+
+// assertNothingLeft checks the kit's leftovers for the process pid, whose
+// TMPDIR was tmp. Removal on an exit path may still be finishing in a
+// child's own exit, so it is given a few seconds.
+func assertNothingLeft(t *testing.T, pid int, tmp string) {
+	t.Helper()
+	var left []string
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left = left[:0]
+		entries, _ := os.ReadDir(tmp)
+		for _, e := range entries {
+			left = append(left, "temp: "+e.Name())
+		}
+		if ps, err := exec.Command("pgrep", "-f", tmp).Output(); err == nil {
+			for _, p := range strings.Fields(string(ps)) {
+				left = append(left, "process: "+p)
+			}
+		}
+		if containers.Available(context.Background()) == nil {
+			for _, kind := range []string{"ps -aq", "network ls -q", "volume ls -q"} {
+				a := append(strings.Fields(kind), "--filter", "label="+containers.LabelPID+"="+strconv.Itoa(pid))
+				ids, _ := exec.Command("docker", a...).Output()
+				for _, id := range strings.Fields(string(ids)) {
+					left = append(left, "docker "+strings.Fields(kind)[0]+": "+id)
+				}
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if len(left) > 0 {
+		t.Errorf("left behind: %s", strings.Join(left, "; "))
+	}
+}

@@ -216,7 +216,6 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Kit: reports.Kit{Name: "onceproof", Version: kitVersion(), GoVersion: runtime.Version()},
 		Run: reports.Run{Command: target.Redact("tck run " + strings.Join(args, " ")), Started: started, Suites: p.suites, Rules: p.rules},
 	}
-	var unavailable []string
 	for _, t := range p.targets {
 		if ctx.Err() != nil {
 			rep.Targets = append(rep.Targets, reports.Target{Info: target.Info{Name: t.name, Suite: t.kind.Suite, Mode: t.ref.Mode()}, Status: "skipped", Error: "the run was interrupted"})
@@ -242,7 +241,6 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			}
 			msg := oneLine(target.Redact(err.Error()))
 			fmt.Fprintf(stderr, "tck run: %s\n", msg)
-			unavailable = append(unavailable, msg)
 			rep.Targets = append(rep.Targets, reports.Target{Info: target.Info{Name: t.name, Suite: t.kind.Suite, Mode: t.ref.Mode(), Address: target.Redact(t.ref.Address)}, Status: "unavailable", Error: msg})
 			continue
 		}

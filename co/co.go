@@ -11,6 +11,7 @@ package co
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -97,16 +98,31 @@ type Reconciler interface {
 // version; a notification names the message and version it is about. That
 // is how the kit counts effects per (message, version, scope).
 type Env struct {
-	Worker   string // worker and instance, e.g. "W2#5"
+	Worker string // worker and instance, e.g. "W2#5"
+	// Rule is the id of the rule this instance runs under, e.g. "CO-1.2".
+	// Message ids are already unique to one rule and run, so a consumer
+	// with state of its own (a table, a cache) needs no reset between
+	// rules; Rule lets it keep that state apart, or name it, if it wants.
+	Rule     string
 	Index    Index
 	Notifier Notifier
 	Store    Store
 	Clock    Clock
 }
 
+// ErrEnded is what every call of an instance returns once the kit has
+// ended it (a crash): the ack, the nak and every sink call. The kit ends an
+// instance by cancelling the context it was built and called with, closing
+// its broker connection and store handle, and refusing its further calls
+// (recorded as "after death"); it never panics through the consumer's
+// goroutines, so a consumer that does its work in goroutines of its own is
+// crashed the same way. A consumer needs no special handling: it sees an
+// error and returns.
+var ErrEnded = errors.New("onceproof: this consumer instance was ended by the kit (a crash); its calls are refused")
+
 // Factory builds a new instance. The kit calls it at start and after every
 // crash; an instance must keep nothing it needs across crashes anywhere but
-// in env.Store (and the sinks).
+// in env.Store (and the sinks). ctx ends when the instance is ended.
 type Factory func(ctx context.Context, env Env) (Consumer, error)
 
 // Declared is what the consumer says about itself.
@@ -166,7 +182,11 @@ type Doc struct {
 	Body    string `json:"body"`
 }
 
-// Index is the search index as a consumer sees it.
+// Index is the search index as a consumer sees it. Like any remote call, a
+// write can fail: with an error before it took effect, or with a timeout
+// after it took effect (the answer was lost: seed 002, 一, 回包丢失又会让调用方对已发生的成功保持未知).
+// Either way the consumer cannot count the effect as done; the kit checks
+// the delivery comes back and the effect ends up there exactly once.
 type Index interface {
 	// Put writes doc whatever is stored (an unconditional write).
 	Put(ctx context.Context, doc Doc) error
@@ -189,7 +209,9 @@ type Notification struct {
 // Notifier stands for a push service that has no idempotency key: every
 // Send is one more notification a user sees (seed 002, 四: 重复发送可能造成两个
 // 可见通知). What it does offer is a query by key, so a consumer that lost
-// track of a send (it crashed after it) can find out.
+// track of a send (it crashed after it, or the answer timed out) can find
+// out. A Send fails like an index write: an error before, or a timeout after
+// the notification went out.
 type Notifier interface {
 	Send(ctx context.Context, n Notification) error
 	// Sent counts the notifications sent so far for (messageID, version).

@@ -11,6 +11,7 @@ const (
 
 const (
 	seedMQ        = "seeds/002 确认、重投与去重"
+	srcConfirm    = seedMQ + ", 一、先把“确认”标到具体一跳"
 	srcCrash      = seedMQ + ", 三、消费者 ACK 前后都有崩溃窗口"
 	srcScope      = seedMQ + ", 四、去重键要带版本和副作用作用域"
 	srcExpiry     = seedMQ + ", 五、短去重窗口过期"
@@ -34,12 +35,20 @@ func init() {
 			"按稳定文档 ID 条件更新到不低于相应业务版本……旧 v1 不应覆盖已处理的 v2。", srcScope),
 		co("CO-1.5", Must, Requirement, "the same event delivered to two workers at the same moment gives one effect",
 			"“版本比较”和“索引写入”应由外部索引/状态存储的原子条件保证，不能先查版本、再用无条件写入让两个 worker 交错。 Barrier-started trials: one effect per scope.", srcScope),
+		co("CO-1.6", Must, Requirement, "an older version first delivered after a newer one does not overwrite it",
+			"旧 v1 不应覆盖已处理的 v2。 The broker reorders (a nak delay, a redelivery after the ack wait, a replay): v1 reaches the consumer for the first time after v2, twice; the index stays at v2 and v1 is notified once. A de-dupe record does not make an unconditional write safe: v1 has no record yet.", srcScope),
+		co("CO-1.7", Must, Requirement, "two versions of one message handled at once by two workers: the index ends at the newer",
+			"需要留意“版本比较”和“索引写入”应由外部索引/状态存储的原子条件保证，不能先查版本、再用无条件写入让两个 worker 交错。 Barrier-started trials: v2 and v1 (some with a second copy of each) held until both workers have one; the index must end at v2 and each version be notified once.", srcScope),
 		co("CO-2.1", Must, Requirement, "a crash after the effect and before the ack: the redelivery does not double the effect",
 			"写索引→ACK: 搜索索引已更新，broker 尚未记录 ACK，W1 崩溃 → ACK 等待到期后可能重投 W1/W2，重复处理。 The consumer must absorb the redelivery.", srcCrash),
 		co("CO-2.2", Must, Requirement, "a crash after the ack and before the effect loses the effect unless a reconciliation restores it",
 			"ACK→写索引: 假设 broker 已记录 ACK，W1 尚未写索引就崩溃 → 索引效果可能永久遗漏，除非另有对账/重建。 The kit checks the effect is there after the restart (and after Reconcile, if the consumer has one).", srcCrash),
 		co("CO-2.3", Must, Requirement, "a crash between the effect and the de-dupe record gives no double effect",
 			"让“检查 + 写入副作用 + 记录完成”具备原子性或可恢复性。 A crash right after the sink call, before the record, must not lead to a second effect on redelivery.", srcDownstream),
+		co("CO-2.4", Must, Requirement, "an effect that failed (an error, or a timeout after it took place) is not acked, comes back and counts exactly once",
+			"回包丢失又会让调用方对已发生的成功保持未知。 在需要可恢复的消费者路径里，通常选择先完成可幂等副作用，再按 broker 协议 ACK，接受可能重投。 The kit fails the first index write and the first notification of an event, with an error before it takes effect or a deadline error after it did: the delivery must not be acked with the failure unresolved, and each effect ends up there exactly once.", srcConfirm),
+		co("CO-2.5", Must, Requirement, "a crash at any step of handling one delivery gives exactly one effect per scope",
+			"因此一般不能靠调整两行代码顺序同时获得“绝不漏”和“绝不重”。 The kit records the calls of one clean delivery, then crashes a fresh event at each of them in turn (before the de-dupe check, between the check and the record, between the record and each effect, between scopes, before the ack) and after the last one (after the ack); each point is a named case, and after the redelivery (and Reconcile, if the consumer has one) each scope shows exactly one effect.", srcCrash),
 		co("CO-3.1", Must, Requirement, "the de-dupe horizon covers the redelivery horizon",
 			"消费者去重记录只保留 10 分钟……在 t=11 分钟把 E9 再交给 W2……若去重记录已过期，W2 查不到“之前处理过”，就可能再次做外部效果。 Run on a scaled clock; a second effect fails the rule.", srcExpiry),
 		co("CO-4.1", Must, Requirement, "outbox: a crash between commit and publish still delivers the event once; a rollback publishes nothing",

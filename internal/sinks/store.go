@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // the durable store is a SQLite file: it outlives every consumer instance
@@ -46,11 +47,20 @@ func OpenSQLite(path string) (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := db.Ping(); err != nil {
-		_ = db.Close()
-		return nil, err
+	// Setting WAL mode while another handle on the file closes (and
+	// checkpoints) can answer SQLITE_BUSY at once, without the busy
+	// handler: that is a moment, not a state, so try again briefly.
+	for attempt := 0; ; attempt++ {
+		err = db.Ping()
+		if err == nil {
+			return db, nil
+		}
+		if attempt == 100 || !strings.Contains(err.Error(), "SQLITE_BUSY") {
+			_ = db.Close()
+			return nil, err
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	return db, nil
 }
 
 func (s *SQLStore) expiry(ttl time.Duration) int64 {

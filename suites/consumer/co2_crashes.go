@@ -2,16 +2,20 @@ package consumer
 
 import (
 	"fmt"
+	"strings"
+
+	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/co"
 	"github.com/onceproof/tck/internal/spec"
 )
 
-// registerCrashes registers CO-2.*: crashes around the effects and the ack.
+// registerCrashes registers CO-2.*: crashes around the effects and the ack,
+// failing sinks, and a crash at every step of one delivery.
 func registerCrashes(s *spec.Set, t Target) {
 	s.It("CO-2.1", func(r *spec.R) {
 		h := newHarness(r, t, workers)
-		e := co.NewEvent("m-9", 1)
+		e := h.event("m-9", 1)
 		h.play(step{kind: stepNew, event: e, crash: &plan{point: beforeAck, event: e.EventID}})
 		if h.fired(e.EventID) == 0 {
 			r.Unknown("the consumer acked %s without reaching the kit's ack", e.EventID)
@@ -23,22 +27,15 @@ func registerCrashes(s *spec.Set, t Target) {
 
 	s.It("CO-2.2", func(r *spec.R) {
 		h := newHarness(r, t, workers)
-		e := co.NewEvent("m-9", 1)
+		e := h.event("m-9", 1)
 		h.play(step{kind: stepNew, event: e, crash: &plan{point: afterAck, event: e.EventID}})
 		if h.fired(e.EventID) == 0 {
 			r.Unknown("the consumer never acked %s through the kit", e.EventID)
 		}
-		if len(h.diff()) == 0 {
-			r.Ev.Notef("every effect of %s was done before its ack: a crash right after the ack lost nothing", e.EventID)
-			return
-		}
-		rc := h.reconcile()
-		if rc == "" {
-			h.expectModel("a crash right after the ack of " + e.EventID + " (the broker will not redeliver; the consumer has no Reconcile)")
-		}
-		r.Ev.Notef("effects lost at the ack were handed to Reconcile: %s", rc)
-		h.expectModel("a crash right after the ack of " + e.EventID + ", then Reconcile")
-		r.Ev.Notef("Reconcile restored the effects lost to the ack-first crash")
+		// expectModel calls Reconcile on a fresh instance first, if the
+		// consumer has one: the broker will not redeliver an acked event.
+		h.expectModel("a crash right after the ack of " + e.EventID + " (then Reconcile, if the consumer has one)")
+		r.Ev.Notef("every effect of %s was there after a crash right after its ack", e.EventID)
 	})
 
 	s.It("CO-2.3", func(r *spec.R) {
@@ -48,7 +45,7 @@ func registerCrashes(s *spec.Set, t Target) {
 			if !has(t.Declared.Scopes, c.scope) {
 				continue
 			}
-			e := co.NewEvent(c.m, 1)
+			e := h.event(c.m, 1)
 			h.play(step{kind: stepNew, event: e, crash: &plan{point: afterEffect, event: e.EventID, scope: c.scope}})
 			fired += h.fired(e.EventID)
 			h.expectModel(fmt.Sprintf("a crash right after the %s effect of %s, before its de-dupe record", c.scope, e.EventID))
@@ -58,6 +55,142 @@ func registerCrashes(s *spec.Set, t Target) {
 		}
 		r.Ev.Notef("a crash between each effect and what follows it made no second effect")
 	})
+
+	s.It("CO-2.4", func(r *spec.R) {
+		h := newHarness(r, t, workers)
+		fired := 0
+		i := 0
+		for _, scope := range t.Declared.Scopes {
+			for _, kind := range []faultKind{faultError, faultTimeout} {
+				i++
+				e := h.event(fmt.Sprintf("m-fail-%d", i), 1)
+				h.injectFault(fault{event: e.EventID, scope: scope, kind: kind})
+				before := h.faultCount()
+				h.play(step{kind: stepNew, event: e})
+				if h.faultCount() == before {
+					h.ev.Notef("case %s %s: the consumer made no %s call for %s", scope, kind, scope, e.EventID)
+					continue
+				}
+				fired++
+				r.Ev.Figure(fmt.Sprintf("deliveries of %s (%s %s)", e.EventID, scope, kind), h.attempts(e.EventID), "")
+				h.expectAckedOnlyAfterEffects()
+				h.expectModel(fmt.Sprintf("the first %s call of %s failed (%s)", scope, e.EventID, describeFault(kind)))
+			}
+		}
+		if fired == 0 {
+			r.Unknown("the consumer made no sink call the kit could fail")
+		}
+		r.Ev.Figure("failed sink calls", fired, "an error before the effect, or a timeout after it, per declared scope")
+		r.Ev.Notef("no delivery was acked with a failed effect; each came back and every effect counted exactly once")
+	})
+
+	s.It("CO-2.5", func(r *spec.R) {
+		h := newHarness(r, t, workers)
+		// A clean delivery first: its calls, in order, are the steps the
+		// kit then crashes at, one fresh message per step.
+		probe := h.event("m-probe", 1)
+		h.play(step{kind: stepNew, event: probe})
+		h.expectModel("the clean handling of " + probe.EventID)
+		calls := h.trace(probe.EventID)
+		if len(calls) == 0 {
+			r.Unknown("the consumer made no call through the kit while handling %s", probe.EventID)
+		}
+		r.Ev.Figure("steps of one delivery", strings.Join(calls, " → "), "")
+		cases := 0
+		for k := 1; k <= len(calls)+1; k++ {
+			e := h.event(fmt.Sprintf("m-step-%d", k), 1)
+			var p plan
+			var name string
+			if k <= len(calls) {
+				p = plan{point: beforeCall, event: e.EventID, n: k}
+				name = fmt.Sprintf("crash before step %d/%d (%s): %s", k, len(calls), calls[k-1], stepRole(calls, k))
+			} else {
+				p = plan{point: afterCall, event: e.EventID, n: len(calls)}
+				last := calls[len(calls)-1]
+				role := "after the last step"
+				if last == "ack" {
+					role = "after the ack"
+				}
+				name = fmt.Sprintf("crash after step %d/%d (%s): %s", len(calls), len(calls), last, role)
+			}
+			h.play(step{kind: stepNew, event: e, crash: &p})
+			if h.fired(e.EventID) == 0 {
+				r.Ev.Notef("case %q: not reached (the handling of %s took other steps)", name, e.EventID)
+				continue
+			}
+			cases++
+			r.Ev.Notef("case %q on %s", name, e.EventID)
+			h.expectModel(name + " of " + e.EventID)
+		}
+		r.Ev.Figure("crash points exercised", cases, "")
+		r.Ev.Notef("a crash at each of the %d steps of one delivery, and after the last, left every effect exactly once", len(calls))
+	})
+}
+
+func describeFault(k faultKind) string {
+	if k == faultTimeout {
+		return "a timeout after the effect took place"
+	}
+	return "an error before it took effect"
+}
+
+// stepRole names what a crash before call k interrupts, read from the
+// kinds of the calls around it: the seed's steps (the de-dupe check, the
+// record, the effect of each scope, the ack).
+func stepRole(calls []string, k int) string {
+	isEffect := func(c string) bool {
+		return c == "index put" || c == "index upsert" || c == "notify"
+	}
+	cur := calls[k-1]
+	var prev string
+	if k > 1 {
+		prev = calls[k-2]
+	}
+	effectsBefore := 0
+	for _, c := range calls[:k-1] {
+		if isEffect(c) {
+			effectsBefore++
+		}
+	}
+	switch {
+	case k == 1:
+		return "before the de-dupe check"
+	case prev == "ack":
+		return "after the ack"
+	case cur == "ack" && effectsBefore > 0:
+		return "between the last effect and the ack"
+	case cur == "ack":
+		return "before the ack"
+	case isEffect(cur) && effectsBefore == 0:
+		return "between the de-dupe record and the effect"
+	case isEffect(cur) && isEffect(prev):
+		return "between effects of different scopes"
+	case isEffect(cur):
+		return "between the next scope's record and its effect"
+	case effectsBefore == 0:
+		return "between the de-dupe check and the record"
+	case isEffect(prev):
+		return "between an effect and its record"
+	}
+	return "between effects of different scopes (the next scope's check)"
+}
+
+// expectAckedOnlyAfterEffects fails the rule if a delivery was acked while
+// an effect call of it had failed and was not called again.
+func (h *harness) expectAckedOnlyAfterEffects() {
+	h.mu.Lock()
+	acked := append([]string(nil), h.ackedFailed...)
+	h.mu.Unlock()
+	if len(acked) > 0 {
+		h.ev.Record(h.rec.Ops())
+	}
+	h.r.Expect(acked).To(gomega.BeEmpty(), "a delivery whose effect failed was acked: %s", strings.Join(acked, "; "))
+}
+
+func (h *harness) faultCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.faultsFired
 }
 
 // reconcile calls Reconcile on a fresh instance, if the consumer has one,
@@ -78,10 +211,10 @@ func (h *harness) reconcile() (out string) {
 		}
 	}()
 	op := h.rec.Invoke(inst.name, "reconcile", "")
-	if err := rc.Reconcile(h.ctx); err != nil {
+	if err := rc.Reconcile(inst.ctx); err != nil {
 		op.Info(err.Error())
-		return "Reconcile failed: " + err.Error()
+		return "Reconcile on a fresh instance failed: " + err.Error()
 	}
 	op.OK("done")
-	return "Reconcile returned"
+	return "Reconcile ran on a fresh instance"
 }

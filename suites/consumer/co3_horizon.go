@@ -3,7 +3,6 @@ package consumer
 import (
 	"time"
 
-	"github.com/onceproof/tck/co"
 	"github.com/onceproof/tck/internal/spec"
 )
 
@@ -12,7 +11,7 @@ import (
 func registerHorizon(s *spec.Set, t Target) {
 	s.It("CO-3.1", func(r *spec.R) {
 		h := newHarness(r, t, workers)
-		e := co.NewEvent("m-9", 1)
+		e := h.event("m-9", 1)
 		h.play(step{kind: stepNew, event: e})
 		h.expectModel("the first handling of " + e.EventID)
 		handled := h.clock.Elapsed()

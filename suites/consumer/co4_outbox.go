@@ -24,7 +24,7 @@ func registerOutbox(s *spec.Set, t Target) {
 		p.open(ctx)
 		r.DeferCleanup(func() { _ = p.close() })
 
-		before, after, rolled := co.NewEvent("m-41", 1), co.NewEvent("m-42", 1), co.NewEvent("m-43", 1)
+		before, after, rolled := h.event("m-41", 1), h.event("m-42", 1), h.event("m-43", 1)
 		cases := []struct {
 			e  co.Event
 			pt point
@@ -111,27 +111,25 @@ func (p *process) open(ctx context.Context) {
 	p.h.rec.Note(pub.name, "start", "", "writer and relay opened on "+filepath.Base(p.path))
 }
 
-// call runs f as the outbox process would; a kit crash inside ends the
-// process and opens a new one on the same file.
-func (p *process) call(ctx context.Context, what string, f func() error) (err error) {
-	defer func() {
-		if x := recover(); x != nil {
-			c, ok := x.(crash)
-			if !ok {
-				panic(x)
-			}
-			p.h.rec.Note(fmt.Sprintf("outbox#%d", p.n), "crashed", c.event, what+": "+c.String())
-			p.dead.Store(true)
-			_ = p.close()
-			p.open(ctx)
-			err = errCrashed
-		}
-	}()
-	return f()
+// call runs f as the outbox process would; a kit crash inside (the
+// publisher refuses every call from then on) ends the process and opens a
+// new one on the same file.
+func (p *process) call(ctx context.Context, what string, f func() error) error {
+	err := f()
+	if !p.dead.Load() {
+		return err
+	}
+	p.h.rec.Note(fmt.Sprintf("outbox#%d", p.n), "crashed", "", what+" ended by the kit")
+	_ = p.close()
+	p.open(ctx)
+	return errCrashed
 }
 
 // kitPublisher is the broker as an outbox process sees it, with crash
-// points just before and just after the publish.
+// points just before and just after the publish. A crash refuses the call
+// (co.ErrEnded) and every later one; it does not panic. What the outbox
+// does with its own database after a refused publish is not the kit's to
+// refuse: the process is closed when the call returns.
 type kitPublisher struct {
 	h    *harness
 	dead *atomic.Bool
@@ -141,15 +139,17 @@ type kitPublisher struct {
 func (k *kitPublisher) Publish(ctx context.Context, topic string, m mq.Message) (mq.PublishAck, error) {
 	h := k.h
 	if k.dead.Load() {
-		panic(crash{stale: true})
+		h.rec.Note(k.name, "after death", m.ID, "publish refused")
+		return mq.PublishAck{}, co.ErrEnded
 	}
 	e, err := co.Decode(m.Payload)
 	if err != nil {
 		return mq.PublishAck{}, err
 	}
-	if h.shouldCrash(beforePub, e.EventID, "") {
+	if h.shouldCrash(beforePub, e.EventID, "", 0) {
+		k.dead.Store(true)
 		h.rec.Note(k.name, "crash", e.EventID, "before publish")
-		panic(crash{point: beforePub, event: e.EventID})
+		return mq.PublishAck{}, co.ErrEnded
 	}
 	h.track(m.ID, e)
 	op := h.rec.Invoke(k.name, "publish", m.ID)
@@ -162,9 +162,10 @@ func (k *kitPublisher) Publish(ctx context.Context, topic string, m mq.Message) 
 	default:
 		op.OK("at " + ack.Position)
 	}
-	if h.shouldCrash(afterPub, e.EventID, "") {
+	if h.shouldCrash(afterPub, e.EventID, "", 0) {
+		k.dead.Store(true)
 		h.rec.Note(k.name, "crash", e.EventID, "after publish")
-		panic(crash{point: afterPub, event: e.EventID})
+		return mq.PublishAck{}, co.ErrEnded
 	}
 	return ack, err
 }

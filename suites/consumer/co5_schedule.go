@@ -17,7 +17,8 @@ func registerSchedule(s *spec.Set, t Target) {
 			seed = time.Now().UnixNano()
 		}
 		r.Ev.Figure("seed", seed, "")
-		steps := schedule(seed, t.Events)
+		h := newHarness(r, t, workers)
+		steps := schedule(seed, t.Events, "@"+h.tag)
 		kinds := map[stepKind]int{}
 		events, crashes, lost := 0, 0, 0
 		for _, st := range steps {
@@ -30,14 +31,18 @@ func registerSchedule(s *spec.Set, t Target) {
 				lost++
 			}
 		}
-		r.Ev.Figure("schedule digest", digest(steps), "")
+		// The digest is of the schedule without the run's message suffix, so
+		// two runs of one seed show the same digest.
+		r.Ev.Figure("schedule digest", digest(schedule(seed, t.Events, "")), "")
 		r.Ev.Figure("events published", events, "")
 		r.Ev.Figure("new events (first versions and edits)", kinds[stepNew], "")
 		r.Ev.Figure("replays (same event id, many stale)", kinds[stepReplay], "")
 		r.Ev.Figure("twin deliveries to two workers", kinds[stepTwin], "")
+		r.Ev.Figure("versions of one message handled at once by two workers", kinds[stepPair], "pairs")
+		r.Ev.Figure("late first deliveries (an older version first delivered after a newer one)", lateSteps(steps), "")
 		r.Ev.Figure("crashes armed", crashes, "")
 		r.Ev.Figure("acks lost", lost, "")
-		h := newHarness(r, t, workers)
+		r.Ev.Figure("schedule frequencies", frequencies(), "")
 		for _, st := range steps {
 			if r.Context().Err() != nil {
 				r.Unknown("the rule's deadline came during the schedule (seed %d)", seed)
@@ -55,46 +60,93 @@ var crashPoints = []struct {
 }{
 	{beforeEffect, co.ScopeIndex}, {afterEffect, co.ScopeIndex},
 	{beforeEffect, co.ScopeNotify}, {afterEffect, co.ScopeNotify},
-	{beforeAck, ""}, {afterAck, ""},
+	{beforeAck, ""}, {afterAck, ""}, {beforeCall, ""}, {afterCall, ""},
+}
+
+// The schedule's frequencies, stated in CO-5.1's evidence.
+const (
+	pReplay  = 0.18 // a step replays a handled event (many stale)
+	pTwin    = 0.10 // a step publishes two copies of a new event for two workers
+	pPair    = 0.08 // a step publishes two new versions of one message for two workers (half with a copy of each)
+	pNewMsg  = 0.40 // a new event is the first version of a new message (else an edit)
+	pLate    = 0.15 // an edit is withheld and first delivered 1 to 4 steps after the next version
+	pCrash   = 0.12 // a step arms a crash
+	pLoseAck = 0.06 // a step without a crash loses its first ack
+)
+
+func frequencies() string {
+	return fmt.Sprintf("per step: replay %.0f%%, twin %.0f%%, version pair %.0f%%, else new; new: %.0f%% a new message, else an edit, "+
+		"of which %.0f%% first delivered late (after the next version); crash %.0f%%; lost ack %.0f%% of the rest",
+		100*pReplay, 100*pTwin, 100*pPair, 100*pNewMsg, 100*pLate, 100*pCrash, 100*pLoseAck)
 }
 
 // schedule generates a seeded schedule of at least events broker messages:
-// first versions of new messages, edits (the next version), replays of
-// handled events (many of them stale), twin copies, crashes at every point
-// the kit controls, and lost acks. The same seed gives the same schedule.
-func schedule(seed int64, events int) []step {
+// first versions of new messages, edits (the next version), edits first
+// delivered late (after the version that follows them), two versions of one
+// message at once, replays of handled events (many of them stale), twin
+// copies, crashes at every point the kit controls, and lost acks. Message
+// ids end in suffix. The same seed gives the same schedule.
+func schedule(seed int64, events int, suffix string) []step {
 	rnd := rand.New(rand.NewSource(seed))
 	var steps []step
 	versions := map[string]int{}
 	var msgs []string
 	var handled []co.Event
-	for n := 0; n < events; {
+	type withheld struct {
+		due int
+		e   co.Event
+	}
+	var late []withheld
+	pick := func() string {
+		if len(msgs) == 0 || rnd.Float64() < pNewMsg {
+			m := fmt.Sprintf("m-%d%s", len(msgs)+1, suffix)
+			msgs = append(msgs, m)
+			return m
+		}
+		return msgs[rnd.Intn(len(msgs))]
+	}
+	next := func(m string) co.Event {
+		versions[m]++
+		return co.NewEvent(m, versions[m])
+	}
+	for n := 0; n < events || len(late) > 0; {
 		var s step
-		x := rnd.Float64()
-		switch {
-		case x < 0.18 && len(handled) > 0:
-			s = step{kind: stepReplay, event: handled[rnd.Intn(len(handled))]}
-		case x < 0.28:
-			s = step{kind: stepTwin}
-		default:
-			s = step{kind: stepNew}
-		}
-		if s.kind != stepReplay {
-			var m string
-			if len(msgs) == 0 || rnd.Float64() < 0.4 {
-				m = fmt.Sprintf("m-%d", len(msgs)+1)
-				msgs = append(msgs, m)
-			} else {
-				m = msgs[rnd.Intn(len(msgs))]
-			}
-			versions[m]++
-			s.event = co.NewEvent(m, versions[m])
+		if len(late) > 0 && (late[0].due <= len(steps) || n >= events) {
+			// A withheld edit reaches the consumer for the first time, after a newer version.
+			s = step{kind: stepNew, event: late[0].e}
+			late = late[1:]
 			handled = append(handled, s.event)
+		} else {
+			x := rnd.Float64()
+			switch {
+			case x < pReplay && len(handled) > 0:
+				s = step{kind: stepReplay, event: handled[rnd.Intn(len(handled))]}
+			case x < pReplay+pTwin:
+				s = step{kind: stepTwin, event: next(pick())}
+				handled = append(handled, s.event)
+			case x < pReplay+pTwin+pPair:
+				m := pick()
+				older := next(m)
+				s = step{kind: stepPair, older: older, event: next(m), dup: rnd.Float64() < 0.5}
+				handled = append(handled, older, s.event)
+			default:
+				m := pick()
+				e := next(m)
+				if e.Version > 1 && rnd.Float64() < pLate {
+					late = append(late, withheld{due: len(steps) + 1 + rnd.Intn(4), e: e})
+					e = next(m)
+				}
+				s = step{kind: stepNew, event: e}
+				handled = append(handled, s.event)
+			}
 		}
-		if rnd.Float64() < 0.12 {
+		if rnd.Float64() < pCrash {
 			cp := crashPoints[rnd.Intn(len(crashPoints))]
 			s.crash = &plan{point: cp.p, event: s.event.EventID, scope: cp.scope}
-		} else if rnd.Float64() < 0.06 {
+			if cp.p == beforeCall || cp.p == afterCall {
+				s.crash.n = 1 + rnd.Intn(6)
+			}
+		} else if rnd.Float64() < pLoseAck {
 			s.loseAck = true
 		}
 		steps = append(steps, s)
@@ -103,14 +155,30 @@ func schedule(seed int64, events int) []step {
 	return steps
 }
 
+// late counts the steps that first deliver a version after a newer one of
+// the same message was delivered.
+func lateSteps(steps []step) int {
+	newest := map[string]int{}
+	n := 0
+	for _, s := range steps {
+		if s.kind == stepNew && s.event.Version < newest[s.event.MessageID] {
+			n++
+		}
+		if s.event.Version > newest[s.event.MessageID] {
+			newest[s.event.MessageID] = s.event.Version
+		}
+	}
+	return n
+}
+
 // digest fingerprints a schedule, so two runs' evidence shows they played
 // the same one.
 func digest(steps []step) string {
 	f := fnv.New64a()
 	for _, s := range steps {
-		fmt.Fprintf(f, "%s %s %v", s.kind, s.event.EventID, s.loseAck)
+		fmt.Fprintf(f, "%s %s %s %v %v", s.kind, s.event.EventID, s.older.EventID, s.dup, s.loseAck)
 		if s.crash != nil {
-			fmt.Fprintf(f, " %s %s", s.crash.point, s.crash.scope)
+			fmt.Fprintf(f, " %s", s.crash)
 		}
 		fmt.Fprintln(f)
 	}

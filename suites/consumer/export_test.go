@@ -7,7 +7,7 @@ import "fmt"
 func PublishedBy(seed int64, events int) []string {
 	var ids []string
 	replays := 0
-	for _, s := range schedule(seed, max(events, 200)) {
+	for _, s := range schedule(seed, max(events, 200), "") {
 		switch s.kind {
 		case stepNew:
 			ids = append(ids, s.event.EventID)
@@ -16,7 +16,15 @@ func PublishedBy(seed int64, events int) []string {
 			ids = append(ids, fmt.Sprintf("%s#replay-%d", s.event.EventID, replays))
 		case stepTwin:
 			ids = append(ids, s.event.EventID+"#a", s.event.EventID+"#b")
+		case stepPair:
+			ids = append(ids, s.event.EventID, s.older.EventID)
+			if s.dup {
+				ids = append(ids, s.event.EventID+"#dup", s.older.EventID+"#dup")
+			}
 		}
 	}
 	return ids
 }
+
+// FigureConsumerErrors names the evidence figure that counts consumer errors.
+const FigureConsumerErrors = figureConsumerErrors

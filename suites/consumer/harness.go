@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/onceproof/tck/co"
 	"github.com/onceproof/tck/internal/history"
 	"github.com/onceproof/tck/internal/sinks"
 	"github.com/onceproof/tck/internal/spec"
@@ -51,6 +52,9 @@ type harness struct {
 
 	model   *model
 	replays int
+	tag     string // makes message ids unique to the rule and run
+
+	reconciled int // crashes already followed by a Reconcile
 
 	mu       sync.Mutex
 	msgs     map[string]*msgState // by broker message id
@@ -61,8 +65,15 @@ type harness struct {
 	crashes  int
 	lostAcks int
 	panics   []string
-	errs     []string
+	errs     []string // consumer errors: Handle errors the kit did not cause, failed starts
 	blocked  []string
+
+	faults      []*fault
+	faultsFired int
+	faultErrs   int                     // Handle errors after a sink call the kit failed: expected
+	ackedFailed []string                // deliveries acked with a failed effect not called again
+	refused     int                     // calls by ended instances
+	first       map[string]*kitDelivery // the first delivery of each event id
 
 	instances atomic.Int32
 	inflight  atomic.Int32
@@ -86,13 +97,15 @@ func newHarness(r *spec.R, t Target, n int) *harness {
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	clock := sinks.NewScaled(tm.Scale)
+	tag := runTag(r.ID)
 	h := &harness{
-		r: r, ev: r.Ev, ctx: ctx, t: t, tm: tm, rec: history.New(),
-		broker: b, topic: topicName(r.ID), group: "consumer",
+		r: r, ev: r.Ev, ctx: ctx, t: t, tm: tm, rec: history.New(), tag: tag,
+		broker: b, topic: "co-" + strings.ReplaceAll(tag, ".", "-"), group: "consumer",
 		clock: clock, index: sinks.NewIndex(clock), notifier: sinks.NewNotifier(clock, tm.NotifyLatency),
 		dir: dir, storePath: filepath.Join(dir, "consumer-store.db"),
 		model: newModel(t.Declared.Scopes),
 		msgs:  map[string]*msgState{}, loseAck: map[string]int{}, gates: map[string]*gate{},
+		first: map[string]*kitDelivery{},
 	}
 	r.DeferCleanup(func() { h.close(cancel) })
 	if err := b.CreateTopic(r.Context(), h.topic, mq.TopicConfig{Retention: mq.Limits}); err != nil {
@@ -108,11 +121,59 @@ func newHarness(r *spec.R, t Target, n int) *harness {
 	return h
 }
 
-// topicName is unique per run, so rules and runs never share a topic.
-func topicName(rule string) string {
-	var b [4]byte
+// figureConsumerErrors counts the errors the kit did not cause.
+const figureConsumerErrors = "consumer errors"
+
+// runTag is unique per rule and run ("co-1.2-3fa1b2"): it names the topic
+// and ends every message id, so rules and runs never share a topic, a
+// message, a de-dupe key or an index document.
+func runTag(rule string) string {
+	var b [3]byte
 	_, _ = rand.Read(b[:])
-	return "co-" + strings.ReplaceAll(strings.ToLower(rule), ".", "-") + "-" + hex.EncodeToString(b[:])
+	return strings.ToLower(rule) + "-" + hex.EncodeToString(b[:])
+}
+
+// event is (message, version) of the rule's own message base ("m-9" becomes
+// "m-9@co-1.2-3fa1b2").
+func (h *harness) event(base string, version int) co.Event {
+	return co.NewEvent(h.msgID(base), version)
+}
+
+func (h *harness) msgID(base string) string { return base + "@" + h.tag }
+
+// readLatency is how long the answer of a read (Store.Get, Index.Get,
+// Notifier.Sent) takes to come back after the read was made.
+func (h *harness) readLatency(ctx context.Context) { sleep(ctx, h.tm.ReadLatency) }
+
+// firstDelivery keeps the first delivery of each event: its calls are the
+// trace CO-2.5 crashes along.
+func (h *harness) firstDelivery(kd *kitDelivery) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.first[kd.e.EventID]; !ok {
+		h.first[kd.e.EventID] = kd
+	}
+}
+
+// trace is what the first delivery of event called, in order.
+func (h *harness) trace(event string) []string {
+	h.mu.Lock()
+	kd := h.first[event]
+	h.mu.Unlock()
+	if kd == nil {
+		return nil
+	}
+	return kd.trace()
+}
+
+// ackedAfterFailure records an ack of a delivery whose effect call failed
+// and was not called again.
+func (h *harness) ackedAfterFailure(inst *instance, kd *kitDelivery, scopes []string) {
+	msg := fmt.Sprintf("%s acked %s after its %s call failed, without calling it again", inst.name, kd.brokerID, strings.Join(scopes, ", "))
+	h.rec.Note(inst.name, "ack after failure", kd.brokerID, msg)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ackedFailed = append(h.ackedFailed, msg)
 }
 
 // close stops the workers, waits for them, puts the history in the
@@ -126,6 +187,19 @@ func (h *harness) close(cancel context.CancelFunc) {
 	h.ev.Figure("broker messages published", len(h.order), "")
 	if h.lostAcks > 0 {
 		h.ev.Figure("acks lost by the kit", h.lostAcks, "")
+	}
+	if h.faultsFired > 0 {
+		h.ev.Figure("sink calls failed by the kit", h.faultsFired, "")
+		h.ev.Figure("Handle errors after a failed sink call", h.faultErrs, "expected")
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ev.Figure("calls refused after death", h.refused, "calls by instances the kit had ended")
+	// Every error the kit did not cause (Handle errors, failed starts): a
+	// correct consumer on a correct broker adapter has none.
+	h.ev.Figure(figureConsumerErrors, len(h.errs), "")
+	if len(h.errs) > 0 {
+		h.ev.Figure("first consumer error", h.errs[0], "")
 	}
 	h.ev.Record(h.rec.Ops())
 	// The rule's context may be over; the topic is deleted all the same.

@@ -60,9 +60,10 @@ func firstLine(s string) string {
 	return line
 }
 
-// gate holds the first n deliveries of one event until all n arrived (or a
-// bound passed), then releases them together: two workers handling the same
-// event at the same moment (CO-1.5).
+// gate holds the first n deliveries of its events until all n arrived (or
+// a bound passed), then releases them together: two workers handling the
+// same event (CO-1.5), or two versions of one message (CO-1.7), at the same
+// moment.
 type gate struct {
 	n       int
 	arrived int
@@ -70,13 +71,16 @@ type gate struct {
 	raced   bool
 }
 
-func (h *harness) addGate(event string, n int) {
+func (h *harness) addGate(n int, events ...string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.gates[event] = &gate{n: n, open: make(chan struct{})}
+	g := &gate{n: n, open: make(chan struct{})}
+	for _, e := range events {
+		h.gates[e] = g
+	}
 }
 
-// raced reports whether both copies of event were held at once.
+// raced reports whether the gate of event held all its deliveries at once.
 func (h *harness) raced(event string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()

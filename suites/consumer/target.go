@@ -44,6 +44,11 @@ type Timing struct {
 	Settle            time.Duration // real: how long a step may take to be acked (default 5 s)
 	HandleDeadline    time.Duration // real: a Handle call longer than this is a blocked consumer (default 2 s)
 	NotifyLatency     time.Duration // real: how long a notification send takes (default 2 ms)
+	// ReadLatency is real: how long the answer of a read (Store.Get,
+	// Index.Get, Notifier.Sent) takes to come back, as from a remote store
+	// (default 3 ms). The read is made when the call begins, so a
+	// read-then-write by two workers interleaves as it would in production.
+	ReadLatency time.Duration
 }
 
 func (t Target) withDefaults() Target {
@@ -70,5 +75,6 @@ func (t Timing) withDefaults() Timing {
 	def(&t.Settle, 5*time.Second)
 	def(&t.HandleDeadline, 2*time.Second)
 	def(&t.NotifyLatency, 2*time.Millisecond)
+	def(&t.ReadLatency, 3*time.Millisecond)
 	return t
 }

@@ -24,14 +24,23 @@ type worker struct {
 // instance is one consumer instance and what it holds: its broker
 // connection and its handle on the durable store.
 type instance struct {
-	h     *harness
-	name  string
-	c     co.Consumer
-	mc    mq.Consumer
-	store *sinks.SQLStore
-	dead  atomic.Bool
-	once  sync.Once
+	h      *harness
+	name   string
+	c      co.Consumer
+	mc     mq.Consumer
+	store  *sinks.SQLStore
+	ctx    context.Context // the factory's and every Handle's; cancelled when the instance ends
+	cancel context.CancelFunc
+	gone   chan struct{} // closed when the instance ends
+	dead   atomic.Bool
+	once   sync.Once
+	cur    atomic.Pointer[kitDelivery] // the delivery it handles (or handled last)
 }
+
+// current is the delivery the instance's calls are counted for: the one it
+// was handed last (a consumer that works in goroutines of its own may still
+// be on it after Handle returned).
+func (inst *instance) current() *kitDelivery { return inst.cur.Load() }
 
 func (w *worker) run() {
 	h := w.h
@@ -46,6 +55,9 @@ func (w *worker) run() {
 		if inst == nil {
 			var err error
 			if inst, err = h.startInstance(w.name); err != nil {
+				if h.ctx.Err() != nil {
+					return // the rule is over; not the consumer's error
+				}
 				h.rec.Note(w.name, "start", "", "failed: "+err.Error())
 				h.noteErr("starting an instance: " + err.Error())
 				sleep(h.ctx, 50*time.Millisecond)
@@ -93,19 +105,19 @@ func (h *harness) startInstance(worker string) (inst *instance, err error) {
 		_ = store.Close()
 		return nil, err
 	}
-	inst = &instance{h: h, name: name, mc: mc, store: store}
-	env := co.Env{Worker: name, Index: &kitIndex{inst}, Notifier: &kitNotifier{inst}, Store: &kitStore{inst}, Clock: h.clock}
+	ictx, cancel := context.WithCancel(h.ctx)
+	inst = &instance{h: h, name: name, mc: mc, store: store, ctx: ictx, cancel: cancel, gone: make(chan struct{})}
+	env := co.Env{Worker: name, Rule: h.r.ID, Index: &kitIndex{inst}, Notifier: &kitNotifier{inst}, Store: &kitStore{inst}, Clock: h.clock}
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("the factory panicked: %v", p)
 		}
 		if err != nil {
-			_ = mc.Close()
-			_ = store.Close()
+			h.kill(inst)
 			inst = nil
 		}
 	}()
-	c, err := h.t.New(h.ctx, env)
+	c, err := h.t.New(ictx, env)
 	if err != nil {
 		return nil, fmt.Errorf("the factory failed: %w", err)
 	}
@@ -114,12 +126,15 @@ func (h *harness) startInstance(worker string) (inst *instance, err error) {
 	return inst, nil
 }
 
-// kill ends an instance as a crash would: it can make no further call (its
-// wrappers panic), its broker connection closes with its deliveries still
-// pending at the broker, and nothing of it is kept.
+// kill ends an instance as a crash would: its context is cancelled, it can
+// make no further call (its wrappers refuse them with co.ErrEnded), its
+// broker connection closes with its deliveries still pending at the broker,
+// and nothing of it is kept. It never panics in the consumer's goroutines.
 func (h *harness) kill(inst *instance) {
 	inst.once.Do(func() {
 		inst.dead.Store(true)
+		inst.cancel()
+		close(inst.gone)
 		_ = inst.mc.Close()
 		_ = inst.store.Close()
 	})
@@ -128,7 +143,7 @@ func (h *harness) kill(inst *instance) {
 // handled is how one Handle call ended.
 type handled struct {
 	err   error
-	crash *crash
+	ended bool // the kit ended the instance during the call
 	panic string
 }
 
@@ -145,12 +160,14 @@ func (h *harness) deliver(inst *instance, d mq.Delivery) bool {
 	h.rec.Note(inst.name, "deliver", m.ID, fmt.Sprintf("attempt %d", d.Attempt()))
 	h.waitGate(e.EventID)
 	kd := &kitDelivery{inst: inst, d: d, e: e, brokerID: m.ID}
+	h.firstDelivery(kd)
+	inst.cur.Store(kd)
 	o, ok := h.handle(inst, kd)
 	switch {
 	case !ok:
 		return false
-	case o.crash != nil:
-		h.rec.Note(inst.name, "crashed", m.ID, o.crash.String())
+	case o.ended || inst.dead.Load():
+		// The kit ended the instance; whatever Handle returned, it is gone.
 		return false
 	case o.panic != "":
 		h.rec.Note(inst.name, "panic", m.ID, firstLine(o.panic))
@@ -158,13 +175,16 @@ func (h *harness) deliver(inst *instance, d mq.Delivery) bool {
 		h.panics = append(h.panics, fmt.Sprintf("Handle(%s) by %s: %s", m.ID, inst.name, o.panic))
 		h.mu.Unlock()
 		return false
-	case inst.dead.Load():
-		// The consumer recovered the kit's crash itself; the instance is gone all the same.
-		h.rec.Note(inst.name, "crashed", m.ID, "the consumer swallowed the crash; instance ended")
-		return false
 	case o.err != nil:
 		h.rec.Note(inst.name, "error", m.ID, o.err.Error())
-		h.noteErr(fmt.Sprintf("Handle(%s): %v", m.ID, o.err))
+		if kd.doubt.faulted() {
+			// The kit failed a sink call of this delivery: an error is the right answer.
+			h.mu.Lock()
+			h.faultErrs++
+			h.mu.Unlock()
+		} else {
+			h.noteErr(fmt.Sprintf("Handle(%s): %v", m.ID, o.err))
+		}
 		if !kd.settled.Load() {
 			_ = d.Nak(h.ctx, h.clock.Real(h.tm.NakDelay))
 		}
@@ -173,14 +193,16 @@ func (h *harness) deliver(inst *instance, d mq.Delivery) bool {
 }
 
 // handle runs Handle in a goroutine of its own, so a call that blocks past
-// the handle deadline can be abandoned (ok false). Its context ends when
-// handle returns, so a consumer that watches it returns too.
+// the handle deadline can be abandoned (ok false), and so can one whose
+// instance the kit ended (o.ended): a process that crashed does not finish
+// its call. Its context ends when handle returns, so a consumer that watches
+// it returns too.
 func (h *harness) handle(inst *instance, kd *kitDelivery) (o handled, ok bool) {
 	h.inflight.Add(1)
 	var left sync.Once
 	leave := func() { left.Do(func() { h.inflight.Add(-1) }) }
 	done := make(chan handled, 1)
-	ctx, cancel := context.WithCancel(h.ctx)
+	ctx, cancel := context.WithCancel(inst.ctx)
 	defer cancel()
 	h.handlers.Add(1)
 	go func() {
@@ -188,11 +210,7 @@ func (h *harness) handle(inst *instance, kd *kitDelivery) (o handled, ok bool) {
 		var o handled
 		defer func() {
 			if p := recover(); p != nil {
-				if c, ok := p.(crash); ok {
-					o.crash = &c
-				} else {
-					o.panic = fmt.Sprintf("%v\n%s", p, debug.Stack())
-				}
+				o.panic = fmt.Sprintf("%v\n%s", p, debug.Stack())
 			}
 			leave()
 			done <- o
@@ -204,6 +222,9 @@ func (h *harness) handle(inst *instance, kd *kitDelivery) (o handled, ok bool) {
 	select {
 	case o = <-done:
 		return o, true
+	case <-inst.gone:
+		leave() // the crashed call is abandoned; it can touch nothing any more
+		return handled{ended: true}, true
 	case <-timer.C:
 		msg := fmt.Sprintf("Handle(%s) by %s did not return within %s", kd.brokerID, inst.name, h.tm.HandleDeadline)
 		h.rec.Note(inst.name, "blocked", kd.brokerID, msg)

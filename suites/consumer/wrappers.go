@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -11,7 +12,9 @@ import (
 
 // The kit's wrappers are all a consumer instance sees of the broker and the
 // sinks. Each records its call in the history and is a place where the kit
-// can end the instance (instance.at), before and after the real call.
+// can end the instance (instance.enter, instance.leave), before and after
+// the real call. Ending it never panics: the call returns co.ErrEnded, and
+// so does every later call of the instance.
 
 // kitDelivery is a delivery as the consumer sees it: its ack may be lost by
 // the kit or crash around it.
@@ -21,6 +24,24 @@ type kitDelivery struct {
 	e        co.Event
 	brokerID string
 	settled  atomic.Bool
+	doubt    uncertain // effect calls that failed and were not called again
+
+	mu    sync.Mutex
+	calls []string // what the delivery called, in order (the trace of CO-2.5)
+}
+
+// count adds one call to the delivery's trace and returns its number.
+func (k *kitDelivery) count(label string) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.calls = append(k.calls, label)
+	return len(k.calls)
+}
+
+func (k *kitDelivery) trace() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]string(nil), k.calls...)
 }
 
 func (k *kitDelivery) Event() co.Event { return k.e }
@@ -28,39 +49,67 @@ func (k *kitDelivery) Attempt() int    { return k.d.Attempt() }
 
 func (k *kitDelivery) Ack(ctx context.Context) error {
 	h, inst := k.inst.h, k.inst
-	inst.at(beforeAck, k.e.EventID, "")
+	n, err := inst.enter(k, "ack", beforeAck, k.e.EventID, "")
+	if err != nil {
+		return err
+	}
 	k.settled.Store(true)
+	if left := k.doubt.left(); len(left) > 0 {
+		h.ackedAfterFailure(inst, k, left)
+	}
 	if h.takeLostAck(k.e.EventID) {
 		h.rec.Note(inst.name, "ack", k.brokerID, "lost by the kit: the broker never sees it")
 	} else {
 		op := h.rec.Invoke(inst.name, "ack", k.brokerID)
 		if err := k.d.Ack(ctx); err != nil {
 			op.Info(err.Error())
-			inst.at("", "", "")
+			if inst.dead.Load() {
+				return co.ErrEnded
+			}
 			return err
 		}
 		op.OK("confirmed")
 		h.markAcked(k.brokerID)
 	}
-	inst.at(afterAck, k.e.EventID, "")
-	return nil
+	return inst.leave(k, n, "ack", afterAck, k.e.EventID, "")
 }
 
 func (k *kitDelivery) Nak(ctx context.Context, delay time.Duration) error {
-	k.inst.at("", "", "")
+	h, inst := k.inst.h, k.inst
+	n, err := inst.enter(k, "nak", "", k.e.EventID, "")
+	if err != nil {
+		return err
+	}
 	k.settled.Store(true)
-	k.inst.h.rec.Note(k.inst.name, "nak", k.brokerID, "delay "+delay.String()+" (seed time)")
-	return k.d.Nak(ctx, k.inst.h.clock.Real(delay))
+	op := h.rec.Invoke(inst.name, "nak", k.brokerID)
+	if err := k.d.Nak(ctx, h.clock.Real(delay)); err != nil {
+		op.Info("delay " + delay.String() + " (seed time): " + err.Error())
+		return err
+	}
+	op.OK("delay " + delay.String() + " (seed time)")
+	return inst.leave(k, n, "nak", "", k.e.EventID, "")
 }
 
-// kitIndex is the kit's index behind an instance's crash points.
+// kitIndex is the kit's index behind an instance's crash points and
+// failures.
 type kitIndex struct{ inst *instance }
 
 func (x *kitIndex) write(action string, doc co.Doc, f func() (bool, error)) (bool, error) {
-	h, ev := x.inst.h, co.EventID(doc.ID, doc.Version)
-	x.inst.at(beforeEffect, ev, co.ScopeIndex)
-	op := h.rec.Invoke(x.inst.name, action, ev)
-	applied, err := f()
+	inst := x.inst
+	h, ev, kd := inst.h, co.EventID(doc.ID, doc.Version), inst.current()
+	n, err := inst.enter(kd, action, beforeEffect, ev, co.ScopeIndex)
+	if err != nil {
+		return false, err
+	}
+	fk, failing := h.takeFault(ev, co.ScopeIndex)
+	op := h.rec.Invoke(inst.name, action, ev)
+	var applied bool
+	switch {
+	case failing && fk == faultError:
+		err = injected(fk, co.ScopeIndex)
+	default:
+		applied, err = f()
+	}
 	switch {
 	case err != nil:
 		op.Info(err.Error())
@@ -69,8 +118,28 @@ func (x *kitIndex) write(action string, doc co.Doc, f func() (bool, error)) (boo
 	default:
 		op.OK("not applied")
 	}
-	x.inst.at(afterEffect, ev, co.ScopeIndex)
+	if failing && fk == faultTimeout && err == nil {
+		applied, err = false, injected(fk, co.ScopeIndex)
+		h.rec.Note("kit", "lose answer", ev, "the index write took effect; the consumer gets a deadline error")
+	}
+	doubt(kd, co.ScopeIndex, failing)
+	if lerr := inst.leave(kd, n, action, afterEffect, ev, co.ScopeIndex); lerr != nil {
+		return applied, lerr
+	}
 	return applied, err
+}
+
+// doubt notes on the delivery whether the scope's effect call failed, or
+// the consumer called the scope again (which settles an earlier failure).
+func doubt(kd *kitDelivery, scope string, failing bool) {
+	if kd == nil {
+		return
+	}
+	if failing {
+		kd.doubt.failed(scope)
+	} else {
+		kd.doubt.resolved(scope)
+	}
 }
 
 func (x *kitIndex) Put(ctx context.Context, doc co.Doc) error {
@@ -82,58 +151,121 @@ func (x *kitIndex) Upsert(ctx context.Context, doc co.Doc) (bool, error) {
 	return x.write("index upsert", doc, func() (bool, error) { return x.inst.h.index.Upsert(ctx, doc) })
 }
 
+// Get answers after the read latency: the read happened when the call
+// began, as with a remote index, so the answer can be stale by the time it
+// arrives.
 func (x *kitIndex) Get(ctx context.Context, id string) (co.Doc, bool, error) {
-	x.inst.at("", "", "")
-	return x.inst.h.index.Get(ctx, id)
+	inst, kd := x.inst, x.inst.current()
+	n, err := inst.enter(kd, "index get", "", "", "")
+	if err != nil {
+		return co.Doc{}, false, err
+	}
+	d, ok, err := inst.h.index.Get(ctx, id)
+	inst.h.readLatency(ctx)
+	if kd != nil && kd.e.MessageID == id {
+		doubt(kd, co.ScopeIndex, false)
+	}
+	if lerr := inst.leave(kd, n, "index get", "", "", ""); lerr != nil {
+		return co.Doc{}, false, lerr
+	}
+	return d, ok, err
 }
 
-// kitNotifier is the kit's notifier behind an instance's crash points.
+// kitNotifier is the kit's notifier behind an instance's crash points and
+// failures.
 type kitNotifier struct{ inst *instance }
 
-func (n *kitNotifier) Send(ctx context.Context, msg co.Notification) error {
-	h, ev := n.inst.h, co.EventID(msg.MessageID, msg.Version)
-	n.inst.at(beforeEffect, ev, co.ScopeNotify)
-	op := h.rec.Invoke(n.inst.name, "notify", ev)
-	err := h.notifier.Send(ctx, msg)
+func (nt *kitNotifier) Send(ctx context.Context, msg co.Notification) error {
+	inst := nt.inst
+	h, ev, kd := inst.h, co.EventID(msg.MessageID, msg.Version), inst.current()
+	n, err := inst.enter(kd, "notify", beforeEffect, ev, co.ScopeNotify)
+	if err != nil {
+		return err
+	}
+	fk, failing := h.takeFault(ev, co.ScopeNotify)
+	op := h.rec.Invoke(inst.name, "notify", ev)
+	if failing && fk == faultError {
+		err = injected(fk, co.ScopeNotify)
+	} else {
+		err = h.notifier.Send(ctx, msg)
+	}
 	if err != nil {
 		op.Info(err.Error())
 	} else {
 		op.OK("sent")
 	}
-	n.inst.at(afterEffect, ev, co.ScopeNotify)
+	if failing && fk == faultTimeout && err == nil {
+		err = injected(fk, co.ScopeNotify)
+		h.rec.Note("kit", "lose answer", ev, "the notification went out; the consumer gets a deadline error")
+	}
+	doubt(kd, co.ScopeNotify, failing)
+	if lerr := inst.leave(kd, n, "notify", afterEffect, ev, co.ScopeNotify); lerr != nil {
+		return lerr
+	}
 	return err
 }
 
-func (n *kitNotifier) Sent(ctx context.Context, messageID string, version int) (int, error) {
-	n.inst.at("", "", "")
-	return n.inst.h.notifier.Sent(ctx, messageID, version)
+func (nt *kitNotifier) Sent(ctx context.Context, messageID string, version int) (int, error) {
+	inst, kd := nt.inst, nt.inst.current()
+	n, err := inst.enter(kd, "notify sent?", "", "", "")
+	if err != nil {
+		return 0, err
+	}
+	c, err := inst.h.notifier.Sent(ctx, messageID, version)
+	inst.h.readLatency(ctx)
+	if kd != nil && kd.e.MessageID == messageID && kd.e.Version == version {
+		doubt(kd, co.ScopeNotify, false)
+	}
+	if lerr := inst.leave(kd, n, "notify sent?", "", "", ""); lerr != nil {
+		return 0, lerr
+	}
+	return c, err
 }
 
 // kitStore passes through to the instance's own handle; an ended instance
 // can no longer read or write.
 type kitStore struct{ inst *instance }
 
-func (s *kitStore) Get(ctx context.Context, key string) (co.Record, bool, error) {
-	s.inst.at("", "", "")
-	return s.inst.store.Get(ctx, key)
+func (s *kitStore) call(label string, f func() error) error {
+	inst, kd := s.inst, s.inst.current()
+	n, err := inst.enter(kd, label, "", "", "")
+	if err != nil {
+		return err
+	}
+	err = f()
+	if lerr := inst.leave(kd, n, label, "", "", ""); lerr != nil {
+		return lerr
+	}
+	return err
 }
 
-func (s *kitStore) Insert(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	s.inst.at("", "", "")
-	return s.inst.store.Insert(ctx, key, value, ttl)
+// Get answers after the read latency, like the index's.
+func (s *kitStore) Get(ctx context.Context, key string) (r co.Record, ok bool, err error) {
+	err = s.call("store get", func() (err error) {
+		r, ok, err = s.inst.store.Get(ctx, key)
+		s.inst.h.readLatency(ctx)
+		return err
+	})
+	return r, ok, err
+}
+
+func (s *kitStore) Insert(ctx context.Context, key, value string, ttl time.Duration) (ok bool, err error) {
+	err = s.call("store insert", func() (err error) { ok, err = s.inst.store.Insert(ctx, key, value, ttl); return err })
+	return ok, err
 }
 
 func (s *kitStore) Put(ctx context.Context, key, value string, ttl time.Duration) error {
-	s.inst.at("", "", "")
-	return s.inst.store.Put(ctx, key, value, ttl)
+	return s.call("store put", func() error { return s.inst.store.Put(ctx, key, value, ttl) })
 }
 
-func (s *kitStore) CompareAndSwap(ctx context.Context, key, old, value string, ttl time.Duration) (bool, error) {
-	s.inst.at("", "", "")
-	return s.inst.store.CompareAndSwap(ctx, key, old, value, ttl)
+func (s *kitStore) CompareAndSwap(ctx context.Context, key, old, value string, ttl time.Duration) (ok bool, err error) {
+	err = s.call("store compare-and-swap", func() (err error) {
+		ok, err = s.inst.store.CompareAndSwap(ctx, key, old, value, ttl)
+		return err
+	})
+	return ok, err
 }
 
 func (s *kitStore) Delete(ctx context.Context, key string) error {
-	s.inst.at("", "", "")
-	return s.inst.store.Delete(ctx, key)
+	return s.call("store delete", func() error { return s.inst.store.Delete(ctx, key) })
 }

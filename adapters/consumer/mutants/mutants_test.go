@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -91,6 +92,51 @@ func TestEveryMutantFailsItsRules(t *testing.T) {
 	for _, rule := range catalog.All("consumer") {
 		if !killed[rule.ID] {
 			t.Errorf("no mutant fails %s", rule.ID)
+		}
+	}
+}
+
+// TestPower runs one rule against one mutant ONCEPROOF_POWER_RUNS times
+// (default 1; Ginkgo refuses go test -count) and logs whether the rule
+// caught it each time; it asserts nothing. Detection rates are measured by
+// suites/consumer/testdata/power.sh:
+//
+//	ONCEPROOF_POWER=racy-claim/CO-1.5 ONCEPROOF_POWER_RUNS=20 go test -run TestPower -v ./adapters/consumer/mutants
+func TestPower(t *testing.T) {
+	which := os.Getenv("ONCEPROOF_POWER")
+	if which == "" {
+		t.Skip("set ONCEPROOF_POWER=mutant/rule to measure one rule's power")
+	}
+	name, rule, _ := strings.Cut(which, "/")
+	var design reference.Design
+	found := false
+	for _, m := range mutants.All() {
+		if m.Name == name {
+			design, found = m.Design, true
+		}
+	}
+	if name == "reference" {
+		design, found = reference.Reference(), true
+	}
+	if !found {
+		t.Fatalf("no mutant %q", name)
+	}
+	runs, _ := strconv.Atoi(os.Getenv("ONCEPROOF_POWER_RUNS"))
+	tgt := consumer.Target{Broker: embedded(t), New: design.Factory(), Declared: design.Declared(), Outbox: outbox.Factory}
+	for range max(runs, 1) {
+		power(t, tgt, name, rule)
+	}
+}
+
+func power(t *testing.T, tgt consumer.Target, name, rule string) {
+	rs := runner.Run("consumer/power", func() { consumer.Register(tgt) }, runner.Options{Rules: []string{rule}})
+	for _, r := range rs {
+		if r.Rule == rule {
+			verdictWord := "missed"
+			if r.Verdict == verdict.Fail {
+				verdictWord = "caught"
+			}
+			t.Logf("POWER %s %s %s %s %.0fms: %s", name, rule, verdictWord, r.Verdict, r.DurationMs, r.Reason)
 		}
 	}
 }

@@ -47,6 +47,13 @@ type Design struct {
 	CheckThenWrite bool // read the record, do the effect, then write the record: no claim, no recovery
 	PlainPut       bool // index scope: an unconditional put and no record
 	Memory         bool // de-dupe records in the instance's memory
+
+	GuardedPut       bool // index scope: an unconditional put, guarded by the claim and record
+	ReadCompareWrite bool // index scope: read the document, compare versions, then an unconditional put
+	IgnoreEffectErr  bool // an effect that failed is counted as done: marked and acked
+	ReleaseOnError   bool // an effect that failed releases its claim, so the redelivery does it again blindly
+	MarkFirst        bool // the record is written "done" first (no claim), then the effect
+	RacyClaim        bool // the claim is a read of the record then a write of it: not atomic
 }
 
 // Key is the reference de-dupe key: (message id, version, scope).
@@ -122,7 +129,14 @@ func doc(e co.Event) co.Doc {
 func (c *instance) effect(ctx context.Context, e co.Event, scope string) error {
 	switch scope {
 	case co.ScopeIndex:
-		if c.d.PlainPut {
+		switch {
+		case c.d.PlainPut, c.d.GuardedPut:
+			return c.env.Index.Put(ctx, doc(e))
+		case c.d.ReadCompareWrite:
+			cur, ok, err := c.env.Index.Get(ctx, e.MessageID)
+			if err != nil || (ok && cur.Version >= e.Version) {
+				return err
+			}
 			return c.env.Index.Put(ctx, doc(e))
 		}
 		_, err := c.env.Index.Upsert(ctx, doc(e))
@@ -174,8 +188,21 @@ func (c *instance) apply(ctx context.Context, e co.Event, scope string) (busy bo
 		return false, c.env.Store.Put(ctx, key, done, c.d.Lifetime)
 	}
 
+	if c.d.MarkFirst {
+		ok, err := c.env.Store.Insert(ctx, key, done, c.d.Lifetime)
+		if err != nil || !ok {
+			return false, err
+		}
+		return false, c.effect(ctx, e, scope)
+	}
+
 	claim := c.claim()
-	ok, err := c.env.Store.Insert(ctx, key, claim, c.d.Lifetime)
+	var ok bool
+	if c.d.RacyClaim {
+		ok, err = c.racyClaim(ctx, key, claim)
+	} else {
+		ok, err = c.env.Store.Insert(ctx, key, claim, c.d.Lifetime)
+	}
 	if err != nil {
 		return false, err
 	}
@@ -206,11 +233,24 @@ func (c *instance) apply(ctx context.Context, e co.Event, scope string) (busy bo
 		}
 	}
 	if !skip {
-		if err := c.effect(ctx, e, scope); err != nil {
+		if err := c.effect(ctx, e, scope); err != nil && !c.d.IgnoreEffectErr {
+			if c.d.ReleaseOnError {
+				_ = c.env.Store.Delete(ctx, key)
+			}
 			return false, err
 		}
 	}
 	return false, c.env.Store.Put(ctx, key, done, c.d.Lifetime)
+}
+
+// racyClaim claims key by reading it and, if absent, writing the claim: two
+// workers can both read "absent" and both claim.
+func (c *instance) racyClaim(ctx context.Context, key, claim string) (bool, error) {
+	_, found, err := c.env.Store.Get(ctx, key)
+	if err != nil || found {
+		return false, err
+	}
+	return true, c.env.Store.Put(ctx, key, claim, c.d.Lifetime)
 }
 
 // A claim is "pending WORKER UNTIL" with UNTIL in Unix nanoseconds of the

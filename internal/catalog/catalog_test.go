@@ -12,7 +12,7 @@ import (
 // equal to the catalog. Regenerate it with `make rules`.
 func TestRulesDocMatchesCatalog(t *testing.T) {
 	want := catalog.Markdown()
-	got, err := os.ReadFile("../docs/RULES.md")
+	got, err := os.ReadFile("../../docs/RULES.md")
 	if err != nil {
 		t.Fatalf("docs/RULES.md: %v (run make rules)", err)
 	}
@@ -21,8 +21,8 @@ func TestRulesDocMatchesCatalog(t *testing.T) {
 	}
 }
 
-// TestIssueRuleIDs pins the rule ids the issues fixed: renaming or dropping
-// one breaks every report that cites it.
+// TestIssueRuleIDs pins the rule ids earlier issues fixed: renaming or
+// dropping one breaks every report that cites it.
 func TestIssueRuleIDs(t *testing.T) {
 	fixed := map[string]string{
 		"eventstore": "ES-1.1 ES-1.2 ES-1.3 ES-1.4 ES-1.5 ES-1.6 ES-1.7 ES-1.8 ES-1.9 ES-1.10 ES-1.11 ES-1.12 ES-1.13 ES-2.1 ES-2.2 ES-2.3 ES-2.4 ES-2.5 ES-2.6 ES-3.1",
@@ -30,12 +30,15 @@ func TestIssueRuleIDs(t *testing.T) {
 		"consumer":   "CO-1.1 CO-1.2 CO-1.3 CO-1.4 CO-1.5 CO-2.1 CO-2.2 CO-2.3 CO-3.1 CO-4.1 CO-5.1",
 	}
 	for suite, ids := range fixed {
-		var got []string
+		have := map[string]bool{}
 		for _, r := range catalog.All(suite) {
-			got = append(got, r.ID)
+			have[r.ID] = true
 		}
-		if strings.Join(got, " ") != ids {
-			t.Errorf("suite %s rules:\n got %s\nwant %s", suite, strings.Join(got, " "), ids)
+		// New rules get new ids; the fixed ones stay.
+		for _, id := range strings.Fields(ids) {
+			if !have[id] {
+				t.Errorf("suite %s lost rule %s", suite, id)
+			}
 		}
 	}
 }

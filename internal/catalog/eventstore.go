@@ -11,6 +11,9 @@ const (
 	srcRequestID   = seedES + ", commandId 与 requestId"
 	srcRetry       = seedES + ", 超时后的查询与重试"
 	contractAtomic = "生产存储必须在自身的原子写入边界内强制版本与 request-ID 唯一性，并正确映射异常；“先查询、后写入”的应用逻辑不能替代该约束。"
+	// The power targets of the race rules (suites/eventstore, RaceConfig.Power).
+	powerFull = " Power target: 459 contended trials (trials in which at least two calls overlapped in time), which catch a violation shown in 1% of contended trials with 99% probability; at its cap short of them the rule is unknown, never pass."
+	powerWeak = " Power target: 90 contended trials (trials in which at least two calls overlapped in time), which catch a false conflict shown in 5% of contended trials with 99% probability; at its cap short of them the rule is unknown, never pass."
 )
 
 func es(id string, level Level, kind Kind, title, contract, source string, needs ...Capability) Rule {
@@ -28,17 +31,17 @@ func init() {
 		es("ES-1.4", Must, Requirement, "an append at a version already taken raises the version conflict",
 			"EventVersionConflictException：要追加的事件版本与现有历史冲突。 History is unchanged.", srcDurable),
 		es("ES-1.5", Must, Requirement, "the same request id at the next free version raises the duplicate-request-id conflict",
-			"DuplicateRequestIdException：同一聚合已经使用该 requestId。 The error carries the aggregate and request id; nothing is persisted.", srcDurable),
+			"DuplicateRequestIdException：同一聚合已经使用该 requestId。 The error carries the aggregate and request id; nothing is persisted. Probed over the aggregate's whole history: the request id of the first, a middle and the last stream of a 100-stream history is retried.", srcDurable),
 		es("ES-1.6", Must, Requirement, "the same request id on different aggregates is accepted",
 			"同一聚合内，相同 requestId 表示重复请求；不同聚合可以使用相同值。", srcRequestID),
 		es("ES-1.7", Must, Requirement, "an exact retry of a create is a typed conflict and the request id is found",
 			"创建冲突不等价于同一请求已成功：先用聚合身份和 requestId 区分“原创建请求的重复提交”与“另一业务意图争用同一 ID”。 The store SHOULD choose the duplicate-request-id conflict; the report records its choice.", srcConflicts),
 		es("ES-1.8", Must, Requirement, "the authoritative request-id query answers per aggregate",
-			"通过 RequestIdExistenceChecker 查询持久历史: true for a stored id, false for an unknown id, false for the same id on another aggregate.", srcPreCheck),
+			"通过 RequestIdExistenceChecker 查询持久历史: true for a stored id, false for an unknown id, false for the same id on another aggregate (context, aggregate name, id and tenant each varied on its own), true for the first, a middle and the last stream of a 100-stream history.", srcPreCheck),
 		es("ES-1.9", Must, Requirement, "a rejected multi-event stream leaves no partial events",
 			"EventStore.append 是事件流能否成为权威历史的持久边界: a stream is stored whole or not at all.", srcDurable),
 		es("ES-1.10", Must, Requirement, "conflicts are typed and inspectable; other failures are not conflicts",
-			"诊断与 API 错误映射应读取这些字段，而不是解析异常文本。 Conflicts carry aggregate, version and request id for errors.As; a cancelled context or a closed connection is not reported as a conflict.", seedES+", CommandResultException"),
+			"诊断与 API 错误映射应读取这些字段，而不是解析异常文本。 Conflicts carry aggregate, version and request id for errors.As; a cancelled context or a closed connection is not reported as a conflict; after Close, Append, Load and RequestIDExists each fail with an error that is not a conflict.", seedES+", CommandResultException"),
 		es("ES-1.11", Must, Characterization, "the version-gap policy matches the declaration",
 			"不要静默递增期望版本或覆盖历史。 Whether tail+2 is accepted is measured and compared with what the adapter declares.", srcConflicts),
 		es("ES-1.12", Must, Requirement, "load returns ascending versions over an inclusive range; a bad range is an argument error",
@@ -46,17 +49,17 @@ func init() {
 		es("ES-1.13", Must, Requirement, "the same id under another tenant or aggregate name is another aggregate",
 			"Aggregate identity is (context, aggregate name, id, tenant); 同一聚合内 uniqueness does not leak across identities.", srcRequestID),
 		es("ES-2.1", Must, Requirement, "racing writers at one version: exactly one success, the rest version conflicts",
-			contractAtomic+" N writers released together at one version: one success, N-1 version conflicts, one stream stored.", srcDurable),
+			contractAtomic+" N writers released together at one version: one success, N-1 version conflicts, one stream stored."+powerFull, srcDurable),
 		es("ES-2.2", Must, Requirement, "racing creates: exactly one success, the rest creation conflicts",
-			contractAtomic+" N concurrent creates: one success, N-1 creation conflicts.", srcDurable),
+			contractAtomic+" N concurrent creates: one success, N-1 creation conflicts."+powerFull, srcDurable),
 		es("ES-2.3", Must, Requirement, "one request id raced at different versions is stored at most once",
-			"预检与持久追加之间存在竞争窗口；两个并发请求都可能通过读取检查。 Only the store's own constraint stops the second copy.", srcPreCheck),
+			"预检与持久追加之间存在竞争窗口；两个并发请求都可能通过读取检查。 Only the store's own constraint stops the second copy."+powerFull, srcPreCheck),
 		es("ES-2.4", Must, Requirement, "one request id raced across different aggregates: all succeed",
-			"不同聚合可以使用相同值, also under concurrency.", srcRequestID),
+			"不同聚合可以使用相同值, also under concurrency."+powerWeak, srcRequestID),
 		es("ES-2.5", Must, Requirement, "across every race, reported successes equal streams stored",
-			"不能只凭失败阶段判断事件是否已追加: a success the store reports must be stored, and nothing may be stored that was reported as failed.", seedES+", 失败发生在哪一层"),
+			"不能只凭失败阶段判断事件是否已追加: a success the store reports must be stored, and nothing may be stored that was reported as failed."+powerFull, seedES+", 失败发生在哪一层"),
 		es("ES-2.6", Must, Requirement, "parallel appends to different aggregates all succeed",
-			"Uniqueness is scoped to one aggregate: concurrent appends to different aggregates raise no conflicts.", srcDurable),
+			"Uniqueness is scoped to one aggregate: concurrent appends to different aggregates raise no conflicts."+powerWeak, srcDurable),
 		es("ES-3.1", Must, Requirement, "the pre-check confirms a fast 'maybe' with the authoritative query and fails closed",
 			"快速检查判定可以继续时直接放行；当它报告“可能重复”时，再通过 RequestIdExistenceChecker 查询持久历史。没有权威查询器时默认拒绝该请求，而不是冒险放行。", srcPreCheck, CapPreCheck),
 	)

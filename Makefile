@@ -42,10 +42,11 @@ postgres:
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./cmd/tck/ ./suites/...
 
-# The detection rate of the ES-2 race rules against the check-then-write
-# mutants (100 independent runs each).
+# The catch rate of the ES-2 race rules against the check-then-write mutants
+# (100 independent runs each), quiet and with two CPU burners; not part of
+# `make test` (see scripts/race-power.sh).
 race-rate:
-	$(GO) test -count=1 -run TestRaceRulesCatchCheckThenWrite -v ./suites/eventstore/
+	scripts/race-power.sh
 
 # The default run N times with two CPU burners alongside: false failures,
 # unknowns, wall times and leftovers (see scripts/stress.sh).

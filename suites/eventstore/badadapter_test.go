@@ -39,7 +39,7 @@ func runWith(t *testing.T, m misbehaving, rules ...string) map[string]verdict.Re
 	target := eventstore.Target{
 		Open:    func(context.Context) (es.EventStore, error) { m.EventStore = db.Open(); return m, nil },
 		Timeout: time.Second,
-		Race:    eventstore.RaceConfig{Budget: 100 * time.Millisecond},
+		Race:    eventstore.RaceConfig{Cap: 100 * time.Millisecond},
 	}
 	out := map[string]verdict.Result{}
 	for _, r := range runner.Run("misbehaving", func() { eventstore.Register(target) }, runner.Options{Rules: rules}) {

@@ -3,6 +3,7 @@ package eventstore
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/onsi/gomega"
 
@@ -67,6 +68,20 @@ func registerBasics(s *spec.Set, t Target) {
 		r.Expect(dr.Aggregate).To(gomega.Equal(agg), "the duplicate-request-id conflict names the aggregate")
 		r.Expect(dr.RequestID).To(gomega.Equal("req-1"), "the duplicate-request-id conflict carries the request id")
 		f.expectHistory(agg, []es.Stream{v1}, "nothing persisted by the duplicate")
+
+		// The whole history, not the newest streams: a request id from
+		// the first, a middle and the last of a long history.
+		long := f.aggregate("long")
+		hist := f.longHistory(long)
+		for _, v := range probedVersions {
+			id := fmt.Sprintf("req-%d", v)
+			err := f.append("retry", stream(long, longHistory+1, id))
+			var dr *es.DuplicateRequestIDError
+			r.Expect(errors.As(err, &dr)).To(gomega.BeTrue(), "request id %s (version %d of %d) retried at version %d must fail with *es.DuplicateRequestIDError, got %v", id, v, longHistory, longHistory+1, err)
+			r.Expect(dr.RequestID).To(gomega.Equal(id), "the duplicate-request-id conflict carries the request id")
+		}
+		f.expectHistory(long, hist, "nothing persisted by the retries in a long history")
+		r.Ev.Notef("the same request id is refused at the next version, also for the first, a middle and the last stream of a %d-stream history", longHistory)
 	})
 
 	s.It("ES-1.6", func(r *spec.R) {
@@ -112,6 +127,21 @@ func registerBasics(s *spec.Set, t Target) {
 		r.Expect(f.exists(a, "req-never")).To(gomega.BeFalse(), "an unknown request id")
 		r.Expect(f.exists(b, "req-a")).To(gomega.BeFalse(), "the same request id on another aggregate")
 		r.Expect(f.exists(f.aggregate("c"), "req-a")).To(gomega.BeFalse(), "a request id on an aggregate that does not exist")
+
+		// Each identity field on its own: a query that leaves one out finds
+		// req-a on an aggregate that never stored it.
+		for _, v := range identityVariants(a) {
+			r.Expect(f.exists(v.agg, "req-a")).To(gomega.BeFalse(), "the same id under another %s: the query must use every identity field", v.field)
+		}
+
+		// The whole history, not the latest stream.
+		long := f.aggregate("long")
+		f.longHistory(long)
+		for _, v := range probedVersions {
+			r.Expect(f.exists(long, fmt.Sprintf("req-%d", v))).To(gomega.BeTrue(), "request id of version %d of a %d-stream history", v, longHistory)
+		}
+		r.Expect(f.exists(long, fmt.Sprintf("req-%d", longHistory+1))).To(gomega.BeFalse(), "a request id the long history does not hold")
+		r.Ev.Notef("answered per aggregate, with context, name, id and tenant each varied on its own, over a %d-stream history", longHistory)
 	})
 
 	s.It("ES-1.9", func(r *spec.R) {
@@ -162,6 +192,13 @@ func registerBasics(s *spec.Set, t Target) {
 		err = f.appendWith(r.Context(), closed, "closed-handle", stream(agg, 3, "req-3"))
 		r.Expect(err).To(gomega.HaveOccurred(), "an append through a closed handle must fail")
 		r.Expect(isConflict(err)).To(gomega.BeFalse(), "an append through a closed handle must not report a conflict, got %v", err)
+		// Every later call fails (es.EventStore.Close), not Append alone.
+		_, err = f.loadWith(closed, "closed-handle", agg)
+		r.Expect(err).To(gomega.HaveOccurred(), "a load through a closed handle must fail")
+		r.Expect(isConflict(err)).To(gomega.BeFalse(), "a load through a closed handle must not report a conflict, got %v", err)
+		_, err = f.existsWith(closed, "closed-handle", agg, "req-1")
+		r.Expect(err).To(gomega.HaveOccurred(), "RequestIDExists through a closed handle must fail")
+		r.Expect(isConflict(err)).To(gomega.BeFalse(), "RequestIDExists through a closed handle must not report a conflict, got %v", err)
 		err = f.append("bad-input", es.Stream{Aggregate: agg, Version: 3, RequestID: "req-3"})
 		r.Expect(err).To(gomega.HaveOccurred(), "a stream without events must be refused")
 		r.Expect(isConflict(err)).To(gomega.BeFalse(), "a stream without events is an argument error, not a conflict, got %v", err)
@@ -213,22 +250,49 @@ func registerBasics(s *spec.Set, t Target) {
 	s.It("ES-1.13", func(r *spec.R) {
 		f := open(r, t)
 		base := f.aggregate("a")
-		others := map[string]es.AggregateID{"tenant": base, "aggregate name": base, "context": base}
-		o := others["tenant"]
-		o.Tenant = "t2"
-		others["tenant"] = o
-		o = others["aggregate name"]
-		o.Name = "invoice"
-		others["aggregate name"] = o
-		o = others["context"]
-		o.Context = "billing"
-		others["context"] = o
 		f.mustAppend(stream(base, 1, "req-1"))
-		for what, agg := range others {
-			st := stream(agg, 1, "req-1")
-			r.Expect(f.append("client", st)).To(gomega.Succeed(), "a create of the same id under another %s with the same request id", what)
-			f.expectHistory(agg, []es.Stream{st}, "the aggregate under another "+what)
+		for _, v := range identityVariants(base) {
+			if v.field == "aggregate id" {
+				continue // another id is another aggregate by definition
+			}
+			st := stream(v.agg, 1, "req-1")
+			r.Expect(f.append("client", st)).To(gomega.Succeed(), "a create of the same id under another %s with the same request id", v.field)
+			f.expectHistory(v.agg, []es.Stream{st}, "the aggregate under another "+v.field)
 		}
 		r.Expect(f.history(base)).To(gomega.HaveLen(1), "the original aggregate keeps one stream")
 	})
+}
+
+// longHistory is the length of the history the depth probes retry and
+// query into: long enough that a store remembering its newest request ids
+// (a window, a cache, a "latest stream" check) shows it.
+const longHistory = 100
+
+// probedVersions are the first, a middle and the last stream of it.
+var probedVersions = []int{1, longHistory / 2, longHistory}
+
+// longHistory appends versions 1..longHistory of agg, request ids req-<v>.
+func (f *fixture) longHistory(agg es.AggregateID) []es.Stream {
+	out := make([]es.Stream, 0, longHistory)
+	for v := 1; v <= longHistory; v++ {
+		st := stream(agg, v, fmt.Sprintf("req-%d", v))
+		f.mustAppend(st)
+		out = append(out, st)
+	}
+	return out
+}
+
+// identityVariant is agg with one identity field changed.
+type identityVariant struct {
+	field string
+	agg   es.AggregateID
+}
+
+func identityVariants(agg es.AggregateID) []identityVariant {
+	c, n, i, t := agg, agg, agg, agg
+	c.Context = "billing"
+	n.Name = "invoice"
+	i.ID += "-other"
+	t.Tenant = "t2"
+	return []identityVariant{{"context", c}, {"aggregate name", n}, {"aggregate id", i}, {"tenant", t}}
 }

@@ -28,7 +28,7 @@ func TestCheckLeavesNoGoroutine(t *testing.T) {
 		Caps: es.Capabilities{PreCheck: precheck.New},
 	}
 	t.Run("plain", func(t *testing.T) { eventstore.Check(t, target) })
-	target.Race.Budget = 100 * time.Millisecond
+	target.Race.Cap = 5 * time.Second
 	target.Disrupt = func(ctx context.Context, _ string, log eventstore.Log) error {
 		log.Note("nemesis", "pause", "db", "")
 		select {

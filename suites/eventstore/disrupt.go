@@ -13,7 +13,7 @@ import (
 )
 
 // disruptAfter is how many trials run on the healthy store before the
-// fault starts (or a quarter of the budget or of the trial cap, if sooner):
+// fault starts (or a quarter of the cap or of the trial cap, if sooner):
 // enough to show the race works before the fault, little enough to leave
 // most of the budget for the fault and after it.
 const disruptAfter = 10
@@ -59,7 +59,7 @@ func (d *disruption) startIfDue(ctx context.Context, trials int, elapsed time.Du
 	if d == nil || trials == 0 || d.begun() {
 		return
 	}
-	if trials < disruptAfter && elapsed < cfg.Budget/4 && trials < cfg.MaxTrials/4 {
+	if trials < disruptAfter && elapsed < cfg.Cap/4 && trials < cfg.MaxTrials/4 {
 		return
 	}
 	d.mu.Lock()

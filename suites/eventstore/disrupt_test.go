@@ -99,7 +99,7 @@ func runFault(t *testing.T, f *fault, rules ...string) map[string]verdict.Result
 	target := eventstore.Target{
 		Open:    func(context.Context) (es.EventStore, error) { return faulty{db.Open(), f.mode}, nil },
 		Timeout: 10 * time.Second,
-		Race:    eventstore.RaceConfig{Budget: 200 * time.Millisecond},
+		Race:    eventstore.RaceConfig{Cap: 5 * time.Second}, // the rules stop at their power target, after the fault
 		Disrupt: f.disrupt,
 	}
 	got := map[string]verdict.Result{}

@@ -18,6 +18,7 @@ package eventstore
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"testing"
 	"time"
@@ -43,8 +44,9 @@ type Target struct {
 	Timeout time.Duration
 	// Disrupt, when set, applies a fault (a restart, a kill) while each ES-2
 	// race rule runs. The rule calls it once, in a goroutine of its own,
-	// after its first trials, goes on racing while it lasts (its time budget
-	// is extended by the fault's duration), and waits for it to return before
+	// after its first trials, goes on racing while it lasts (its cap is
+	// extended by the fault's duration, and it does not stop on its power
+	// target before the fault is over), and waits for it to return before
 	// judging. Trials from the fault on may see errors that are not conflicts:
 	// those appends are indeterminate and the trial is judged on what is
 	// stored once the store answers again (every reported success is stored,
@@ -69,11 +71,24 @@ type Log interface {
 	Notef(format string, args ...any)
 }
 
-// RaceConfig sizes the barrier-started race trials.
+// RaceConfig sizes the barrier-started race trials of the ES-2 rules.
+//
+// A trial is contended when at least two of its calls overlapped in time; a
+// rule runs until it has the contended trials its power target needs (or a
+// violation shows), and is unknown if it reaches a cap first.
 type RaceConfig struct {
-	Writers   int           // goroutines released together per trial (default: two per processor, at least 4)
-	MaxTrials int           // stop after this many trials without a violation (default 20000)
-	Budget    time.Duration // or after this long (default 1s; a quarter of it for ES-2.4 and ES-2.6)
+	// Writers released together per trial; trials cycle through
+	// Writers-1, Writers and Writers+1 (default 4).
+	Writers int
+	// Power is the violation rate per contended trial that a pass rules
+	// out with 99% probability (default 0.01, which takes 459 contended
+	// trials). Smaller is stronger and slower.
+	Power float64
+	// Cap is the hard limit in wall time per rule (default 15s; a fault
+	// run's cap is extended by the fault's duration).
+	Cap time.Duration
+	// MaxTrials is the hard limit in trials per rule (default 1,000,000).
+	MaxTrials int
 }
 
 func (c RaceConfig) withDefaults() RaceConfig {
@@ -81,16 +96,31 @@ func (c RaceConfig) withDefaults() RaceConfig {
 		// Two rivals per processor: measured on two cores, 4 writers catch
 		// a tight check-then-write far sooner than 2 (too few rivals in
 		// flight) or 8 (the writers queue behind each other).
-		c.Writers = min(max(4, 2*runtime.GOMAXPROCS(0)), 16)
+		c.Writers = min(max(defaultWriters, 2*runtime.GOMAXPROCS(0)), 16)
+	}
+	if c.Power <= 0 || c.Power >= 1 {
+		c.Power = defaultPower
+	}
+	if c.Cap <= 0 {
+		c.Cap = 15 * time.Second
 	}
 	if c.MaxTrials <= 0 {
-		c.MaxTrials = 20000
-	}
-	if c.Budget <= 0 {
-		c.Budget = time.Second
+		c.MaxTrials = 1_000_000
 	}
 	return c
 }
+
+// writerRange is the writer counts the trials cycle through.
+func (c RaceConfig) writerRange() string {
+	return fmt.Sprintf("%d-%d", max(2, c.Writers-1), c.Writers+1)
+}
+
+// The defaults, chosen by measurement on two cores (docs/eventstore.md,
+// "Races"); scripts/race-power.sh measures them again.
+var (
+	defaultWriters = 4
+	defaultPower   = 0.01
+)
 
 // RegisterOption tunes Register.
 type RegisterOption struct{ unknownIsSkip bool }

@@ -158,15 +158,33 @@ func (f *fixture) history(agg es.AggregateID) []es.Stream {
 }
 
 func (f *fixture) exists(agg es.AggregateID, requestID string) bool {
-	h := f.rec.Invoke("checker", "exists?", agg.ID+" req="+requestID)
-	ok, err := f.store.RequestIDExists(f.ctx, agg, requestID)
+	ok, err := f.existsWith(f.store, "checker", agg, requestID)
+	f.r.Expect(err).NotTo(gomega.HaveOccurred(), "RequestIDExists(%s, %s)", agg, requestID)
+	return ok
+}
+
+// existsWith asks store (another handle, perhaps) on the timeline.
+func (f *fixture) existsWith(store es.EventStore, actor string, agg es.AggregateID, requestID string) (bool, error) {
+	h := f.rec.Invoke(actor, "exists?", agg.String()+" req="+requestID)
+	ok, err := store.RequestIDExists(f.ctx, agg, requestID)
 	if err != nil {
 		h.Info(err.Error())
 	} else {
 		h.OK(fmt.Sprint(ok))
 	}
-	f.r.Expect(err).NotTo(gomega.HaveOccurred(), "RequestIDExists(%s, %s)", agg.ID, requestID)
-	return ok
+	return ok, err
+}
+
+// loadWith loads agg's whole history through store on the timeline.
+func (f *fixture) loadWith(store es.EventStore, actor string, agg es.AggregateID) ([]es.Stream, error) {
+	h := f.rec.Invoke(actor, "load", agg.ID)
+	got, err := store.Load(f.ctx, agg, es.InitialVersion, es.MaxVersion)
+	if err != nil {
+		h.Info(err.Error())
+	} else {
+		h.OK(fmt.Sprintf("%d streams", len(got)))
+	}
+	return got, err
 }
 
 // done attaches the timeline to the evidence.

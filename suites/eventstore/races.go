@@ -18,14 +18,17 @@ import (
 )
 
 // Races are stochastic: each rule runs barrier-started trials until a
-// violation shows, the trial cap is reached, or the time budget is spent. A
-// pass says how many trials found nothing; a fail carries the failing trial's
-// history, which is the smallest one the kit has.
+// violation shows or it has the contended trials its power target needs
+// (see power.go). At its cap (wall time or trials) short of the target it
+// is unknown, never pass. A fail carries the failing trial's history, which
+// is the smallest one the kit has.
 
-// attempt is one racing append and what it returned.
+// attempt is one racing append, what it returned, and when it ran (offsets
+// from the round's start).
 type attempt struct {
-	stream es.Stream
-	err    error
+	stream     es.Stream
+	err        error
+	start, end time.Duration
 }
 
 // indeterminate: the append failed with an error that is not a typed
@@ -39,9 +42,21 @@ type round struct {
 	n        int
 	setup    []es.Stream
 	at       []attempt
-	rec      *history.Recorder
+	rec      *history.Recorder // the round's other calls (setup, loads)
+	writers  []history.Op      // the racing calls, recorded after the race
 	started  time.Time
-	tolerant bool // raced from a fault on: indeterminate appends are allowed
+	tolerant bool    // raced from a fault on: indeterminate appends are allowed
+	racers   *racers // the rule's writers (nil: a goroutine per writer)
+}
+
+// timeline is the round's operations in order of start.
+func (rd *round) timeline() []history.Op {
+	all := append(rd.rec.Ops(), rd.writers...)
+	sort.SliceStable(all, func(i, j int) bool { return all[i].Start < all[j].Start })
+	for i := range all {
+		all[i].Index = i
+	}
+	return all
 }
 
 func (rd *round) indeterminate() int {
@@ -69,32 +84,49 @@ type trial struct {
 // raceOutcome is the result of a series of trials.
 type raceOutcome struct {
 	Trials    int
+	Contended int // trials in which at least two calls overlapped
+	Target    int // contended trials the power target needs
 	Violation string
 	History   []history.Op
 	Elapsed   time.Duration
 
-	shownAt time.Time // when the trial in History started
-	fault   faultOutcome
+	shown *round // the trial in History
+	fault faultOutcome
 }
 
-// runTrials runs tr until a violation, cfg.MaxTrials or cfg.Budget.
+// reached: the rule has the contended trials its power target needs.
+func (o raceOutcome) reached() bool { return o.Contended >= o.Target }
+
+// runTrials runs tr until a violation, the power target or the cap.
 func runTrials(ctx context.Context, f *fixture, cfg RaceConfig, tr trial) raceOutcome {
 	return runRace(ctx, f, cfg, tr, nil)
 }
 
 // runRace is runTrials with a fault (d may be nil: no fault). The fault
 // starts after the first trials; trials go on while it lasts without
-// spending the budget or the trial cap; rounds that could not be judged
-// during it are judged once it has returned.
+// spending the cap; a fault run does not end on its target before the
+// fault has returned; rounds that could not be judged during the fault are
+// judged once it has returned.
 func runRace(ctx context.Context, f *fixture, cfg RaceConfig, tr trial, d *disruption) (out raceOutcome) {
 	defer d.wait() // also when a judge panics: the fault's goroutine ends with the rule
+	out.Target = contendedFor(cfg.Power)
+	var pool *racers
+	if useRacers {
+		pool = newRacers(cfg.Writers + 1)
+		defer pool.stop()
+	}
 	start := time.Now()
 	var deferred []*round
 	for ctx.Err() == nil {
 		d.startIfDue(ctx, out.Trials, time.Since(start), cfg)
 		active := d.active()
-		if !active && (out.Trials-out.fault.trials >= cfg.MaxTrials || time.Since(start)-d.lasted() >= cfg.Budget) {
-			break
+		if !active {
+			if out.reached() && (d == nil || d.begun()) {
+				break
+			}
+			if out.Trials-out.fault.trials >= cfg.MaxTrials || time.Since(start)-d.lasted() >= cfg.Cap {
+				break
+			}
 		}
 		out.Trials++
 		if active {
@@ -103,9 +135,12 @@ func runRace(ctx context.Context, f *fixture, cfg RaceConfig, tr trial, d *disru
 		// The writer count cycles around cfg.Writers: a run that settles
 		// into one scheduling pattern where a race never shows at one
 		// count is shaken out of it by the next.
-		rd := &round{n: cfg.Writers - 1 + out.Trials%3, rec: history.New(), started: time.Now(), tolerant: d.begun()}
+		rd := &round{n: max(2, cfg.Writers-1+out.Trials%3), rec: history.New(), started: time.Now(), tolerant: d.begun(), racers: pool}
 		v, pending := play(ctx, f, tr, rd)
-		out.History, out.shownAt = rd.rec.Ops(), rd.started
+		out.shown = rd
+		if contended(rd.at, rd.tolerant) {
+			out.Contended++
+		}
 		if v != "" {
 			out.Violation = v
 			break
@@ -142,12 +177,19 @@ func runRace(ctx context.Context, f *fixture, cfg RaceConfig, tr trial, d *disru
 			out.fault.undecided = fmt.Sprintf("the store did not answer a load within %s after the fault: %v", healWait, err)
 		case v != "":
 			out.Violation = v
-			out.History, out.shownAt = rd.rec.Ops(), rd.started
+			out.shown = rd
 		}
+	}
+	if out.shown != nil {
+		out.History = out.shown.timeline()
 	}
 	if d != nil {
 		out.fault.faulted = true
-		out.History = d.timeline(out.History, out.shownAt)
+		var at time.Time
+		if out.shown != nil {
+			at = out.shown.started
+		}
+		out.History = d.timeline(out.History, at)
 	}
 	return out
 }
@@ -222,7 +264,10 @@ const (
 )
 
 // raceAppends releases all streams at once (one goroutine each) and returns
-// every attempt. A panicking store is recorded as an indeterminate operation.
+// every attempt, each with the start and end of its call. A panicking store
+// is recorded as an indeterminate operation. The calls go on the round's
+// timeline after the race: recording them as they start would take the
+// recorder's lock between the gate and the call and queue the writers.
 //
 // spinsBeforeYield: a waiter busy-spins this long (about a microsecond)
 // before yielding its processor. Pure spinning starves writers that have not
@@ -230,46 +275,57 @@ const (
 // after another. Measured on two cores, this mix makes a tight in-process
 // check-then-write show in a few percent of trials, against well under one
 // percent for either extreme.
-const spinsBeforeYield = 1000
+var spinsBeforeYield = 1000
 
 // The barrier is a spin on an atomic flag rather than a channel close: a
 // closed channel wakes goroutines one by one over microseconds, long enough
 // for an in-process check-then-write to finish before its rival starts. The
 // last goroutine to arrive opens the gate, and the waiters yield while they
 // spin so that every writer reaches the gate even on two cores.
-func raceAppends(ctx context.Context, store es.EventStore, rec *history.Recorder, streams []es.Stream) []attempt {
+func raceAppends(ctx context.Context, store es.EventStore, rd *round, streams []es.Stream) []attempt {
 	out := make([]attempt, len(streams))
-	var done sync.WaitGroup
+	base := rd.started
 	var arrived atomic.Int32
 	var open atomic.Bool
 	n := int32(len(streams))
-	for i, s := range streams {
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			actor := fmt.Sprintf("w%d", i)
-			if arrived.Add(1) == n {
-				open.Store(true)
+	job := func(i int) {
+		s := streams[i]
+		if arrived.Add(1) == n {
+			open.Store(true)
+		}
+		for spins := 0; !open.Load(); spins++ {
+			if spins == spinsBeforeYield {
+				runtime.Gosched()
+				spins = 0
 			}
-			for spins := 0; !open.Load(); spins++ {
-				if spins == spinsBeforeYield {
-					runtime.Gosched()
-					spins = 0
-				}
+		}
+		begin := time.Since(base)
+		defer func() {
+			if p := recover(); p != nil {
+				out[i] = attempt{s, fmt.Errorf("panic in Append: %v", p), begin, time.Since(base)}
 			}
-			h := rec.Invoke(actor, "append", describe(s))
-			defer func() {
-				if p := recover(); p != nil {
-					out[i] = attempt{s, fmt.Errorf("panic in Append: %v", p)}
-					h.Info(out[i].err.Error())
-				}
-			}()
-			err := store.Append(ctx, s)
-			out[i] = attempt{s, err}
-			h.Complete(classify(err))
 		}()
+		err := store.Append(ctx, s)
+		out[i] = attempt{s, err, begin, time.Since(base)}
 	}
-	done.Wait()
+	if rd.racers != nil {
+		rd.racers.run(len(streams), job)
+	} else {
+		var done sync.WaitGroup
+		for i := range streams {
+			done.Add(1)
+			go func() {
+				defer done.Done()
+				job(i)
+			}()
+		}
+		done.Wait()
+	}
+	for i, a := range out {
+		outcome, result := classify(a.err)
+		rd.writers = append(rd.writers, history.Op{Start: a.start, End: a.end, Actor: fmt.Sprintf("w%d", i),
+			Action: "append", Value: describe(a.stream), Outcome: outcome, Result: result})
+	}
 	return out
 }
 
@@ -393,7 +449,7 @@ func versionRace() trial {
 			for i := 0; i < rd.n; i++ {
 				ss = append(ss, stream(agg, 2, fmt.Sprintf("req-w%d", i)))
 			}
-			rd.at = raceAppends(ctx, f.store, rd.rec, ss)
+			rd.at = raceAppends(ctx, f.store, rd, ss)
 			return nil
 		},
 		judge: func(rd *round, load loader) (string, error) {
@@ -417,7 +473,7 @@ func createRace() trial {
 			for i := 0; i < rd.n; i++ {
 				ss = append(ss, stream(agg, 1, fmt.Sprintf("req-w%d", i)))
 			}
-			rd.at = raceAppends(ctx, f.store, rd.rec, ss)
+			rd.at = raceAppends(ctx, f.store, rd, ss)
 			return nil
 		},
 		judge: func(rd *round, load loader) (string, error) {
@@ -447,7 +503,7 @@ func requestRace() trial {
 			for i := 0; i < rd.n; i++ {
 				ss = append(ss, stream(agg, 2+i, "req-raced"))
 			}
-			rd.at = raceAppends(ctx, f.store, rd.rec, ss)
+			rd.at = raceAppends(ctx, f.store, rd, ss)
 			return nil
 		},
 		judge: func(rd *round, load loader) (string, error) {
@@ -469,11 +525,6 @@ func requestRace() trial {
 			if copies > 1 {
 				return fmt.Sprintf("request id req-raced stored %d times (at different versions)", copies), nil
 			}
-			// Loaded again for the tally, as this rule always has: the
-			// pace of a trial is part of its measured detection rate.
-			if got, err = load(rd.setup[0].Aggregate); err != nil {
-				return "", err
-			}
 			return tally(rd, got, rd.setup, rd.at), nil
 		},
 	}
@@ -486,7 +537,7 @@ func crossAggregateRace() trial {
 			for i := 0; i < rd.n; i++ {
 				ss = append(ss, stream(f.aggregate(fmt.Sprintf("x%d", i)), 1, "req-shared"))
 			}
-			rd.at = raceAppends(ctx, f.store, rd.rec, ss)
+			rd.at = raceAppends(ctx, f.store, rd, ss)
 			return nil
 		},
 		judge: func(rd *round, load loader) (string, error) {
@@ -530,7 +581,7 @@ func mixedRace() trial {
 					ss = append(ss, stream(agg, 2, fmt.Sprintf("req-n%d", i), "A", "B", "C"))
 				}
 			}
-			rd.at = raceAppends(ctx, f.store, rd.rec, ss)
+			rd.at = raceAppends(ctx, f.store, rd, ss)
 			return nil
 		},
 		judge: func(rd *round, load loader) (string, error) {
@@ -559,7 +610,7 @@ func loadRace() trial {
 				for i, agg := range aggs {
 					ss = append(ss, stream(agg, v, fmt.Sprintf("req-%d-%d", i, v)))
 				}
-				at := raceAppends(ctx, f.store, rd.rec, ss)
+				at := raceAppends(ctx, f.store, rd, ss)
 				rd.at = append(rd.at, at...)
 				for _, a := range at {
 					if a.err != nil {
@@ -582,28 +633,28 @@ func loadRace() trial {
 
 func registerRaces(s *spec.Set, t Target) {
 	cfg := t.Race
-	n := cfg.Writers
-	// The check-then-write races get the whole budget: a tight in-process
-	// check-then-write shows in a fraction of a percent of trials. The
-	// cross-aggregate and load races look for false conflicts, which a
-	// broken store raises at once, and get a quarter of it.
+	// The check-then-write races get the full power target: a tight
+	// in-process check-then-write shows in a few percent of contended
+	// trials. The cross-aggregate and load races look for false conflicts,
+	// which a broken store raises in every trial, and get a target five
+	// times weaker (90 contended trials at the default).
 	rules := []struct {
-		id    string
-		tr    trial
-		share float64
+		id       string
+		tr       trial
+		weakened float64
 	}{
 		{"ES-2.1", versionRace(), 1},
 		{"ES-2.2", createRace(), 1},
 		{"ES-2.3", requestRace(), 1},
-		{"ES-2.4", crossAggregateRace(), 0.25},
+		{"ES-2.4", crossAggregateRace(), 5},
 		{"ES-2.5", mixedRace(), 1},
-		{"ES-2.6", loadRace(), 0.25},
+		{"ES-2.6", loadRace(), 5},
 	}
 	for _, rule := range rules {
 		s.It(rule.id, func(r *spec.R) {
 			f := open(r, t)
 			cfg := cfg
-			cfg.Budget = time.Duration(float64(cfg.Budget) * rule.share)
+			cfg.Power = min(0.5, cfg.Power*rule.weakened)
 			out := runRace(r.Context(), f, cfg, rule.tr, newDisruption(t.Disrupt, r))
 			report(r.Ev, cfg, out)
 			r.Ev.Record(out.History)
@@ -614,24 +665,30 @@ func registerRaces(s *spec.Set, t Target) {
 			if out.fault.undecided != "" {
 				r.Unknown("%s", out.fault.undecided)
 			}
-			if out.Trials == 0 {
-				r.Unknown("no trial ran within the budget of %s", cfg.Budget)
+			if !out.reached() {
+				r.Unknown("%d contended trials of the %d the power target needs (a violation in %s of contended trials caught with 99%% probability): "+
+					"%d trials ran in %s and the cap is %s or %d trials; the writers' calls rarely overlapped in time (a single processor, or a store that serializes its callers before the call returns)",
+					out.Contended, out.Target, percent(cfg.Power), out.Trials, out.Elapsed.Round(time.Millisecond), cfg.Cap, cfg.MaxTrials)
 			}
+			during := ""
 			if t.Disrupt != nil {
-				r.Ev.Notef("no violation in %d trials of %d writers (%s), %d of them during a fault of %s",
-					out.Trials, n, out.Elapsed.Round(time.Millisecond), out.fault.trials, out.fault.duration.Round(time.Millisecond))
-				return
+				during = fmt.Sprintf(", %d of them during a fault of %s", out.fault.trials, out.fault.duration.Round(time.Millisecond))
 			}
-			r.Ev.Notef("no violation in %d trials of %d writers (%s)", out.Trials, n, out.Elapsed.Round(time.Millisecond))
+			r.Ev.Notef("no violation in %d contended trials (%d run%s, %s writers, %s): a violation in %s of contended trials would have been caught with 99%% probability",
+				out.Contended, out.Trials, during, cfg.writerRange(), out.Elapsed.Round(time.Millisecond), percent(powerOf(out.Contended)))
 		})
 	}
 }
 
 func report(ev *verdict.Evidence, cfg RaceConfig, out raceOutcome) {
 	ev.Figure("trials run", out.Trials, "")
-	ev.Figure("writers per trial", cfg.Writers, "")
+	ev.Figure("contended trials", out.Contended, "")
+	ev.Figure("contended trials needed", out.Target, "")
+	ev.Figure("writers per trial", cfg.writerRange(), "")
 	ev.Figure("time spent", out.Elapsed.Milliseconds(), "ms")
-	ev.Figure("time budget", cfg.Budget.Milliseconds(), "ms")
+	ev.Figure("time cap", cfg.Cap.Milliseconds(), "ms")
+	ev.Figure("power target (violation rate per contended trial, 99%)", percent(cfg.Power), "")
+	ev.Figure("power reached (violation rate per contended trial, 99%)", percent(powerOf(out.Contended)), "")
 	if out.Violation != "" {
 		ev.Figure("violations seen", 1, "")
 		ev.Smallest(out.History)

@@ -45,7 +45,18 @@ const (
 	createAsVersionConflict
 	preCheckTrustsFast
 	preCheckFailsOpen
+	requestWindow
+	existsLatestStream
+	existsIgnoresContext
+	existsIgnoresName
+	existsIgnoresTenant
+	closeOnlyAppend
 )
+
+// window is how many of an aggregate's newest streams the request-window
+// mutant remembers: more than any short probe writes, far fewer than a long
+// history.
+const window = 8
 
 // All lists the mutants in the order the self-test runs them.
 var All = []Mutant{
@@ -66,6 +77,12 @@ var All = []Mutant{
 	{"create-as-version-conflict", "reports a creation conflict as a version conflict", []string{"ES-1.3"}, createAsVersionConflict},
 	{"precheck-trusts-fast-checker", "rejects on the fast checker's 'maybe' without asking the authoritative query", []string{"ES-3.1"}, preCheckTrustsFast},
 	{"precheck-fails-open", "admits a 'maybe' when there is no authoritative query or it fails", []string{"ES-3.1"}, preCheckFailsOpen},
+	{"request-window", "remembers the request ids of an aggregate's 8 newest streams only (a window, a cache), in Append and in the query", []string{"ES-1.5", "ES-1.8"}, requestWindow},
+	{"exists-latest-stream", "the request-id existence query looks at the aggregate's latest stream only", []string{"ES-1.8"}, existsLatestStream},
+	{"exists-ignores-context", "the request-id existence query ignores the bounded context", []string{"ES-1.8"}, existsIgnoresContext},
+	{"exists-ignores-name", "the request-id existence query ignores the aggregate name", []string{"ES-1.8"}, existsIgnoresName},
+	{"exists-ignores-tenant", "the request-id existence query ignores the tenant", []string{"ES-1.8"}, existsIgnoresTenant},
+	{"close-only-append", "Close stops Append only; Load and the existence query go on answering", []string{"ES-1.10"}, closeOnlyAppend},
 }
 
 // Caps is what every mutant declares: the reference's declaration, with the
@@ -157,7 +174,7 @@ func (s *store) append(ctx context.Context, st es.Stream) error {
 		// The defect: the request-id check runs in its own critical
 		// section, as an application-level pre-check would.
 		db.mu.Lock()
-		_, dup := db.reqs[db.reqKey(st.Aggregate)][st.RequestID]
+		dup := db.seen(st.Aggregate, st.RequestID)
 		db.mu.Unlock()
 		if dup {
 			return &es.DuplicateRequestIDError{Aggregate: st.Aggregate, Version: st.Version, RequestID: st.RequestID}
@@ -230,7 +247,7 @@ func (db *DB) tail(a es.AggregateID) int {
 func (db *DB) checkVersion(st es.Stream) error {
 	tail := db.tail(st.Aggregate)
 	if st.Version == es.InitialVersion && tail > 0 {
-		if _, dup := db.reqs[db.reqKey(st.Aggregate)][st.RequestID]; dup && db.flaw != silentDedupe {
+		if db.seen(st.Aggregate, st.RequestID) && db.flaw != silentDedupe {
 			return &es.DuplicateRequestIDError{Aggregate: st.Aggregate, Version: st.Version, RequestID: st.RequestID}
 		}
 		if db.flaw == createAsVersionConflict {
@@ -261,8 +278,24 @@ func (db *DB) checkVersionOnly(st es.Stream) error {
 	return nil
 }
 
+// seen: the aggregate holds a stream with this request id, as far as the
+// store remembers.
+func (db *DB) seen(a es.AggregateID, requestID string) bool {
+	if db.flaw == requestWindow {
+		h := db.streams[db.verKey(a)]
+		for _, st := range h[max(0, len(h)-window):] {
+			if st.RequestID == requestID {
+				return true
+			}
+		}
+		return false
+	}
+	_, ok := db.reqs[db.reqKey(a)][requestID]
+	return ok
+}
+
 func (db *DB) checkRequest(st es.Stream) error {
-	if _, dup := db.reqs[db.reqKey(st.Aggregate)][st.RequestID]; dup {
+	if db.seen(st.Aggregate, st.RequestID) {
 		return &es.DuplicateRequestIDError{Aggregate: st.Aggregate, Version: st.Version, RequestID: st.RequestID}
 	}
 	return nil
@@ -318,8 +351,17 @@ func (db *DB) stored(st es.Stream) es.Stream {
 	return c
 }
 
+// usable is Usable, except that the close-only-append mutant forgets the
+// closed flag outside Append.
+func (s *store) usable(ctx context.Context) error {
+	if s.db.flaw == closeOnlyAppend {
+		return ctx.Err()
+	}
+	return s.Usable(ctx)
+}
+
 func (s *store) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]es.Stream, error) {
-	if err := s.Usable(ctx); err != nil {
+	if err := s.usable(ctx); err != nil {
 		return nil, s.db.mapError(err)
 	}
 	if err := es.ValidateRange(from, to); err != nil {
@@ -346,12 +388,26 @@ func (s *store) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]e
 }
 
 func (s *store) RequestIDExists(ctx context.Context, agg es.AggregateID, requestID string) (bool, error) {
-	if err := s.Usable(ctx); err != nil {
+	if err := s.usable(ctx); err != nil {
 		return false, s.db.mapError(err)
 	}
 	db := s.db
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	switch db.flaw {
+	case existsLatestStream:
+		h := db.streams[db.verKey(agg)]
+		return len(h) > 0 && h[len(h)-1].RequestID == requestID, nil
+	case existsIgnoresContext, existsIgnoresName, existsIgnoresTenant:
+		for _, h := range db.streams {
+			for _, st := range h {
+				if st.RequestID == requestID && db.sameIgnoring(st.Aggregate, agg) {
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	}
 	if db.flaw == brokenExists {
 		for _, ids := range db.reqs {
 			if _, ok := ids[requestID]; ok {
@@ -360,8 +416,21 @@ func (s *store) RequestIDExists(ctx context.Context, agg es.AggregateID, request
 		}
 		return false, nil
 	}
-	_, ok := db.reqs[db.reqKey(agg)][requestID]
-	return ok, nil
+	return db.seen(agg, requestID), nil
+}
+
+// sameIgnoring compares two identities without the field the mutant's
+// query forgets.
+func (db *DB) sameIgnoring(a, b es.AggregateID) bool {
+	switch db.flaw {
+	case existsIgnoresContext:
+		a.Context, b.Context = "", ""
+	case existsIgnoresName:
+		a.Name, b.Name = "", ""
+	case existsIgnoresTenant:
+		a.Tenant, b.Tenant = "", ""
+	}
+	return a == b
 }
 
 // trustFast rejects whatever the fast checker calls a maybe.

@@ -83,6 +83,10 @@ func natsBroker(startNATS func(ctx context.Context, ref target.Ref) (*nats.Targe
 			return nil, target.Unavailable(ref, err)
 		}
 		t := brokerTarget(nt)
+		// The run's settings: the seed of the randomized rules, and BR-1.7's
+		// window (0: the rule chooses it from a restart it measures).
+		t.Seed = ref.Opts.Seed
+		t.Windows.RestartWindow = ref.Opts.RestartWindow
 		addr := nt.Address
 		if addr == "" {
 			addr = nt.URL

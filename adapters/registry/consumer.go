@@ -73,6 +73,7 @@ func consumerStarted(d reference.Design, box co.Outbox) start {
 			New:      d.Factory(),
 			Declared: d.Declared(),
 			Outbox:   box,
+			Seed:     ref.Opts.Seed,
 		}
 		life := "forever"
 		if d.Lifetime > 0 {

@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/moby/moby/client"
+
+	"github.com/onceproof/tck/internal/leftovers"
 )
 
 // Removed counts what a cleanup removed.
@@ -110,42 +110,21 @@ func removeBy(ctx context.Context, label string, pick func(map[string]string) bo
 	return out, errors.Join(errs...)
 }
 
-// InterruptGrace is how long the process may take, after an interrupt, to
-// finish on its own (the runner ends the current rule and the CLI writes its
-// report) before the kit exits it.
-var InterruptGrace = 15 * time.Second
+var sessionOnce2 sync.Once
 
-var interruptOnce sync.Once
-
-// watchInterrupt arms, once the process has created something, a handler
-// that removes this session's containers and networks on SIGINT or SIGTERM.
-//
-// Why remove first and exit later: the containers must go whatever happens
-// next, and removing them also unblocks a rule that waits on the broker. The
-// handler does not exit at once because the runner (Ginkgo) and the CLI have
-// their own interrupt handling that writes the report; it exits with 130 only
-// if the process is still alive after InterruptGrace, or on a second signal.
-// Without it, an interrupt outside Ginkgo's handler would kill the process
-// with its containers still running.
-func watchInterrupt() {
-	interruptOnce.Do(func() {
-		ch := make(chan os.Signal, 2)
-		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-		go func() {
-			sig := <-ch
+// trackSession registers, once the process creates its first Docker
+// resource, the removal of everything of this session (by label) with the
+// process-wide leftovers registry: the CLI's RemoveAll at exit and the
+// signal watcher (first SIGINT or SIGTERM) then remove what a rule left,
+// including what was half-created when the signal came. It is registered
+// first, so it runs after the removals of single containers.
+func trackSession() {
+	sessionOnce2.Do(func() {
+		leftovers.Track("the kit's Docker containers, networks and volumes (session "+SessionID()+")", func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			r, err := CleanupSession(ctx)
-			cancel()
-			fmt.Fprintf(os.Stderr, "onceproof: %v: removed %s of the kit", sig, r)
-			if err != nil {
-				fmt.Fprintf(os.Stderr, " (error: %v)", err)
-			}
-			fmt.Fprintln(os.Stderr)
-			select {
-			case <-ch:
-			case <-time.After(InterruptGrace):
-			}
-			os.Exit(130)
-		}()
+			defer cancel()
+			_, err := CleanupSession(ctx)
+			return err
+		})
 	})
 }

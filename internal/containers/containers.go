@@ -4,10 +4,13 @@
 //
 // Every container and network the kit creates carries the label
 // org.onceproof.tck=1, plus the session (one per process) and the process id
-// that owns it. Stop removes a container; Session.Close removes everything of
-// this process by label; an interrupt (SIGINT, SIGTERM) does the same before
-// the process exits; Cleanup removes every leftover of the kit on the host,
-// and CleanupStale those whose owning process is gone.
+// that owns it. Each container is registered with internal/leftovers, by
+// name, before it is created, and the session's removal by label once, when
+// the first is created: leftovers.RemoveAll (the CLI at exit, the signal
+// watcher on SIGINT or SIGTERM) removes them. Remove removes one container;
+// CleanupSession everything of this process by label; Cleanup every
+// leftover of the kit on the host, and CleanupStale those whose owning
+// process is gone.
 //
 // The testcontainers reaper (Ryuk) needs its own image, which a host without
 // a registry cannot pull, so unless the user set TESTCONTAINERS_RYUK_DISABLED
@@ -37,6 +40,8 @@ import (
 	tclog "github.com/testcontainers/testcontainers-go/log"
 	tcnetwork "github.com/testcontainers/testcontainers-go/network"
 	"github.com/testcontainers/testcontainers-go/wait"
+
+	"github.com/onceproof/tck/internal/leftovers"
 )
 
 // Labels put on everything the kit creates.
@@ -92,16 +97,19 @@ func Labels(role string) map[string]string {
 }
 
 var (
-	cliMu sync.Mutex
-	cli   *client.Client
+	cliMu   sync.Mutex
+	cli     *client.Client
+	cliHost string // the DOCKER_HOST cli was made for
 )
 
 // Client returns a Docker client that answered a ping, or an error wrapping
-// ErrNoDocker. The ping is bounded so a missing daemon fails fast.
+// ErrNoDocker. The ping is bounded so a missing daemon fails fast. The
+// client is kept for the process, or until DOCKER_HOST changes.
 func Client(ctx context.Context) (*client.Client, error) {
 	cliMu.Lock()
 	defer cliMu.Unlock()
-	if cli != nil {
+	host := os.Getenv("DOCKER_HOST")
+	if cli != nil && cliHost == host {
 		return cli, nil
 	}
 	// client.FromEnv honours DOCKER_HOST; the default is the local socket.
@@ -109,7 +117,9 @@ func Client(ctx context.Context) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	cli = c
+	// A client made for another DOCKER_HOST is dropped, not closed: a
+	// caller may still hold it.
+	cli, cliHost = c, host
 	return c, nil
 }
 
@@ -167,6 +177,8 @@ type Container struct {
 	Name  string
 	ports map[string]string // container port -> 127.0.0.1:hostport
 	tc    *testcontainers.DockerContainer
+
+	untrack func() // drops its leftovers entry once removed
 }
 
 // Endpoint is host:port on loopback for a container port such as "4222/tcp".
@@ -179,12 +191,15 @@ func Start(ctx context.Context, spec Spec) (*Container, error) {
 	if err != nil {
 		return nil, err
 	}
-	watchInterrupt()
+	trackSession()
 	staleOnce.Do(func() {
 		// What a killed earlier run left (its owner is gone) goes first.
 		_, _ = CleanupStale(ctx)
 	})
 	if _, err := dc.ImageInspect(ctx, spec.Image); err != nil {
+		if err := dockerErr(err); errors.Is(err, ErrNoDocker) {
+			return nil, fmt.Errorf("start %s (%s): %w", spec.Role, spec.Image, err)
+		}
 		return nil, fmt.Errorf("%w: %s (build it with `make images` / scripts/build-images.sh, or name another image with %s)", ErrNoImage, spec.Image, imageVar(spec.Role))
 	}
 	timeout := spec.Timeout
@@ -239,14 +254,26 @@ func Start(ctx context.Context, spec Spec) (*Container, error) {
 	if spec.Network != nil {
 		opts = append(opts, tcnetwork.WithNetwork(spec.Aliases, spec.Network.tc))
 	}
+	// Registered by name before it exists: an interrupt during the start
+	// removes it whatever step the start is at.
+	untrack := leftovers.Track("container "+name, func() error { return removeByName(name) })
+	if leftovers.Closing() {
+		untrack()
+		return nil, leftovers.ErrClosing
+	}
 	tc, err := testcontainers.Run(ctx, spec.Image, opts...)
-	c := &Container{Spec: spec, Name: name, ports: ports, tc: tc}
+	c := &Container{Spec: spec, Name: name, ports: ports, tc: tc, untrack: untrack}
 	if tc != nil {
 		c.ID = tc.GetContainerID()
 	}
 	if err != nil {
 		c.Remove(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("start %s (%s): %w", spec.Role, spec.Image, err)
+		return nil, fmt.Errorf("start %s (%s): %w", spec.Role, spec.Image, dockerErr(err))
+	}
+	if leftovers.Closing() {
+		// RemoveAll ran while it was being created.
+		c.Remove(context.WithoutCancel(ctx))
+		return nil, leftovers.ErrClosing
 	}
 	if spec.Ready != nil {
 		rctx, cancel := context.WithTimeout(ctx, timeout)
@@ -271,19 +298,57 @@ func (c *Container) Remove(ctx context.Context) error {
 	_, err = dc.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 	// Gone already, or being removed by another path (the suite's own
 	// cleanup racing the target's Stop): either way it will not be left.
-	if err != nil && strings.Contains(err.Error(), "No such container") {
+	if err == nil || strings.Contains(err.Error(), "No such container") {
+		if c.untrack != nil {
+			c.untrack()
+		}
 		return nil
 	}
 	if err != nil && strings.Contains(err.Error(), "already in progress") {
 		// Wait for the other removal, so that after Remove it is gone.
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		return Retry(wctx, func() error {
+		err := Retry(wctx, func() error {
 			if _, err := dc.ContainerInspect(wctx, c.ID, client.ContainerInspectOptions{}); err == nil {
 				return errors.New("still being removed")
 			}
 			return nil
 		})
+		if err == nil && c.untrack != nil {
+			c.untrack()
+		}
+		return err
+	}
+	return dockerErr(err)
+}
+
+// removeByName removes the container called name, if there is one: the
+// leftovers entry of a container, registered before its ID is known.
+func removeByName(name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	dc, err := Client(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = dc.ContainerRemove(ctx, name, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && (strings.Contains(err.Error(), "No such container") || strings.Contains(err.Error(), "already in progress")) {
+		return nil
+	}
+	return err
+}
+
+// dockerErr marks an error of a Docker call that failed because the
+// engine went away (a dead socket) as ErrNoDocker, keeping its text.
+func dockerErr(err error) error {
+	if err == nil || errors.Is(err, ErrNoDocker) {
+		return err
+	}
+	msg := err.Error()
+	for _, s := range []string{"Cannot connect to the Docker daemon", "connection refused", "no such file or directory", "docker.sock"} {
+		if strings.Contains(msg, s) {
+			return fmt.Errorf("%w: %s", ErrNoDocker, firstLine(msg))
+		}
 	}
 	return err
 }
@@ -321,7 +386,10 @@ func NewNetwork(ctx context.Context, role string) (*Network, error) {
 	if _, err := Client(ctx); err != nil {
 		return nil, err
 	}
-	watchInterrupt()
+	trackSession()
+	if leftovers.Closing() {
+		return nil, leftovers.ErrClosing
+	}
 	n, err := tcnetwork.New(ctx, tcnetwork.WithLabels(Labels(role)))
 	if err != nil {
 		return nil, fmt.Errorf("create network: %w", err)

@@ -55,15 +55,22 @@ func StartPostgres(ctx context.Context, o PostgresOptions) (*Postgres, error) {
 		Cmd:   append([]string{"postgres"}, o.Args...),
 		Ports: []string{"5432/tcp"},
 		// The official image logs this line twice (a temporary server on a
-		// socket, then the real one); Ready decides on TCP either way.
+		// socket, then the real one); Ready decides: ready means a session
+		// ran SELECT 1 over TCP, the first thing every rule does.
 		WaitLog: "database system is ready to accept connections",
-		Ready:   func(ctx context.Context, c *Container) error { return PostgresPing(ctx, c.Endpoint("5432/tcp")) },
+		Ready: func(ctx context.Context, c *Container) error {
+			return (&Postgres{URL: postgresURL(pw, c.Endpoint("5432/tcp"))}).Ready(ctx)
+		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	u := url.URL{Scheme: "postgres", User: url.UserPassword("tck", pw), Host: c.Endpoint("5432/tcp"), Path: "/tck", RawQuery: "sslmode=disable"}
-	return &Postgres{Container: c, URL: u.String()}, nil
+	return &Postgres{Container: c, URL: postgresURL(pw, c.Endpoint("5432/tcp"))}, nil
+}
+
+func postgresURL(pw, hostport string) string {
+	u := url.URL{Scheme: "postgres", User: url.UserPassword("tck", pw), Host: hostport, Path: "/tck", RawQuery: "sslmode=disable"}
+	return u.String()
 }
 
 // Ready succeeds once the server runs queries: after a kill PostgreSQL

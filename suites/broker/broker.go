@@ -139,6 +139,10 @@ type Windows struct {
 	Tolerance time.Duration
 	// Messages is the size of the BR-2.9 total-queue workload (default 1000).
 	Messages int
+	// RestartWindow is the de-dupe window BR-1.7 tests across a restart of
+	// the rule's own server. 0 (the default) chooses it from a restart
+	// measured first: max(declared window, RestartFactor x that restart).
+	RestartWindow time.Duration
 }
 
 func (w Windows) withDefaults() Windows {

@@ -32,9 +32,9 @@ func registerDedupe(p *plan) {
 		a2, err2 := f.publish("producer", topic, mq.Message{ID: id, Payload: []byte("E9 " + id)})
 		n, errR := f.intents(topic, "E9 "+id)
 		return func(r *spec.R) {
-			r.Expect(err1).NotTo(gomega.HaveOccurred(), "first publish")
-			r.Expect(err2).NotTo(gomega.HaveOccurred(), "repeated publish")
-			r.Expect(errR).NotTo(gomega.HaveOccurred(), "reading the topic back")
+			r.Expect(err1).To(succeeded(), "first publish")
+			r.Expect(err2).To(succeeded(), "repeated publish")
+			r.Expect(errR).To(succeeded(), "reading the topic back")
 			r.Expect(n).To(gomega.Equal(1), "a publish repeated with the same id inside the window must be stored once; copies stored")
 			r.Expect(a2.Duplicate || a2.Position == a1.Position).To(gomega.BeTrue(),
 				"the second reply must say duplicate or return the first position (first %s, second %s)", describeAck(a1), describeAck(a2))
@@ -77,10 +77,10 @@ func registerDedupe(p *plan) {
 		f.ev.Figure("branch A retry at", atA.Seconds(), "s")
 		f.ev.Figure("branch B retry at", atB.Seconds(), "s")
 		return func(r *spec.R) {
-			r.Expect(errA).NotTo(gomega.HaveOccurred(), "branch A retry at 0.8 of the window")
-			r.Expect(errB).NotTo(gomega.HaveOccurred(), "branch B retry at 1.2 of the window")
-			r.Expect(errRA).NotTo(gomega.HaveOccurred(), "reading back")
-			r.Expect(errRB).NotTo(gomega.HaveOccurred(), "reading back")
+			r.Expect(errA).To(succeeded(), "branch A retry at 0.8 of the window")
+			r.Expect(errB).To(succeeded(), "branch B retry at 1.2 of the window")
+			r.Expect(errRA).To(succeeded(), "reading back")
+			r.Expect(errRB).To(succeeded(), "reading back")
 			r.Ev.Notef("branch A (0.8 window, %.2fs): %s, %d copies; branch B (1.2 window, %.2fs): %s, %d copies",
 				atA.Seconds(), describeAck(aA), nA, atB.Seconds(), describeAck(aB), nB)
 			r.Expect(nA).To(gomega.Equal(1), "branch A: a retry at 0.8 of the window (%.2fs) must be dropped; copies stored", atA.Seconds())
@@ -118,7 +118,7 @@ func registerDedupe(p *plan) {
 		f.ev.Figure("measured refresh on hit", refreshed, "")
 		return func(r *spec.R) {
 			for _, e := range []error{errHit, errLate, errCtl, errR0, errR1, errR2} {
-				r.Expect(e).NotTo(gomega.HaveOccurred(), "publishing and reading back")
+				r.Expect(e).To(succeeded(), "publishing and reading back")
 			}
 			if nAtHit != 1 {
 				r.Unknown("the duplicate at half the window was stored (%d copies), so there was no hit to refresh anything (see BR-1.1, BR-1.2)", nAtHit)
@@ -148,7 +148,7 @@ func registerDedupe(p *plan) {
 		nV2, r3 := f.intents(topic, v2)
 		return func(r *spec.R) {
 			for _, e := range []error{e1, e2, e3, e4, r1, r2, r3} {
-				r.Expect(e).NotTo(gomega.HaveOccurred(), "publishing and reading back")
+				r.Expect(e).To(succeeded(), "publishing and reading back")
 			}
 			r.Expect(nSame).To(gomega.Equal(2), "two ids with equal payloads must both be stored; copies of the payload")
 			r.Expect(nV2).To(gomega.Equal(0), "one id with a changed payload must be dropped; copies of the changed payload")
@@ -264,13 +264,19 @@ func lostPublishAck(f *fixture) judge {
 	if err != nil {
 		return f.failed(err, "creating the topic")
 	}
-	px, err := faultproxy.Start(fault.Addr, faultproxy.Splitter(fault.Split))
-	if err != nil {
+	var px *faultproxy.Proxy
+	if err := f.kitStep("start-proxy", fault.Addr, func() (err error) {
+		px, err = faultproxy.Start(fault.Addr, faultproxy.Splitter(fault.Split))
+		return err
+	}); err != nil {
 		return f.failed(err, "starting the fault proxy")
 	}
 	f.defer_(func() { _ = px.Close() })
-	via, err := fault.OpenVia(f.ctx, px.Addr())
-	if err != nil {
+	var via mq.Broker
+	if err := f.kitStep("open-broker", "through the proxy", func() (err error) {
+		via, err = fault.OpenVia(f.ctx, px.Addr())
+		return err
+	}); err != nil {
 		return f.failed(err, "opening the broker through the proxy")
 	}
 	f.defer_(func() { _ = via.Close() })
@@ -303,15 +309,15 @@ func lostPublishAck(f *fixture) judge {
 		byPayload[string(s.Message.Payload)]++
 	}
 	return func(r *spec.R) {
-		r.Expect(errR).NotTo(gomega.HaveOccurred(), "reading the topic back")
+		r.Expect(errR).To(succeeded(), "reading the topic back")
 		if !d1 || !d2 {
 			r.Unknown("the proxy did not see the publish reply to drop (dropped same-id %v, fresh-id %v): the lost-ack case was not exercised", d1, d2)
 		}
 		if e1 == nil || e2 == nil {
 			r.Unknown("a publish whose reply was dropped still returned success (%v, %v)", e1, e2)
 		}
-		r.Expect(re1).NotTo(gomega.HaveOccurred(), "the retry with the same id")
-		r.Expect(re2).NotTo(gomega.HaveOccurred(), "the retry with a fresh id")
+		r.Expect(re1).To(succeeded(), "the retry with the same id")
+		r.Expect(re2).To(succeeded(), "the retry with a fresh id")
 		r.Ev.Figure("copies after same-id retry", byPayload["intent-1"], "")
 		r.Ev.Figure("copies after fresh-id retry", byPayload["intent-2"], "")
 		r.Ev.Notef("same-id retry after a lost ack: %s, %d copies; fresh-id retry: %s, %d copies",

@@ -42,7 +42,7 @@ func registerDelivery(p *plan) {
 		}
 		first, err := f.next("member-1", c, time.Now().Add(aw))
 		if err != nil || first == nil {
-			return f.failed(fmt.Errorf("no first delivery: %v", err), "first delivery")
+			return f.failed(noDelivery("no first delivery", err), "first delivery")
 		}
 		w := f.watch("member-1", c, first.at.Add(aw+3*tol))
 		f.ev.Figure("declared ack wait", aw.Seconds(), "s")
@@ -79,7 +79,7 @@ func registerDelivery(p *plan) {
 		}
 		first, err := f.next("member-1", c1, time.Now().Add(aw))
 		if err != nil || first == nil {
-			return f.failed(fmt.Errorf("no first delivery: %v", err), "first delivery")
+			return f.failed(noDelivery("no first delivery", err), "first delivery")
 		}
 		h := f.rec.Invoke("member-1", "crash", "close the connection without acking")
 		if err := c1.Close(); err != nil {
@@ -111,7 +111,7 @@ func registerDelivery(p *plan) {
 		for len(got) < 2 {
 			d, err := f.next("member-1", c, time.Now().Add(aw))
 			if err != nil || d == nil {
-				return f.failed(fmt.Errorf("only %d of 2 first deliveries: %v", len(got), err), "first deliveries")
+				return f.failed(noDelivery(fmt.Sprintf("only %d of 2 first deliveries", len(got)), err), "first deliveries")
 			}
 			got[string(d.d.Message().Payload)] = d
 		}
@@ -123,8 +123,8 @@ func registerDelivery(p *plan) {
 		w := f.watch("member-1", c, time.Now().Add(nd+aw/2), plain, delayed)
 		f.ev.Figure("declared nak delay", nd.Seconds(), "s")
 		return func(r *spec.R) {
-			r.Expect(errP).NotTo(gomega.HaveOccurred(), "nak")
-			r.Expect(errD).NotTo(gomega.HaveOccurred(), "nak with delay")
+			r.Expect(errP).To(succeeded(), "nak")
+			r.Expect(errD).To(succeeded(), "nak with delay")
 			var dp, dd *delivered
 			r.Eventually(w.back(plain)).WithTimeout(f.left()).Should(gomega.Receive(&dp),
 				"a nak must redeliver; the nak'd message did not come back within %s", nd+aw/2)
@@ -155,7 +155,10 @@ func registerDelivery(p *plan) {
 		var signals <-chan string
 		watcher, canWatch := f.b.(mq.MaxDeliverWatcher)
 		if canWatch {
-			if signals, err = watcher.WatchMaxDeliver(f.ctx, topic, group); err != nil {
+			if err := f.kitStep("watch-max-deliver", topic+" group="+group, func() (err error) {
+				signals, err = watcher.WatchMaxDeliver(f.ctx, topic, group)
+				return err
+			}); err != nil {
 				return f.failed(err, "subscribing to the max-deliver signal")
 			}
 		}
@@ -203,18 +206,18 @@ func registerDelivery(p *plan) {
 		}
 		first, err := f.next("member-1", c, time.Now().Add(aw))
 		if err != nil || first == nil {
-			return f.failed(fmt.Errorf("no first delivery: %v", err), "first delivery")
+			return f.failed(noDelivery("no first delivery", err), "first delivery")
 		}
 		f.sleepUntil(first.at.Add(aw * 6 / 10))
 		ipErr := f.settle("member-1", "in-progress", first.d, first.d.InProgress)
 		ipAt := time.Now()
 		w := f.watch("member-1", c, ipAt.Add(aw+3*tol))
 		return func(r *spec.R) {
-			r.Expect(ipErr).NotTo(gomega.HaveOccurred(), "in-progress")
+			r.Expect(ipErr).To(succeeded(), "in-progress")
 			// The watch ends by its own deadline; nothing by then is no
 			// redelivery at all, which says nothing about in-progress.
 			again, ok := <-w.back("")
-			r.Expect(w.Err()).NotTo(gomega.HaveOccurred(), "fetching")
+			r.Expect(w.Err()).To(succeeded(), "fetching")
 			if !ok {
 				r.Unknown("no redelivery at all within %s after in-progress, so the pushed-back deadline could not be located", aw+3*tol)
 			}
@@ -243,7 +246,7 @@ func registerDelivery(p *plan) {
 				r.NotApplicable("the target declares neither limits nor work-queue retention")
 			}
 			for _, a := range acked {
-				r.Expect(a.err).NotTo(gomega.HaveOccurred(), "%s retention", a.retention)
+				r.Expect(a.err).To(succeeded(), "%s retention", a.retention)
 				a.judge(r)
 			}
 		}
@@ -281,7 +284,7 @@ func (f *fixture) consumeAndAck(r mq.Retention) *ackedOne {
 	}
 	d, err := f.next("member-1", c, time.Now().Add(aw))
 	if err != nil || d == nil {
-		a.err = fmt.Errorf("no delivery: %v", err)
+		a.err = noDelivery("no delivery", err)
 		return a
 	}
 	a.err = f.settle("member-1", "ack", d.d, d.d.Ack)
@@ -304,7 +307,7 @@ func (a *ackedOne) judge(r *spec.R) {
 	}()
 	if a.retention == mq.Limits {
 		n, err := stored()
-		r.Expect(err).NotTo(gomega.HaveOccurred(), "reading the topic back")
+		r.Expect(err).To(succeeded(), "reading the topic back")
 		r.Expect(a.before).To(gomega.Equal(1), "%s retention: the message must be stored before the ack", a.retention)
 		r.Expect(n).To(gomega.Equal(1), "under limits retention an ack is not a delete: the message must stay readable")
 		return
@@ -326,19 +329,19 @@ func settledStaysSettled(f *fixture, action string, settle func(mq.Delivery) fun
 	}
 	first, err := f.next("member-1", c, time.Now().Add(aw))
 	if err != nil || first == nil {
-		return f.failed(fmt.Errorf("no first delivery: %v", err), "first delivery")
+		return f.failed(noDelivery("no first delivery", err), "first delivery")
 	}
 	settleErr := f.settle("member-1", action, first.d, settle(first.d))
 	watch := time.Duration(waits) * aw
 	w := f.watch("member-1", c, first.at.Add(watch))
 	f.ev.Figure("watched for", watch.Seconds(), "s")
 	return func(r *spec.R) {
-		r.Expect(settleErr).NotTo(gomega.HaveOccurred(), settleMsg)
+		r.Expect(settleErr).To(succeeded(), settleMsg)
 		var again *delivered
 		r.Consistently(w.back("")).WithTimeout(f.left()).ShouldNot(gomega.Receive(&again), func() string {
 			return fmt.Sprintf("%s; the message came back after %.3fs (attempt %d)", stopMsg, again.at.Sub(first.at).Seconds(), again.d.Attempt())
 		})
-		r.Expect(w.Err()).NotTo(gomega.HaveOccurred(), "watching for a redelivery")
+		r.Expect(w.Err()).To(succeeded(), "watching for a redelivery")
 		r.Ev.Notef("no redelivery in %s (%s) after %s", watch, watchedFor, after)
 	}
 }

@@ -42,14 +42,17 @@ func newFixture(ctx context.Context, cancel context.CancelFunc, t Target, rule s
 	return &fixture{ctx: ctx, cancel: cancel, t: t, w: t.Windows, rule: rule, rec: history.New(), ev: &verdict.Evidence{}, started: time.Now()}
 }
 
+// open opens the rule's handle on the broker: the kit's set-up.
 func (f *fixture) open() error {
-	b, err := f.t.Open(f.ctx)
-	if err != nil {
-		return err
-	}
-	f.b = b
-	f.defer_(func() { _ = b.Close() })
-	return nil
+	return f.kitStep("open-broker", "", func() error {
+		b, err := f.t.Open(f.ctx)
+		if err != nil {
+			return err
+		}
+		f.b = b
+		f.defer_(func() { _ = b.Close() })
+		return nil
+	})
 }
 
 // spawn runs fn in a goroutine that stop waits for. A panic in fn (the
@@ -174,12 +177,11 @@ func (f *fixture) name(label string) string {
 // topicOn creates a topic of the rule's own on b and deletes it afterwards.
 func (f *fixture) topicOn(b mq.Broker, label string, cfg mq.TopicConfig) (string, error) {
 	name := f.name(label)
-	h := f.rec.Invoke("kit", "create-topic", fmt.Sprintf("%s %s window=%s", name, cfg.Retention, cfg.DedupeWindow))
-	if err := b.CreateTopic(f.ctx, name, cfg); err != nil {
-		h.Fail(err.Error())
+	if err := f.kitStep("create-topic", fmt.Sprintf("%s %s window=%s", name, cfg.Retention, cfg.DedupeWindow), func() error {
+		return b.CreateTopic(f.ctx, name, cfg)
+	}); err != nil {
 		return "", err
 	}
-	h.OK("")
 	f.defer_(func() {
 		// The workload's context is over by now; the deletion has its own.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -262,13 +264,13 @@ func (f *fixture) intents(topic, payload string) (int, error) {
 // consumer opens a member of group on topic.
 func (f *fixture) consumer(topic, group string, cfg mq.ConsumerConfig) (mq.Consumer, error) {
 	cfg.Group = group
-	h := f.rec.Invoke("kit", "open-consumer", fmt.Sprintf("%s group=%s ackWait=%s maxDeliver=%d", topic, group, cfg.AckWait, cfg.MaxDeliver))
-	c, err := f.b.Consumer(f.ctx, topic, cfg)
-	if err != nil {
-		h.Fail(err.Error())
+	var c mq.Consumer
+	if err := f.kitStep("open-consumer", fmt.Sprintf("%s group=%s ackWait=%s maxDeliver=%d", topic, group, cfg.AckWait, cfg.MaxDeliver), func() (err error) {
+		c, err = f.b.Consumer(f.ctx, topic, cfg)
+		return err
+	}); err != nil {
 		return nil, err
 	}
-	h.OK("")
 	f.defer_(func() { _ = c.Close() })
 	return c, nil
 }

@@ -427,7 +427,7 @@ func (j *queueJudge) judge(r *spec.R) {
 	r.Ev.Notef("total queue: %d published (%d acked, %d unknown), %d acked deliveries of %d distinct; %d naks, %d crashes, %d members reopened after an error; lost %d (and %d delivered whose ack was never confirmed), unexpected %d, duplicated %d, recovered %d",
 		res.Attempted, res.Acked, res.Info, res.Dequeued, res.Distinct, j.naks, j.crashes, j.reopens, len(j.lost), len(j.unconf), len(res.Unexpected), res.Duplicates, len(res.Recovered))
 	if errors.Is(j.faultErr, ErrViolation) {
-		r.Expect(j.faultErr).NotTo(gomega.HaveOccurred(), "the target's fault exposed a violation")
+		r.Expect(j.faultErr).To(succeeded(), "the target's fault exposed a violation")
 	}
 	if res.Acked == 0 {
 		r.Unknown("no publish was acknowledged, so there was nothing to lose")

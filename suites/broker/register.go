@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onsi/gomega"
-
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/mq"
@@ -236,11 +234,4 @@ func runSafely(f *fixture, work workload) (j judge) {
 		return f.failed(err, "opening the broker")
 	}
 	return work(f)
-}
-
-// failed is the judge of a workload that could not do its job.
-func (f *fixture) failed(err error, what string) judge {
-	return func(r *spec.R) {
-		r.Expect(err).NotTo(gomega.HaveOccurred(), "%s: %s", f.rule, what)
-	}
 }

@@ -55,6 +55,7 @@ type Container struct {
 	URL     string // nats://127.0.0.1:port
 	Monitor string // http://127.0.0.1:port
 	Version string // as the server reports it
+	cluster bool   // a member of a cluster
 }
 
 // StartContainer starts a nats-server with JetStream, file storage in the
@@ -81,8 +82,16 @@ func StartContainer(ctx context.Context, o ContainerOptions) (*Container, error)
 		WaitLog: "Server is ready",
 		Ready: func(ctx context.Context, c *containers.Container) error {
 			v, err := serverInfo(ctx, c.Endpoint("4222/tcp"))
+			if err != nil {
+				return err
+			}
 			version = v
-			return err
+			if o.Cluster != "" {
+				// A member's JetStream answers only once the cluster has a
+				// meta leader: StartCluster waits for that.
+				return nil
+			}
+			return ping(ctx, "nats://"+c.Endpoint("4222/tcp"))
 		},
 	}
 	if o.Name != "" {
@@ -103,6 +112,7 @@ func StartContainer(ctx context.Context, o ContainerOptions) (*Container, error)
 		URL:       "nats://" + c.Endpoint("4222/tcp"),
 		Monitor:   "http://" + c.Endpoint("8222/tcp"),
 		Version:   version,
+		cluster:   o.Cluster != "",
 	}, nil
 }
 
@@ -149,10 +159,15 @@ func (n *Container) SyncSetting(ctx context.Context) (Sync, error) {
 	return Sync{Interval: v.JetStream.Config.SyncInterval, Always: v.JetStream.Config.SyncAlways}, nil
 }
 
-// Ping succeeds once the server sends its INFO line (after a restart).
+// Ping succeeds once the server is ready (after a restart): a client
+// connected and JetStream answered; for a cluster member, once it sent its
+// INFO line (its JetStream needs the rest of the cluster).
 func (n *Container) Ping(ctx context.Context) error {
-	_, err := serverInfo(ctx, n.Endpoint("4222/tcp"))
-	return err
+	if n.cluster {
+		_, err := serverInfo(ctx, n.Endpoint("4222/tcp"))
+		return err
+	}
+	return ping(ctx, n.URL)
 }
 
 // Victim is the container as the nemesis hurts it.

@@ -3,10 +3,8 @@ package nats
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
-	"os"
 	"sync"
 	"time"
 
@@ -46,6 +44,8 @@ type Embedded struct {
 	srv  *server.Server
 	dir  string
 	url  string
+
+	rmDir func() error
 }
 
 // EmbeddedOptions tune StartEmbedded.
@@ -62,7 +62,7 @@ func StartEmbedded(ctx context.Context) (*Embedded, error) {
 
 // StartEmbeddedWith starts a server with o.
 func StartEmbeddedWith(ctx context.Context, o EmbeddedOptions) (*Embedded, error) {
-	dir, err := os.MkdirTemp("", "onceproof-nats-")
+	dir, rmDir, err := tempDir("onceproof-nats-")
 	if err != nil {
 		return nil, err
 	}
@@ -79,9 +79,9 @@ func StartEmbeddedWith(ctx context.Context, o EmbeddedOptions) (*Embedded, error
 	if o.Sync.Interval > 0 {
 		opts.SyncInterval = o.Sync.Interval
 	}
-	e := &Embedded{opts: opts, dir: dir}
+	e := &Embedded{opts: opts, dir: dir, rmDir: rmDir}
 	if err := e.start(ctx); err != nil {
-		_ = os.RemoveAll(dir)
+		_ = rmDir()
 		return nil, err
 	}
 	// Restarts must come back on the same port so clients reconnect.
@@ -91,19 +91,25 @@ func StartEmbeddedWith(ctx context.Context, o EmbeddedOptions) (*Embedded, error
 	return e, nil
 }
 
+// start starts the server and waits until it is ready (see waitReady): its
+// listeners are up, a client connected and JetStream answered.
 func (e *Embedded) start(ctx context.Context) error {
 	srv, err := server.NewServer(e.opts)
 	if err != nil {
 		return fmt.Errorf("embedded nats-server: %w", err)
 	}
 	go srv.Start()
-	wait := 10 * time.Second
+	wait := readyWait()
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
 		wait = time.Until(dl)
 	}
 	if !srv.ReadyForConnections(wait) {
 		srv.Shutdown()
-		return errors.New("embedded nats-server did not become ready")
+		return fmt.Errorf("embedded nats-server: no client listener within %s", wait)
+	}
+	if err := waitReady(ctx, "embedded nats-server", srv.ClientURL(), nil); err != nil {
+		srv.Shutdown()
+		return err
 	}
 	e.srv = srv
 	e.url = srv.ClientURL()
@@ -151,5 +157,5 @@ func (e *Embedded) Stop() error {
 		e.srv.WaitForShutdown()
 		e.srv = nil
 	}
-	return os.RemoveAll(e.dir)
+	return e.rmDir()
 }

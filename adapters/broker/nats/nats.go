@@ -428,8 +428,26 @@ func (d *delivery) Position() string {
 	return strconv.FormatUint(md.Sequence.Stream, 10)
 }
 
+// SettleTimeout bounds Ack, Nak, Term and InProgress when the caller's
+// context has no deadline: nats.go needs one to wait for the server
+// ("nats: context requires a deadline"), and a consumer may well pass
+// context.Background() or a cancel-only context.
+const SettleTimeout = 5 * time.Second
+
+// settleCtx is ctx, with a SettleTimeout deadline if it has none.
+func settleCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, SettleTimeout)
+}
+
 // Ack is a double ack: it returns once the server confirmed it.
-func (d *delivery) Ack(ctx context.Context) error { return d.m.DoubleAck(ctx) }
+func (d *delivery) Ack(ctx context.Context) error {
+	ctx, cancel := settleCtx(ctx)
+	defer cancel()
+	return d.m.DoubleAck(ctx)
+}
 
 // Nak, Term and InProgress are fire-and-forget in JetStream; the flush after
 // each makes sure the server has read it before the call returns, so the
@@ -452,5 +470,7 @@ func (d *delivery) flush(ctx context.Context, err error) error {
 	if err != nil {
 		return err
 	}
+	ctx, cancel := settleCtx(ctx)
+	defer cancel()
 	return d.nc.FlushWithContext(ctx)
 }

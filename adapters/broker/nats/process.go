@@ -3,7 +3,6 @@ package nats
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/onceproof/tck/internal/leftovers"
 )
 
 // BinaryEnv names a nats-server binary to use for child processes instead of
@@ -72,8 +73,12 @@ func findBinary(ctx context.Context) (string, error) {
 // Process is a nats-server child process with JetStream on file storage in
 // its own temporary directory, on loopback. Unlike Embedded it can be killed
 // (SIGKILL) without taking the kit down: the abrupt restart of BR-3.1.
+//
+// Its directory and each process it starts are registered with
+// internal/leftovers before they exist, and on Linux the child gets SIGKILL
+// when the kit dies (Pdeathsig), so neither outlives the kit.
 type Process struct {
-	mu    sync.Mutex
+	mu    sync.Mutex // serialises Restart and Stop
 	bin   string
 	dir   string
 	conf  string
@@ -81,20 +86,22 @@ type Process struct {
 	mport int
 	cmd   *exec.Cmd
 	done  chan struct{}
+
+	rmDir func() error // removes dir and untracks it
 }
 
 // StartProcess starts bin with the given sync setting (zero: the default).
 func StartProcess(ctx context.Context, bin string, sync Sync) (*Process, error) {
-	dir, err := os.MkdirTemp("", "onceproof-nats-proc-")
+	dir, rmDir, err := tempDir("onceproof-nats-proc-")
 	if err != nil {
 		return nil, err
 	}
-	p := &Process{bin: bin, dir: dir}
+	p := &Process{bin: bin, dir: dir, rmDir: rmDir}
 	if p.port, err = freePort(); err == nil {
 		p.mport, err = freePort()
 	}
 	if err != nil {
-		_ = os.RemoveAll(dir)
+		_ = rmDir()
 		return nil, err
 	}
 	js := fmt.Sprintf("store_dir: %q", filepath.Join(dir, "js"))
@@ -107,14 +114,39 @@ func StartProcess(ctx context.Context, bin string, sync Sync) (*Process, error) 
 	conf := fmt.Sprintf("listen: \"127.0.0.1:%d\"\nhttp: \"127.0.0.1:%d\"\nserver_name: onceproof-child\njetstream {\n  %s\n}\n", p.port, p.mport, js)
 	p.conf = filepath.Join(dir, "nats.conf")
 	if err := os.WriteFile(p.conf, []byte(conf), 0o600); err != nil {
-		_ = os.RemoveAll(dir)
+		_ = rmDir()
 		return nil, err
 	}
 	if err := p.start(ctx); err != nil {
-		_ = os.RemoveAll(dir)
+		_ = rmDir()
 		return nil, err
 	}
 	return p, nil
+}
+
+// tempDir creates a temporary directory registered with leftovers; remove
+// deletes it and untracks it.
+func tempDir(pattern string) (dir string, remove func() error, err error) {
+	err = leftovers.Create(func() error {
+		d, err := os.MkdirTemp("", pattern)
+		if err != nil {
+			return err
+		}
+		untrack := leftovers.Track("directory "+d, func() error { return os.RemoveAll(d) })
+		dir = d
+		remove = func() error {
+			err := os.RemoveAll(d)
+			if err == nil {
+				untrack()
+			}
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("creating a temporary directory: %w", err)
+	}
+	return dir, remove, nil
 }
 
 func freePort() (int, error) {
@@ -130,30 +162,39 @@ func freePort() (int, error) {
 	return a.Port, nil
 }
 
+// start starts the child and waits until it is ready (see waitReady): a
+// client connected and JetStream answered.
 func (p *Process) start(ctx context.Context) error {
 	cmd := exec.Command(p.bin, "-c", p.conf)
 	cmd.Stdout, cmd.Stderr = nil, nil
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting nats-server: %w", err)
-	}
+	cmd.SysProcAttr = childAttr()
 	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	p.cmd, p.done = cmd, done
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if _, err := p.varz(ctx); err == nil {
+	err := leftovers.Create(func() error {
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		untrack := leftovers.Track(fmt.Sprintf("nats-server child process %d", cmd.Process.Pid), func() error {
+			_ = cmd.Process.Kill()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+			}
 			return nil
-		}
-		select {
-		case <-done:
-			return errors.New("nats-server exited at start")
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
+		})
+		go func() { _ = cmd.Wait(); untrack(); close(done) }()
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("starting nats-server %s: %w", p.bin, err)
 	}
-	_ = cmd.Process.Kill()
-	return errors.New("nats-server did not become ready")
+	p.cmd, p.done = cmd, done
+	if err := waitReady(ctx, "nats-server child process", p.URL(), done); err != nil {
+		_ = cmd.Process.Kill()
+		<-done
+		p.cmd = nil
+		return err
+	}
+	return nil
 }
 
 // URL is the client URL; it stays the same across restarts.
@@ -192,7 +233,7 @@ func (p *Process) Stop() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stop(false)
-	return os.RemoveAll(p.dir)
+	return p.rmDir()
 }
 
 // Sync reads the running server's sync setting from its monitoring

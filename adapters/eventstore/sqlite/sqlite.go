@@ -27,6 +27,7 @@ import (
 
 	"github.com/onceproof/tck/adapters/eventstore/internal/sqlrows"
 	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/internal/leftovers"
 )
 
 const schema = `
@@ -304,17 +305,37 @@ func (s *Store) String() string { return "sqlite event store " + s.db.Path }
 
 // OpenTemp opens a fresh database in a new temporary directory; stop closes
 // it and removes the directory (database, WAL and shared-memory files).
+//
+// The directory is registered with internal/leftovers before it exists, so
+// an interrupted or failed run removes it too.
 func OpenTemp(ctx context.Context) (db *DB, stop func() error, err error) {
-	dir, err := os.MkdirTemp("", "tck-sqlite-*")
+	var dir string
+	var untrack func()
+	err = leftovers.Create(func() error {
+		d, err := os.MkdirTemp("", "tck-sqlite-*")
+		if err != nil {
+			return err
+		}
+		dir = d
+		untrack = leftovers.Track("directory "+d, func() error { return os.RemoveAll(d) })
+		return nil
+	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("creating a temporary directory: %w", err)
+	}
+	rmDir := func() error {
+		err := os.RemoveAll(dir)
+		if err == nil {
+			untrack()
+		}
+		return err
 	}
 	db, err = Open(ctx, filepath.Join(dir, "events.db"))
 	if err != nil {
-		_ = os.RemoveAll(dir)
+		_ = rmDir()
 		return nil, nil, err
 	}
-	return db, func() error { return errors.Join(db.Close(), os.RemoveAll(dir)) }, nil
+	return db, func() error { return errors.Join(db.Close(), rmDir()) }, nil
 }
 
 // OpenFile opens the database at path (or URL) like Open, returning its

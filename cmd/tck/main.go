@@ -25,6 +25,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/onceproof/tck/internal/leftovers"
+
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/reports"
 )
@@ -96,6 +98,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	// os.Exit skips defers: remove what the run created (temporary folders,
+	// child servers, containers) explicitly, on every path that gets here.
+	if err := leftovers.RemoveAll(); err != nil {
+		fmt.Fprintln(os.Stderr, "onceproof:", oneLine(target.Redact(err.Error())))
+	}
 	os.Exit(code)
 }
 

@@ -95,6 +95,13 @@ var commands = map[string]struct {
 }
 
 func main() {
+	defer func() {
+		// A bug of the kit's own: remove what it created, then report it.
+		if p := recover(); p != nil {
+			_ = leftovers.RemoveAll()
+			panic(p)
+		}
+	}()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -4,9 +4,11 @@
 //	tck list      [--suite S] [--format text|json|markdown]
 //	tck targets   [--suite S] [--mutants] [--format text|json]
 //	tck plan      [--suite S]... [--target T]... [--rule ID]...
+//	tck plan      --profile FILE [--format text|json]
 //	tck run       [--suite S]... [--target T]... [--rule ID]... [--out DIR] [--quiet]
 //	tck selftest  [--suite S]... [--out DIR]
 //	tck report    --in DIR
+//	tck report    diff [--format text|json] OLD NEW
 //	tck clean     [--all]
 //	tck version
 //
@@ -86,10 +88,10 @@ var commands = map[string]struct {
 }{
 	"list":     {cmdList, "print the rule catalog"},
 	"targets":  {cmdTargets, "list the targets the kit can start or reach"},
-	"plan":     {cmdPlan, "show what a run would check, without running it"},
+	"plan":     {cmdPlan, "show what a run would check, or a profile's hazards (--profile FILE), without running anything"},
 	"run":      {cmdRun, "run suites against targets and write a report"},
 	"selftest": {cmdSelftest, "run every deliberately broken target and print the kill matrix"},
-	"report":   {cmdReport, "re-render report.md, report.html and junit.xml from a results.json"},
+	"report":   {cmdReport, "re-render report.md, report.html and junit.xml from a results.json; report diff OLD NEW compares two"},
 	"clean":    {cmdClean, "remove containers the kit left behind on this Docker host"},
 	"version":  {cmdVersion, "print the kit's version"},
 }

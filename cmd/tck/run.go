@@ -147,8 +147,19 @@ func cmdPlan(_ context.Context, args []string, stdout, _ io.Writer) error {
 	fs.Var(&sel.suites, "suite", "suite to run (repeatable; default: every suite)")
 	fs.Var(&sel.targets, "target", "target SUITE/NAME[=ADDRESS] (repeatable; default: each suite's default)")
 	fs.Var(&sel.rules, "rule", "only these rule ids (repeatable)")
+	prof := fs.String("profile", "", "a pipeline profile (YAML): print its hazards and what each ack proves; exit 1 on any hazard")
+	format := fs.String("format", "text", "with --profile: text or json")
 	if err := parse(fs, args, stdout); err != nil {
 		return err
+	}
+	if *prof != "" {
+		if len(sel.suites)+len(sel.targets)+len(sel.rules) > 0 {
+			return usagef("--profile is a static analysis of the profile alone; it takes no --suite, --target or --rule")
+		}
+		return planProfile(*prof, *format, stdout)
+	}
+	if *format != "text" {
+		return usagef("--format is for --profile only")
 	}
 	p, err := makePlan(registry.Targets(), sel)
 	if err != nil {
@@ -349,7 +360,10 @@ func cmdSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return nil
 }
 
-func cmdReport(_ context.Context, args []string, stdout, _ io.Writer) error {
+func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "diff" {
+		return cmdReportDiff(ctx, args[1:], stdout, stderr)
+	}
 	fs := newFlags("report")
 	in := fs.String("in", "", "a report folder holding results.json")
 	if err := parse(fs, args, stdout); err != nil {

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/onceproof/tck/internal/profile"
+	"github.com/onceproof/tck/reports"
+)
+
+// planProfile is `tck plan --profile FILE`: the seed 002 analysis of a
+// declared pipeline, nothing started. Exit 0 with no hazard, 1 with any,
+// 3 on a malformed profile (file:line: field: what is wrong).
+func planProfile(file, format string, stdout io.Writer) error {
+	if err := checkFormat(format, "text", "json"); err != nil {
+		return err
+	}
+	p, err := profile.Load(file)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	plan := profile.Analyze(p)
+	if format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // "->" and "<" stay readable
+		if err := enc.Encode(plan); err != nil {
+			return err
+		}
+	} else {
+		plan.WriteText(stdout)
+	}
+	if len(plan.Hazards) > 0 {
+		return exitError{reports.ExitMustFailed}
+	}
+	return nil
+}

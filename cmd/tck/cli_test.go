@@ -195,3 +195,36 @@ func TestDocsMatchTheCLI(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanProfileExitCodes(t *testing.T) {
+	root := filepath.Join("..", "..", "examples", "profiles")
+	code, stdout, _ := tck(t, "plan", "--profile", filepath.Join(root, "seed-07-07.yaml"))
+	if code != 1 || !strings.Contains(stdout, "retry at 6m0s") || strings.Contains(stdout, "retry at 4m0s >=") {
+		t.Errorf("seed profile: exit %d; want 1 naming the 6-minute retry and not the 4-minute one:\n%s", code, stdout)
+	}
+	if !strings.Contains(stdout, "11m0s") || !strings.Contains(stdout, "10m0s") {
+		t.Errorf("seed profile: the 10-minute record against the 11-minute redelivery is not named:\n%s", stdout)
+	}
+	if code, stdout, _ := tck(t, "plan", "--profile", filepath.Join(root, "hazard-free.yaml")); code != 0 {
+		t.Errorf("hazard-free profile: exit %d:\n%s", code, stdout)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("version: 1\nbrokers:\n  - kind: nats\n    name: main\n    streams:\n      - name: S\n        duplicates: 300\n"), 0o644)
+	code, _, stderr := tck(t, "plan", "--profile", bad)
+	if code != reports.ExitUsage || !strings.Contains(stderr, "bad.yaml:") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Errorf("malformed profile: exit %d, stderr %q; want exit 3, one line naming the file and line", code, stderr)
+	}
+}
+
+func TestReportDiffGatesOnMustRegression(t *testing.T) {
+	old, cur := t.TempDir(), t.TempDir()
+	writeResults(t, old, map[string]verdict.Verdict{"ES-1.1": verdict.Pass, "ES-1.2": verdict.Pass}, nil)
+	writeResults(t, cur, map[string]verdict.Verdict{"ES-1.1": verdict.Pass, "ES-1.2": verdict.Fail}, nil)
+	code, stdout, _ := tck(t, "report", "diff", old, cur)
+	if code != 1 || !strings.Contains(stdout, "ES-1.2") {
+		t.Errorf("MUST regression: exit %d, stdout %q; want 1 naming ES-1.2", code, stdout)
+	}
+	if code, stdout, _ := tck(t, "report", "diff", cur, old); code != 0 {
+		t.Errorf("improvement: exit %d, stdout %q; want 0", code, stdout)
+	}
+}

@@ -25,7 +25,7 @@ func TestDriverVerdicts(t *testing.T) {
 	s.It("ES-1.6", func(r *R) { r.Skipped("window longer than budget") })
 	s.It("ES-3.1", func(r *R) { t.Error("ran without its capability") })
 	s.It("ES-1.8", func(r *R) {
-		r.Eventually(func() int { return 1 }).WithTimeout(50 * time.Millisecond).Should(Equal(2), "never two")
+		r.Eventually(func() int { return 1 }).WithTimeout(50*time.Millisecond).Should(Equal(2), "never two")
 	})
 	want := map[string]struct {
 		v      verdict.Verdict

@@ -127,7 +127,7 @@ func Client(ctx context.Context) (*client.Client, error) {
 func dial(ctx context.Context, opts ...client.Opt) (*client.Client, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	c, err := client.New(append(opts, client.WithAPIVersionNegotiation())...)
+	c, err := client.New(opts...) // the client negotiates the API version by default
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoDocker, err)
 	}

@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/onceproof/tck/co"
@@ -141,9 +140,6 @@ func (inst *instance) leave(kd *kitDelivery, n int, label string, pt point, even
 	}
 	return nil
 }
-
-// ended reports whether err is the kit ending an instance.
-func ended(err error) bool { return errors.Is(err, co.ErrEnded) }
 
 // end ends inst as a crash: recorded, then killed.
 func (h *harness) end(inst *instance, why, event string) {

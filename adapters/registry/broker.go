@@ -82,7 +82,7 @@ func natsBroker(startNATS func(ctx context.Context, ref target.Ref) (*nats.Targe
 		if err != nil {
 			return nil, target.Unavailable(ref, err)
 		}
-		t := brokerTarget(nt)
+		t := BrokerTarget(nt)
 		// The run's settings: the seed of the randomized rules, and BR-1.7's
 		// window (0: the rule chooses it from a restart it measures).
 		t.Seed = ref.Opts.Seed
@@ -102,8 +102,9 @@ func natsBroker(startNATS func(ctx context.Context, ref target.Ref) (*nats.Targe
 	}
 }
 
-// brokerTarget is the suite's view of a NATS target.
-func brokerTarget(nt *nats.Target) broker.Target {
+// BrokerTarget is the broker suite's view of a NATS target, however it was
+// started; tests that start a target themselves bind it with this too.
+func BrokerTarget(nt *nats.Target) broker.Target {
 	client, url := nt.Client, nt.URL
 	t := broker.Target{
 		Open:   func(ctx context.Context) (mq.Broker, error) { return client.Open(ctx, url) },
@@ -146,6 +147,10 @@ func brokerTarget(nt *nats.Target) broker.Target {
 	}
 	return t
 }
+
+// BrokerServer is a NATS server of a rule's own as the broker suite
+// restarts it.
+func BrokerServer(s nats.Server) broker.Server { return server{s} }
 
 // server is a NATS server of a rule's own, as the suite restarts it.
 type server struct{ nats.Server }

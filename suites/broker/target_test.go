@@ -4,8 +4,9 @@ import (
 	"context"
 	"testing"
 
+	"github.com/onceproof/tck/adapters/registry"
+
 	"github.com/onceproof/tck/adapters/broker/nats"
-	"github.com/onceproof/tck/mq"
 	"github.com/onceproof/tck/suites/broker"
 )
 
@@ -18,38 +19,5 @@ func embedded(t testing.TB, client nats.Client) broker.Target {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = nt.Stop() })
-	return bind(nt)
-}
-
-// bind is the suite's Target for a NATS target.
-func bind(nt *nats.Target) broker.Target {
-	tg := broker.Target{
-		Open: func(ctx context.Context) (mq.Broker, error) { return nt.Client.Open(ctx, nt.URL) },
-		Caps: nt.Caps,
-	}
-	if px := nt.Proxy; px != nil {
-		tg.Fault = &broker.Fault{Addr: px.Addr, OpenVia: px.OpenVia, Split: px.Split,
-			PublishReply: func(topic string) broker.Match { return px.PublishReply(topic) }}
-	}
-	if nt.Private != nil {
-		tg.Private = func(ctx context.Context) (broker.Server, error) {
-			s, err := nt.Private(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return server{s}, nil
-		}
-	}
-	if nt.Disrupt != nil {
-		tg.Disrupt = func(ctx context.Context, rule, topic string, log broker.Log) error {
-			return nt.Disrupt(ctx, rule, topic, log)
-		}
-	}
-	return tg
-}
-
-type server struct{ nats.Server }
-
-func (s server) Restart(ctx context.Context, how broker.Restart) error {
-	return s.Server.Restart(ctx, how == broker.Abrupt)
+	return registry.BrokerTarget(nt)
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onceproof/tck/adapters/registry"
+
 	"github.com/moby/moby/client"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
@@ -73,7 +75,7 @@ func TestRestartWindowContainer(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return server{s}, nil
+		return registry.BrokerServer(s), nil
 	}
 	r := br17(t, tg)
 	m, _ := figure(r, "measured restart (before the test)")

@@ -5,12 +5,13 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/onceproof/tck/adapters/registry"
+
 	"github.com/onceproof/tck/adapters/broker/mutants"
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/verdict"
-	"github.com/onceproof/tck/mq"
 	"github.com/onceproof/tck/suites/broker"
 )
 
@@ -23,7 +24,7 @@ func run(t *testing.T, name string, client nats.Client, only ...string) map[stri
 		t.Fatalf("starting %s: %v", name, err)
 	}
 	defer nt.Stop()
-	tg := bind(nt)
+	tg := registry.BrokerTarget(nt)
 	out := map[string]verdict.Result{}
 	for _, r := range runner.Run(name, func() { broker.Register(tg) }, runner.Options{Rules: only}) {
 		out[r.Rule] = r
@@ -85,32 +86,4 @@ func TestMutants(t *testing.T) {
 			t.Logf("%s failed by %v", r.ID, killed[r.ID])
 		}
 	}
-}
-
-// bind is the suite's Target for a NATS target, as the registry binds it.
-func bind(nt *nats.Target) broker.Target {
-	tg := broker.Target{
-		Open: func(ctx context.Context) (mq.Broker, error) { return nt.Client.Open(ctx, nt.URL) },
-		Caps: nt.Caps,
-	}
-	if px := nt.Proxy; px != nil {
-		tg.Fault = &broker.Fault{Addr: px.Addr, OpenVia: px.OpenVia, Split: px.Split,
-			PublishReply: func(topic string) broker.Match { return px.PublishReply(topic) }}
-	}
-	if nt.Private != nil {
-		tg.Private = func(ctx context.Context) (broker.Server, error) {
-			s, err := nt.Private(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return server{s}, nil
-		}
-	}
-	return tg
-}
-
-type server struct{ nats.Server }
-
-func (s server) Restart(ctx context.Context, how broker.Restart) error {
-	return s.Server.Restart(ctx, how == broker.Abrupt)
 }

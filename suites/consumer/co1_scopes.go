@@ -64,21 +64,11 @@ func registerScopes(s *spec.Set, t Target) {
 
 	s.It("CO-1.5", func(r *spec.R) {
 		h := newHarness(r, t, workers)
-		const maxTrials = 12
-		budget := 4 * time.Second
-		began := time.Now()
-		trials, raced := 0, 0
-		for trials < maxTrials && time.Since(began) < budget {
-			trials++
-			e := h.event(fmt.Sprintf("m-race-%d", trials), 1)
+		trials, raced := h.raceTrials(func(n int) string {
+			e := h.event(fmt.Sprintf("m-race-%d", n), 1)
 			h.play(step{kind: stepTwin, event: e})
-			if h.raced(e.EventID) {
-				raced++
-			}
-			if len(h.diff()) > 0 {
-				break
-			}
-		}
+			return e.EventID
+		})
 		r.Ev.Figure("trials", trials, "")
 		r.Ev.Figure("trials where both workers held the event at once", raced, "")
 		h.expectModel("one event delivered to two workers at the same moment")
@@ -106,22 +96,12 @@ func registerScopes(s *spec.Set, t Target) {
 
 	s.It("CO-1.7", func(r *spec.R) {
 		h := newHarness(r, t, workers)
-		const maxTrials = 12
-		budget := 4 * time.Second
-		began := time.Now()
-		trials, raced := 0, 0
-		for trials < maxTrials && time.Since(began) < budget {
-			trials++
-			m := fmt.Sprintf("m-pair-%d", trials)
+		trials, raced := h.raceTrials(func(n int) string {
+			m := fmt.Sprintf("m-pair-%d", n)
 			// Every third trial carries a second copy of both versions.
-			h.play(step{kind: stepPair, event: h.event(m, 2), older: h.event(m, 1), dup: trials%3 == 0})
-			if h.raced(h.event(m, 2).EventID) {
-				raced++
-			}
-			if len(h.diff()) > 0 {
-				break
-			}
-		}
+			h.play(step{kind: stepPair, event: h.event(m, 2), older: h.event(m, 1), dup: n%3 == 0})
+			return h.event(m, 2).EventID
+		})
 		r.Ev.Figure("trials", trials, "")
 		r.Ev.Figure("trials where the two versions were handled at once", raced, "")
 		h.expectModel("two versions of one message handled by two workers at the same moment")
@@ -130,4 +110,22 @@ func registerScopes(s *spec.Set, t Target) {
 		}
 		r.Ev.Notef("no violation in %d barrier-started trials of two versions at once (%d raced): the newer version won each time", trials, raced)
 	})
+}
+
+// raceTrials plays two-worker trials (play plays trial n and names the event
+// both workers were to hold) until one breaks the model, 12 ran, or 4 s
+// passed. It returns the trials run and how many really overlapped.
+func (h *harness) raceTrials(play func(n int) string) (trials, raced int) {
+	const maxTrials, budget = 12, 4 * time.Second
+	began := time.Now()
+	for trials < maxTrials && time.Since(began) < budget {
+		trials++
+		if h.raced(play(trials)) {
+			raced++
+		}
+		if len(h.diff()) > 0 {
+			break
+		}
+	}
+	return trials, raced
 }

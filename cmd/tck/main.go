@@ -27,6 +27,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/onceproof/tck/internal/containers"
+
 	"github.com/onceproof/tck/internal/leftovers"
 
 	"github.com/onceproof/tck/internal/target"
@@ -111,6 +113,9 @@ func main() {
 	// child servers, containers) explicitly, on every path that gets here.
 	if err := leftovers.RemoveAll(); err != nil {
 		fmt.Fprintln(os.Stderr, "onceproof:", oneLine(target.Redact(err.Error())))
+	}
+	if err := containers.FinalSweep(); err != nil {
+		fmt.Fprintln(os.Stderr, "onceproof: removing this run's containers:", oneLine(target.Redact(err.Error())))
 	}
 	os.Exit(code)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -120,6 +121,7 @@ var sessionOnce2 sync.Once
 // first, so it runs after the removals of single containers.
 func trackSession() {
 	sessionOnce2.Do(func() {
+		sessionUsed.Store(true)
 		leftovers.Track("the kit's Docker containers, networks and volumes (session "+SessionID()+")", func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
@@ -127,4 +129,23 @@ func trackSession() {
 			return err
 		})
 	})
+}
+
+// sessionUsed is set once this process has talked to Docker.
+var sessionUsed atomic.Bool
+
+// FinalSweep removes, at the very end of the process, whatever this session
+// still has on the Docker host. It catches a container whose creation was
+// already on its way to the engine when an interrupt removed everything
+// tracked: the engine finishes creating it after that removal, and no
+// tracked entry is left to remove it. A process that never used Docker
+// makes no Docker call here.
+func FinalSweep() error {
+	if !sessionUsed.Load() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := CleanupSession(ctx)
+	return err
 }

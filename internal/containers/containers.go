@@ -268,6 +268,9 @@ func Start(ctx context.Context, spec Spec) (*Container, error) {
 	}
 	if err != nil {
 		c.Remove(context.WithoutCancel(ctx))
+		// Without an ID (the create's answer was lost to a cancelled
+		// context) the container may exist all the same: remove it by name.
+		_ = removeByName(name)
 		return nil, fmt.Errorf("start %s (%s): %w", spec.Role, spec.Image, dockerErr(err))
 	}
 	if leftovers.Closing() {

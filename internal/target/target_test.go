@@ -11,7 +11,7 @@ func TestRedact(t *testing.T) {
 		"postgres://kit:s3cret@127.0.0.1:5432/db":            "postgres://kit:xxxxx@127.0.0.1:5432/db",
 		"nats://u:p%40ss@host:4222":                          "nats://u:xxxxx@host:4222",
 		"redis://:onlypw@127.0.0.1:6379/0":                   "redis://:xxxxx@127.0.0.1:6379/0",
-		"nats://token-only@host:4222":                        "nats://token-only@host:4222",
+		"nats://token-only@host:4222":                        "nats://xxxxx@host:4222", // a NATS token
 		"postgres://h/db?user=kit&password=s3cret&sslmode=x": "postgres://h/db?user=kit&password=xxxxx&sslmode=x",
 		"dial postgres://a:b@h failed; retry nats://c:d@h2":  "dial postgres://a:xxxxx@h failed; retry nats://c:xxxxx@h2",
 		"embedded": "embedded",

@@ -3,6 +3,7 @@ package eventstore_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/onceproof/tck/adapters/eventstore/memory"
 	"github.com/onceproof/tck/es"
@@ -25,6 +26,11 @@ func myTarget() eventstore.Target {
 			AcceptsVersionGap: false,       // what your store declares; ES-1.11 measures it
 			PreCheck:          newPreCheck, // your request-id pre-check chain, if you have one (ES-3.1)
 		},
+		// The race rules run until enough trials really overlapped. An
+		// in-memory store's calls take microseconds and overlap rarely on a
+		// busy machine, so this one gets more time than the 15 s default;
+		// a store behind a database needs none.
+		Race: eventstore.RaceConfig{Cap: time.Minute},
 	}
 }
 

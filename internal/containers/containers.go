@@ -261,20 +261,36 @@ func Start(ctx context.Context, spec Spec) (*Container, error) {
 		untrack()
 		return nil, leftovers.ErrClosing
 	}
-	tc, err := testcontainers.Run(ctx, spec.Image, opts...)
+	// Create, then start. The create runs to its end whatever happens to
+	// ctx: a create cancelled in flight is still carried out by the engine,
+	// after the kit has looked for it, and the container would be left
+	// behind. Once created it has an ID, and every path below removes it.
+	cctx, cancelCreate := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	tc, err := testcontainers.Run(cctx, spec.Image, append(opts, testcontainers.WithNoStart())...)
+	cancelCreate()
 	c := &Container{Spec: spec, Name: name, ports: ports, tc: tc, untrack: untrack}
 	if tc != nil {
 		c.ID = tc.GetContainerID()
 	}
 	if err != nil {
 		c.Remove(context.WithoutCancel(ctx))
-		// Without an ID (the create's answer was lost to a cancelled
-		// context) the container may exist all the same: remove it by name.
 		_ = removeByName(name)
+		return nil, fmt.Errorf("create %s (%s): %w", spec.Role, spec.Image, dockerErr(err))
+	}
+	if leftovers.Closing() || ctx.Err() != nil {
+		// Interrupted while it was being created.
+		c.Remove(context.WithoutCancel(ctx))
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, leftovers.ErrClosing
+	}
+	if err := tc.Start(ctx); err != nil {
+		c.Remove(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("start %s (%s): %w", spec.Role, spec.Image, dockerErr(err))
 	}
 	if leftovers.Closing() {
-		// RemoveAll ran while it was being created.
+		// RemoveAll ran while it was starting.
 		c.Remove(context.WithoutCancel(ctx))
 		return nil, leftovers.ErrClosing
 	}

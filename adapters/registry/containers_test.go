@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/moby/client"
-
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/containers"
 	"github.com/onceproof/tck/internal/runner"
@@ -41,25 +39,8 @@ func runContainer(t *testing.T, key, image string) []verdict.Result {
 	if err := st.Stop(); err != nil {
 		t.Errorf("stop: %v", err)
 	}
-	assertNothingLeft(t)
+	containers.AssertSessionEmpty(t)
 	return rs
-}
-
-func assertNothingLeft(t *testing.T) {
-	t.Helper()
-	ctx := context.Background()
-	dc, err := containers.Client(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := client.Filters{}.Add("label", containers.LabelSession+"="+containers.SessionID())
-	cs, err := dc.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range cs.Items {
-		t.Errorf("left behind: container %s (%s)", c.Names, c.Image)
-	}
 }
 
 func TestPostgresContainerPassesEventStoreSuite(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"testing"
+
+	"github.com/moby/moby/client"
 )
 
 // RequireEnv is the variable that turns a missing Docker (or image) from a
@@ -38,4 +40,30 @@ func Need(t testing.TB, images ...string) {
 		t.Fatalf("%s=1 and the containers cannot run: %s", RequireEnv, reason)
 	}
 	t.Skip("needs Docker: " + reason)
+}
+
+// AssertSessionEmpty fails t for every container or network this process
+// still has on the Docker host.
+func AssertSessionEmpty(t testing.TB) {
+	t.Helper()
+	ctx := context.Background()
+	dc, err := Client(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := client.Filters{}.Add("label", LabelSession+"="+SessionID())
+	cs, err := dc.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs.Items {
+		t.Errorf("left behind: container %s (%s)", c.Names, c.Image)
+	}
+	ns, err := dc.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range ns.Items {
+		t.Errorf("left behind: network %s", n.Name)
+	}
 }

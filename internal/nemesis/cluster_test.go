@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/moby/client"
-
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/adapters/registry"
 	"github.com/onceproof/tck/internal/containers"
@@ -68,7 +66,7 @@ func TestNATSClusterLeaderKill(t *testing.T) {
 	if seen != 2 {
 		t.Errorf("%d of BR-2.9 and BR-3.1 in the results", seen)
 	}
-	assertNothingLeft(t)
+	containers.AssertSessionEmpty(t)
 }
 
 func checkLeaderChanges(t *testing.T, ev *verdict.Evidence) {
@@ -155,29 +153,5 @@ func logEvidence(t *testing.T, ev *verdict.Evidence) {
 			break
 		}
 		t.Logf("  %v", op)
-	}
-}
-
-func assertNothingLeft(t *testing.T) {
-	t.Helper()
-	ctx := context.Background()
-	dc, err := containers.Client(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := client.Filters{}.Add("label", containers.LabelSession+"="+containers.SessionID())
-	cs, err := dc.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range cs.Items {
-		t.Errorf("left behind: container %s (%s)", c.Names, c.Image)
-	}
-	ns, err := dc.NetworkList(ctx, client.NetworkListOptions{Filters: f})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range ns.Items {
-		t.Errorf("left behind: network %s", n.Name)
 	}
 }

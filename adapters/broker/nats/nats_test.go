@@ -13,19 +13,7 @@ import (
 // publish with an id, a duplicate, fetch, ack, read back, restart.
 func TestRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	e, err := nats.StartEmbedded(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Stop()
-	b, err := nats.Connect(ctx, e.URL(), nats.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if err := b.CreateTopic(ctx, "rt", mq.TopicConfig{}); err != nil {
-		t.Fatal(err)
-	}
+	e, b := embeddedTopic(t, "rt")
 	a1, err := b.Publish(ctx, "rt", mq.Message{ID: "m1", Payload: []byte("x")})
 	if err != nil || a1.Duplicate {
 		t.Fatalf("first publish: %+v %v", a1, err)
@@ -91,4 +79,25 @@ func TestProcess(t *testing.T) {
 	if err != nil || len(all) != 1 {
 		t.Fatalf("after SIGKILL: %+v %v", all, err)
 	}
+}
+
+// embeddedTopic starts an embedded server, connects, and creates topic;
+// everything stops when t ends.
+func embeddedTopic(t *testing.T, topic string) (*nats.Embedded, mq.Broker) {
+	t.Helper()
+	ctx := context.Background()
+	e, err := nats.StartEmbedded(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Stop() })
+	b, err := nats.Connect(ctx, e.URL(), nats.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if err := b.CreateTopic(ctx, topic, mq.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	return e, b
 }

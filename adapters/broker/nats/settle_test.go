@@ -19,19 +19,7 @@ import (
 // back), the term too (it does not).
 func TestSettleWithoutDeadline(t *testing.T) {
 	ctx := context.Background()
-	e, err := nats.StartEmbedded(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Stop()
-	b, err := nats.Connect(ctx, e.URL(), nats.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if err := b.CreateTopic(ctx, "settle", mq.TopicConfig{}); err != nil {
-		t.Fatal(err)
-	}
+	_, b := embeddedTopic(t, "settle")
 	for _, id := range []string{"nak", "term", "ack"} {
 		if _, err := b.Publish(ctx, "settle", mq.Message{ID: id, Payload: []byte(id)}); err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
 )
@@ -55,6 +56,9 @@ type Hazard struct {
 	Target string `json:"target"`
 	Rule   string `json:"rule"`
 	Text   string `json:"text"`
+	// Owner says whose hazard it is: "target" (the target's configuration
+	// or behaviour) or "kit" (the kit's own test set-up).
+	Owner string `json:"owner"`
 }
 
 // Summary counts verdicts and gives the exit code.
@@ -68,12 +72,15 @@ type Summary struct {
 
 // Report is the whole of results.json.
 type Report struct {
-	Schema  string           `json:"schema"`
-	Kit     Kit              `json:"kit"`
-	Run     Run              `json:"run"`
-	Targets []Target         `json:"targets"`
-	Summary Summary          `json:"summary"`
-	Hazards []Hazard         `json:"hazards,omitempty"`
+	Schema  string   `json:"schema"`
+	Kit     Kit      `json:"kit"`
+	Run     Run      `json:"run"`
+	Targets []Target `json:"targets"`
+	Summary Summary  `json:"summary"`
+	Hazards []Hazard `json:"hazards,omitempty"`
+	// Plan is the static analysis of the pipeline profile the run was given
+	// (tck run --profile), nil without one.
+	Plan    *profile.Plan    `json:"plan,omitempty"`
 	Results []verdict.Result `json:"results"`
 }
 
@@ -97,7 +104,10 @@ func (r *Report) Finish() {
 			continue
 		}
 		for _, h := range res.Evidence.Hazards {
-			r.Hazards = append(r.Hazards, Hazard{Target: res.Target, Rule: res.Rule, Text: h})
+			r.Hazards = append(r.Hazards, Hazard{Target: res.Target, Rule: res.Rule, Text: h, Owner: "target"})
+		}
+		for _, h := range res.Evidence.SetupHazards {
+			r.Hazards = append(r.Hazards, Hazard{Target: res.Target, Rule: res.Rule, Text: h, Owner: "kit"})
 		}
 	}
 	sort.SliceStable(r.Hazards, func(i, j int) bool { return r.Hazards[i].Target < r.Hazards[j].Target })

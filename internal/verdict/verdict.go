@@ -38,6 +38,44 @@ type Evidence struct {
 	Hazards  []string     `json:"hazards,omitempty"`
 	// Minimal is, for a fail, the smallest history that shows it.
 	Minimal []history.Op `json:"minimal,omitempty"`
+	// SetupHazards are risks of the kit's own test set-up (its scratch
+	// server, its shortened windows), not of the target's configuration.
+	SetupHazards []string `json:"setupHazards,omitempty"`
+	// Comparisons are the target's declared settings against what the kit
+	// read from the server or measured: declared vs measured.
+	Comparisons []Comparison `json:"comparisons,omitempty"`
+}
+
+// Comparison is one declared setting against the value the kit read from the
+// server ("server") or measured with a workload ("measured").
+type Comparison struct {
+	Setting  string `json:"setting"`
+	Declared string `json:"declared"`
+	Actual   string `json:"actual"`
+	Source   string `json:"source"` // "server" or "measured"
+	Match    bool   `json:"match"`
+}
+
+// Compare records one declared-vs-actual pair (replacing an earlier one of
+// the same setting).
+func (e *Evidence) Compare(c Comparison) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i := range e.Comparisons {
+		if e.Comparisons[i].Setting == c.Setting {
+			e.Comparisons[i] = c
+			return
+		}
+	}
+	e.Comparisons = append(e.Comparisons, c)
+}
+
+// SetupHazard names a risk that comes from the kit's own test set-up, so a
+// reader does not take it for a finding about the target.
+func (e *Evidence) SetupHazard(format string, args ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.SetupHazards = append(e.SetupHazards, fmt.Sprintf(format, args...))
 }
 
 // Figure records a value (replacing an earlier one of the same name).
@@ -95,6 +133,9 @@ func (e *Evidence) Snapshot() *Evidence {
 		Notes:    append([]string(nil), e.Notes...),
 		Hazards:  append([]string(nil), e.Hazards...),
 		Minimal:  append([]history.Op(nil), e.Minimal...),
+
+		SetupHazards: append([]string(nil), e.SetupHazards...),
+		Comparisons:  append([]Comparison(nil), e.Comparisons...),
 	}
 	return c
 }

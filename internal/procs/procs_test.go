@@ -71,7 +71,7 @@ func TestLifecycle(t *testing.T) {
 	g.Expect(p.Kill()).To(gomega.Succeed())
 	g.Expect(p.Running()).To(gomega.BeFalse())
 	g.Expect(p.ExitErr()).To(gomega.MatchError(gomega.ContainSubstring("killed")))
-	g.Eventually(alive).WithArguments(grandchild).WithTimeout(10 * time.Second).Should(gomega.BeFalse(), "the grandchild outlived the kill")
+	g.Eventually(alive).WithArguments(grandchild).WithTimeout(10*time.Second).Should(gomega.BeFalse(), "the grandchild outlived the kill")
 	g.Expect(alive(first)).To(gomega.BeFalse())
 
 	g.Expect(p.Restart(ctx)).To(gomega.Succeed())

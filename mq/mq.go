@@ -126,6 +126,13 @@ type Capabilities struct {
 	Term          bool `json:"term"`
 	MaxDeliver    bool `json:"maxDeliver"`
 	InProgress    bool `json:"inProgress"`
+	// PendingList: the broker keeps each group's delivered, unacknowledged
+	// messages with a delivery counter, readable through PendingInspector
+	// (Redis Streams: the pending entries list, XPENDING).
+	PendingList bool `json:"pendingList,omitempty"`
+	// Trim: the kit can cut a topic to its newest messages (Trimmer; Redis:
+	// XTRIM MAXLEN).
+	Trim bool `json:"trim,omitempty"`
 	// Retentions lists the retention kinds the broker offers.
 	Retentions []Retention `json:"retentions"`
 	// DedupeAfterRestart lists the retentions under which a message id seen

@@ -66,7 +66,14 @@ func Run(ctx context.Context, reg *target.Registry, suite string, opts Options) 
 		}
 		row := Row{Target: k.Key(), Reference: k.Reference, Defect: k.Summary, MustFail: k.MustFail,
 			Verdicts: map[string]verdict.Verdict{}, Reasons: map[string]string{}}
-		ref := target.Ref{Suite: k.Suite, Name: k.Name, Address: string(k.Modes[0])}
+		// The default address, as `tck run` resolves it: a kind reached
+		// only by URL (the Redis mutants) takes it from its AddressEnv.
+		_, ref, err := reg.Resolve(target.Ref{Suite: k.Suite, Name: k.Name})
+		if err != nil {
+			row.Error = redact.Error(err).Error()
+			m.Rows = append(m.Rows, row)
+			continue
+		}
 		started, err := k.Start(ctx, ref)
 		if err != nil {
 			row.Error = redact.Error(err).Error()

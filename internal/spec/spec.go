@@ -96,6 +96,7 @@ type rule struct {
 	id      string
 	meta    catalog.Rule
 	missing []string
+	why     string // the target's own reason, with the missing capability
 	body    Body
 }
 
@@ -119,6 +120,10 @@ type Set struct {
 	// in Finish.
 	Prepare func(ids []string)
 	Finish  func()
+	// Reasons, when set before It, give a rule that needs a capability the
+	// target lacks the target's own reason by rule id (Redis Streams: "has
+	// no negative acknowledgement"), said with the capability's name.
+	Reasons map[string]string
 }
 
 // New makes a Set for a target that has the given capabilities.
@@ -142,7 +147,7 @@ func (s *Set) It(id string, body Body) {
 			missing = append(missing, string(c))
 		}
 	}
-	s.rules = append(s.rules, rule{id: id, meta: m, missing: missing, body: body})
+	s.rules = append(s.rules, rule{id: id, meta: m, missing: missing, why: s.Reasons[id], body: body})
 }
 
 // notApplicable is the reason a rule does not apply, or "".
@@ -150,7 +155,11 @@ func (ru rule) notApplicable() string {
 	if len(ru.missing) == 0 {
 		return ""
 	}
-	return "the target does not declare the capability " + strings.Join(ru.missing, ", ")
+	why := "the target does not declare the capability " + strings.Join(ru.missing, ", ")
+	if ru.why != "" {
+		why = ru.why + " (" + why + ")"
+	}
+	return why
 }
 
 // Labels are the Ginkgo labels of a rule: its id, its suite and its level.

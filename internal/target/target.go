@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -122,7 +123,13 @@ type Kind struct {
 	// Reference marks the suite's reference target: the self-test
 	// requires it to pass every rule.
 	Reference bool
-	Start     func(ctx context.Context, ref Ref) (*Started, error)
+	// AddressEnv, for a kind whose first mode is External, names the
+	// variable holding its default URL (broker/redis: TCK_REDIS_URL). A
+	// target named without an address takes it from there; with the
+	// variable unset it is left empty and Start reports the target
+	// unavailable (exit 4), naming the variable.
+	AddressEnv string
+	Start      func(ctx context.Context, ref Ref) (*Started, error)
 }
 
 // Key is SUITE/NAME.
@@ -203,6 +210,11 @@ func (r *Registry) Resolve(ref Ref) (Kind, Ref, error) {
 			return Kind{}, ref, fmt.Errorf("unknown target %s (see `tck targets`)", ref.Key())
 		}
 		return Kind{}, ref, fmt.Errorf("unknown target %s; known: %s", ref.Key(), strings.Join(names, ", "))
+	}
+	if ref.Address == "" && k.Modes[0] == External && k.AddressEnv != "" {
+		if ref.Address = os.Getenv(k.AddressEnv); ref.Address == "" {
+			return k, ref, nil
+		}
 	}
 	if ref.Address == "" {
 		if k.Modes[0] == External {

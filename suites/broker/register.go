@@ -64,6 +64,7 @@ func newSet(t Target) *spec.Set {
 		t.Seed = int64(rand.Uint64N(1<<53-1)) + 1
 	}
 	s := spec.New("broker", capsOf(t)...)
+	s.Reasons = t.NotApplicable
 	s.Timeout = t.Timeout
 	if s.Timeout <= 0 {
 		s.Timeout = t.Budget + 15*time.Second
@@ -96,6 +97,8 @@ func capsOf(t Target) []catalog.Capability {
 	add(c.InProgress, catalog.CapBrokerInProgress)
 	add(t.Private != nil, catalog.CapBrokerRestart)
 	add(t.Fault != nil, catalog.CapBrokerFaultProxy)
+	add(c.PendingList, catalog.CapBrokerPendingList)
+	add(c.Trim, catalog.CapBrokerTrim)
 	return out
 }
 

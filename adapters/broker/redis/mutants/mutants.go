@@ -1,0 +1,147 @@
+// Package mutants holds deliberately broken Redis Streams clients for the
+// self-test. Each sits in front of a real redis-server (TCK_REDIS_URL) and
+// puts one defect in the client path, or in what the adapter says: an ack
+// that also deletes the entry, an ack never sent, a claim that ignores the
+// min-idle-time or leaves the delivery counter alone, a trim that claims to
+// keep pending entries or misreports what it removed. Each names the BR
+// rules it must fail; the package test and `tck selftest --suite broker`
+// (with TCK_REDIS_URL set) check that it does.
+package mutants
+
+import (
+	"context"
+	"time"
+
+	"github.com/onceproof/tck/adapters/broker/redis"
+	"github.com/onceproof/tck/mq"
+)
+
+// Mutant is one broken client.
+type Mutant struct {
+	Name     string
+	Summary  string
+	MustFail []string
+	// Options adjusts the adapter's options (nil: none).
+	Options func(*redis.Options)
+	// Wrap puts the defect around a healthy handle (nil: none).
+	Wrap func(*redis.Broker) mq.Broker
+	// Declare adjusts what the target declares (nil: the truth).
+	Declare func(mq.Capabilities) mq.Capabilities
+}
+
+// All returns every Redis mutant.
+func All() []Mutant {
+	return []Mutant{
+		{
+			Name: "ack-deletes", Summary: "Ack sends XACK and then XDEL, treating the stream as a work queue: the acknowledged entry is gone from the stream",
+			MustFail: []string{"BR-4.1", "BR-2.8"},
+			Wrap: with(hooks{ack: func(ctx context.Context, b *redis.Broker, topic string, d mq.Delivery) error {
+				if err := d.Ack(ctx); err != nil {
+					return err
+				}
+				return b.Client().XDel(ctx, b.Key(topic), d.Position()).Err()
+			}}),
+		},
+		{
+			Name: "ack-unsent", Summary: "Ack reports success without sending XACK: the entry stays in the pending list and is claimed again",
+			MustFail: []string{"BR-4.1", "BR-2.2"},
+			Wrap:     with(hooks{ack: func(context.Context, *redis.Broker, string, mq.Delivery) error { return nil }}),
+		},
+		{
+			Name: "claim-no-idle", Summary: "claims pending entries with min-idle-time 1ms instead of the ack wait: another member takes an entry its holder is still working on",
+			MustFail: []string{"BR-4.2", "BR-2.1"},
+			Wrap: with(hooks{consumer: func(c mq.ConsumerConfig) mq.ConsumerConfig {
+				c.AckWait = time.Millisecond
+				return c
+			}}),
+		},
+		{
+			Name: "claim-justid", Summary: "claims idle entries with XAUTOCLAIM JUSTID and reads them with XRANGE: the delivery counter never grows",
+			MustFail: []string{"BR-4.2", "BR-2.1", "BR-2.3"},
+			Options:  func(o *redis.Options) { o.ClaimJustID = true },
+		},
+		{
+			Name: "trim-claims-safe", Summary: "says its XTRIM keeps entries still pending (it does not: Redis 7 trims them with the rest)",
+			MustFail: []string{"BR-4.3"},
+			Wrap: with(hooks{trim: func(t mq.Trim) mq.Trim {
+				t.KeepsPending = true
+				return t
+			}}),
+		},
+		{
+			Name: "trim-count-mixup", Summary: "reports the MAXLEN it asked for as the number of entries its trim removed",
+			MustFail: []string{"BR-4.3"},
+			Wrap: with(hooks{trimKeep: func(t mq.Trim, keep int) mq.Trim {
+				t.Removed = keep
+				return t
+			}}),
+		},
+	}
+}
+
+// hooks are the points a defect can change.
+type hooks struct {
+	ack      func(ctx context.Context, b *redis.Broker, topic string, d mq.Delivery) error
+	consumer func(mq.ConsumerConfig) mq.ConsumerConfig
+	trim     func(mq.Trim) mq.Trim
+	trimKeep func(mq.Trim, int) mq.Trim
+}
+
+func with(h hooks) func(*redis.Broker) mq.Broker {
+	return func(b *redis.Broker) mq.Broker { return &broker{Broker: b, h: h} }
+}
+
+// broker is the real handle with one defect; it keeps the pending-list
+// inspector and the trimmer of the real one.
+type broker struct {
+	*redis.Broker
+	h hooks
+}
+
+func (b *broker) Consumer(ctx context.Context, topic string, cfg mq.ConsumerConfig) (mq.Consumer, error) {
+	if b.h.consumer != nil {
+		cfg = b.h.consumer(cfg)
+	}
+	c, err := b.Broker.Consumer(ctx, topic, cfg)
+	if err != nil || b.h.ack == nil {
+		return c, err
+	}
+	return &consumer{Consumer: c, b: b, topic: topic}, nil
+}
+
+func (b *broker) Trim(ctx context.Context, topic string, keep int) (mq.Trim, error) {
+	t, err := b.Broker.Trim(ctx, topic, keep)
+	if err != nil {
+		return t, err
+	}
+	if b.h.trim != nil {
+		t = b.h.trim(t)
+	}
+	if b.h.trimKeep != nil {
+		t = b.h.trimKeep(t, keep)
+	}
+	return t, nil
+}
+
+type consumer struct {
+	mq.Consumer
+	b     *broker
+	topic string
+}
+
+func (c *consumer) Fetch(ctx context.Context, max int, wait time.Duration) ([]mq.Delivery, error) {
+	ds, err := c.Consumer.Fetch(ctx, max, wait)
+	for i, d := range ds {
+		ds[i] = &delivery{Delivery: d, c: c}
+	}
+	return ds, err
+}
+
+type delivery struct {
+	mq.Delivery
+	c *consumer
+}
+
+func (d *delivery) Ack(ctx context.Context) error {
+	return d.c.b.h.ack(ctx, d.c.b.Broker, d.c.topic, d.Delivery)
+}

@@ -1,0 +1,139 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/onceproof/tck/adapters/broker/redis"
+	redismutants "github.com/onceproof/tck/adapters/broker/redis/mutants"
+	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/mq"
+	"github.com/onceproof/tck/suites/broker"
+)
+
+// RedisURLEnv names the variable holding the Redis server the Redis
+// targets use when none is named (broker/redis without an address, every
+// Redis mutant, and so the self-test).
+const RedisURLEnv = "TCK_REDIS_URL"
+
+const redisNeeds = "a redis-server 6.2 or later at " + RedisURLEnv + " or redis://[user:password@]host:port/db (scripts/redis-local.sh starts one)"
+
+func redisBrokers() []row {
+	rows := []row{{
+		Kind: target.Kind{
+			Suite: "broker", Name: "redis",
+			Summary:    "Redis Streams through go-redis v9: consumer groups, the pending entries list, XACK, redelivery by XAUTOCLAIM after the ack wait as min-idle-time; no nak, term or max-deliver; producer de-dupe only with XADD IDMP (Redis 8.6+)",
+			Needs:      redisNeeds + "; Docker and the image " + redis.DefaultImage + " (" + redis.ImageEnv + "; `make images` builds it) for =container",
+			AddressEnv: RedisURLEnv,
+		},
+		modes: []mode{
+			{target.External, redisBroker(func(ctx context.Context, ref target.Ref) (*redis.Target, error) {
+				return redis.URLTarget(ctx, ref.Address, redis.Client{})
+			})},
+			{target.Container, redisBroker(func(ctx context.Context, _ target.Ref) (*redis.Target, error) {
+				return redis.ContainerTarget(ctx, redis.Client{})
+			})},
+		},
+	}}
+	// Every broken Redis client, each in front of the real server at
+	// TCK_REDIS_URL (or the URL given).
+	for _, m := range redismutants.All() {
+		client := redis.Client{Wrap: m.Wrap, Declare: m.Declare}
+		if m.Options != nil {
+			m.Options(&client.Options)
+		}
+		rows = append(rows, row{
+			Kind: target.Kind{
+				Suite: "broker", Name: "mutant-redis-" + m.Name,
+				Summary: "mutant: " + m.Summary,
+				Needs:   redisNeeds,
+				Mutant:  true, MustFail: m.MustFail, AddressEnv: RedisURLEnv,
+			},
+			modes: []mode{{target.External, redisBroker(func(ctx context.Context, ref target.Ref) (*redis.Target, error) {
+				return redis.URLTarget(ctx, ref.Address, client)
+			})}},
+			note: "mutant: " + m.Summary,
+		})
+	}
+	return rows
+}
+
+// redisBroker binds a Redis target, however started, to the broker suite.
+// A failure to start is target.Unavailable (exit 4); so is a URL target
+// named without an address while TCK_REDIS_URL is unset.
+func redisBroker(startRedis func(ctx context.Context, ref target.Ref) (*redis.Target, error)) start {
+	return func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+		if ref.Mode() == target.External && ref.Address == "" {
+			return nil, target.Unavailable(ref, errors.New("no Redis server: set "+RedisURLEnv+"=redis://host:port/db or name one, "+ref.Key()+"=redis://... (scripts/redis-local.sh starts one)"))
+		}
+		rt, err := startRedis(ctx, ref)
+		if err != nil {
+			return nil, target.Unavailable(ref, err)
+		}
+		t := RedisBrokerTarget(rt)
+		t.Seed = ref.Opts.Seed
+		t.Windows.RestartWindow = ref.Opts.RestartWindow
+		addr := rt.Address
+		if addr == "" {
+			addr = rt.URL
+		}
+		cfg := redisConfig(rt)
+		return &target.Started{
+			Info: target.Info{
+				Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: target.Redact(addr),
+				Version: rt.Version, Config: cfg, Notes: rt.Notes,
+			},
+			Register: func() { broker.Register(t) },
+			Stop:     rt.Stop,
+		}, nil
+	}
+}
+
+// RedisBrokerTarget is the broker suite's view of a Redis target; tests
+// that start one themselves bind it with this too. A rule that needs a
+// capability Redis lacks is not-applicable with Redis's own reason.
+func RedisBrokerTarget(rt *redis.Target) broker.Target {
+	client, url := rt.Client, rt.URL
+	t := broker.Target{
+		Open: func(ctx context.Context) (mq.Broker, error) { return client.Open(ctx, url) },
+		Caps: rt.Caps,
+	}
+	for _, r := range catalog.All("broker") {
+		var why []string
+		for _, c := range r.Needs {
+			if w, ok := rt.Lacks[string(c)]; ok && !slices.Contains(why, w) {
+				why = append(why, w)
+			}
+		}
+		if len(why) > 0 {
+			if t.NotApplicable == nil {
+				t.NotApplicable = map[string]string{}
+			}
+			t.NotApplicable[r.ID] = strings.Join(why, "; ")
+		}
+	}
+	return t
+}
+
+// redisConfig is what the target declares and the server is set to.
+func redisConfig(rt *redis.Target) map[string]string {
+	c, w := rt.Caps, broker.DefaultWindows()
+	cfg := map[string]string{
+		"dedupeWindow":       c.DedupeWindow.String(),
+		"ackWait":            w.AckWait.String() + " (XAUTOCLAIM min-idle-time)",
+		"tolerance":          w.Tolerance.String(),
+		"totalQueueMessages": fmt.Sprint(w.Messages),
+		"retentions":         "limits",
+	}
+	for k, v := range rt.Config {
+		if k == "ackWait" {
+			continue
+		}
+		cfg[k] = v
+	}
+	return cfg
+}

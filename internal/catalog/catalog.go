@@ -55,10 +55,10 @@ type Rule struct {
 var (
 	mu    sync.RWMutex
 	rules = map[string]Rule{}
-	idRe  = regexp.MustCompile(`^(ES|BR|CO)-[1-9][0-9]?\.[1-9][0-9]?$`)
+	idRe  = regexp.MustCompile(`^(ES|BR|CO|API)-[1-9][0-9]?\.[1-9][0-9]?$`)
 )
 
-var suiteOfPrefix = map[string]string{"ES": "eventstore", "BR": "broker", "CO": "consumer"}
+var suiteOfPrefix = map[string]string{"ES": "eventstore", "BR": "broker", "CO": "consumer", "API": "api"}
 
 // Add registers rules; it panics on invalid or duplicate metadata, because a
 // broken catalog is a programming error caught by the first test run.
@@ -80,7 +80,7 @@ func validate(r Rule) error {
 	if !idRe.MatchString(r.ID) {
 		return fmt.Errorf("rule id %q does not look like ES-1.2", r.ID)
 	}
-	if want := suiteOfPrefix[r.ID[:2]]; r.Suite != want {
+	if want := suiteOfPrefix[r.ID[:strings.IndexByte(r.ID, '-')]]; r.Suite != want {
 		return fmt.Errorf("rule %s: suite %q, want %q", r.ID, r.Suite, want)
 	}
 	switch r.Level {
@@ -117,7 +117,7 @@ func MustLookup(id string) Rule {
 }
 
 // Suites lists the suite names in run order.
-func Suites() []string { return []string{"eventstore", "broker", "consumer"} }
+func Suites() []string { return []string{"eventstore", "broker", "consumer", "api"} }
 
 // All returns the rules of the given suite ("" for every suite) in id order.
 func All(suite string) []Rule {
@@ -151,6 +151,8 @@ func sortKey(id string) [3]int {
 		k[0] = 0
 	case strings.HasPrefix(id, "BR"):
 		k[0] = 1
+	case strings.HasPrefix(id, "API"):
+		k[0] = 3
 	default:
 		k[0] = 2
 	}

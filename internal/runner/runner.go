@@ -92,7 +92,7 @@ type failer struct{}
 
 func (failer) Fail() {}
 
-var ruleIDRe = regexp.MustCompile(`^((?:ES|BR|CO)-\d+\.\d+) `)
+var ruleIDRe = regexp.MustCompile(`^((?:ES|BR|CO|API)-\d+\.\d+) `)
 
 func toResult(target string, r types.SpecReport, focus []string) verdict.Result {
 	id := ""

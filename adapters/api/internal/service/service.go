@@ -1,0 +1,489 @@
+// Package service is the HTTP order service behind the api suite's
+// reference and its mutants: net/http in front of the kit's SQLite event
+// store, implementing the kit's default endpoint description
+// (internal/apidesc.Default) under either contract. A mutant is this
+// service with exactly one real-world defect switched on.
+//
+//	POST /orders            Idempotency-Key: K, X-Tenant: T, body {"item":..,"qty":..}
+//	GET  /orders/{id}       the authoritative read by the stable id (X-Tenant scopes it)
+//	GET  /orders?requestId= every order carrying the id, as a JSON array
+//
+// An order is one event stream: aggregate (api, order, K, T), request id K,
+// so the store's own constraint decides "first or repeat" inside its
+// atomic write. The event holds the payload and the exact response of the
+// creation, which is what a replay sends back byte for byte and what a read
+// shows.
+package service
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/onceproof/tck/adapters/eventstore/sqlite"
+	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/internal/apidesc"
+	"github.com/onceproof/tck/internal/leftovers"
+)
+
+// Defect is one deliberately broken behaviour ("" for none).
+type Defect string
+
+const (
+	// CheckThenInsert looks the key up, then inserts under a fresh row id
+	// without a constraint: two requests racing both pass the look-up.
+	CheckThenInsert Defect = "check-then-insert"
+	// Overwrite treats a repeat as an upsert: the original is replaced.
+	Overwrite Defect = "overwrite"
+	// ServerIDs ignores the client's key for identity: every request is a
+	// new order under an id the server generates.
+	ServerIDs Defect = "server-ids"
+	// MemoryReplay keeps the responses to replay in process memory: after
+	// a restart a repeat finds the order but not its response.
+	MemoryReplay Defect = "memory-replay"
+	// Text500 answers a duplicate with the database's error as a 500 text.
+	Text500 Defect = "text-500"
+	// StaleRead serves reads from a cache that keeps a miss.
+	StaleRead Defect = "stale-read"
+	// Unscoped ignores the tenant in the key: an id is global.
+	Unscoped Defect = "unscoped"
+	// ContentDedupe refuses a request whose payload was seen under another
+	// key: identity by content, not by id.
+	ContentDedupe Defect = "content-dedupe"
+)
+
+// record is the one event of an order.
+type record struct {
+	Payload  json.RawMessage `json:"payload"`  // canonical JSON of the request body
+	Status   int             `json:"status"`   // of the creation
+	Response []byte          `json:"response"` // the creation's body, byte for byte
+}
+
+// engine is the service's in-process state; a restart makes a new one, so
+// whatever it holds in memory is lost.
+type engine struct {
+	contract apidesc.Contract
+	defect   Defect
+	store    es.EventStore
+
+	mu      sync.Mutex
+	index   map[string][]es.AggregateID // tenant/key -> orders (check-then-insert, server-ids)
+	replies map[string]record           // memory-replay
+	cache   map[string]cached           // stale-read
+	seen    map[string]string           // content-dedupe: tenant/payload -> key
+	seq     int
+}
+
+type cached struct {
+	status int
+	ctype  string
+	body   []byte
+}
+
+func newEngine(c apidesc.Contract, d Defect, store es.EventStore) *engine {
+	return &engine{contract: c, defect: d, store: store,
+		index: map[string][]es.AggregateID{}, replies: map[string]record{}, cache: map[string]cached{}, seen: map[string]string{}}
+}
+
+func (e *engine) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /orders", e.create)
+	mux.HandleFunc("GET /orders/{id}", e.read)
+	mux.HandleFunc("GET /orders", e.list)
+	return mux
+}
+
+func tenantOf(r *http.Request) string {
+	if t := r.Header.Get("X-Tenant"); t != "" {
+		return t
+	}
+	return "default"
+}
+
+func (e *engine) agg(key, tenant string) es.AggregateID {
+	if e.defect == Unscoped {
+		tenant = ""
+	}
+	return es.AggregateID{Context: "api", Name: "order", ID: key, Tenant: tenant}
+}
+
+// problem writes an RFC 9457 problem+json body carrying the identifiers.
+func problem(w http.ResponseWriter, status int, title, detail, key, tenant string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	b, _ := json.Marshal(map[string]any{
+		"type": "https://onceproof.dev/problems/" + http.StatusText(status), "title": title, "status": status,
+		"detail": detail, "requestId": key, "tenant": tenant,
+	})
+	_, _ = w.Write(b)
+}
+
+func (e *engine) create(w http.ResponseWriter, r *http.Request) {
+	key, tenant := r.Header.Get("Idempotency-Key"), tenantOf(r)
+	if key == "" {
+		problem(w, http.StatusBadRequest, "missing Idempotency-Key", "a create needs the Idempotency-Key header", "", tenant)
+		return
+	}
+	var body map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		problem(w, http.StatusBadRequest, "malformed body", "the body must be a JSON object: "+err.Error(), key, tenant)
+		return
+	}
+	payload, _ := json.Marshal(body) // canonical: keys sorted
+	if e.defect == ContentDedupe {
+		fp := tenant + "/" + string(payload)
+		e.mu.Lock()
+		other, dup := e.seen[fp]
+		if !dup {
+			e.seen[fp] = key
+		}
+		e.mu.Unlock()
+		if dup && other != key {
+			problem(w, http.StatusConflict, "duplicate order", "an order with this content exists", key, tenant)
+			return
+		}
+	}
+	rec := e.render(key, tenant, body, payload)
+	agg := e.agg(key, tenant)
+	switch e.defect {
+	case CheckThenInsert, ServerIDs:
+		e.createIndexed(w, r, agg, key, tenant, rec)
+		return
+	}
+	err := e.store.Append(r.Context(), e.stream(agg, key, rec, 1))
+	if err == nil {
+		if e.defect == MemoryReplay {
+			e.mu.Lock()
+			e.replies[tenant+"/"+key] = rec
+			e.mu.Unlock()
+		}
+		write(w, rec)
+		return
+	}
+	if !errors.Is(err, es.ErrConflict) {
+		problem(w, http.StatusServiceUnavailable, "store unavailable", err.Error(), key, tenant)
+		return
+	}
+	e.repeat(w, r, agg, key, tenant, rec)
+}
+
+// render is the creation's response, made once and stored with the order.
+func (e *engine) render(key, tenant string, body map[string]any, payload []byte) record {
+	e.mu.Lock()
+	e.seq++
+	seq := e.seq
+	e.mu.Unlock()
+	res := map[string]any{"id": key, "tenant": tenant, "createdAt": time.Now().UTC().Format(time.RFC3339Nano), "seq": seq}
+	for k, v := range body {
+		if _, taken := res[k]; !taken {
+			res[k] = v
+		}
+	}
+	b, _ := json.Marshal(res)
+	return record{Payload: payload, Status: http.StatusCreated, Response: b}
+}
+
+func (e *engine) stream(agg es.AggregateID, key string, rec record, version int) es.Stream {
+	data, _ := json.Marshal(rec)
+	reqID := key
+	if version > 1 {
+		reqID = fmt.Sprintf("%s#%d", key, version) // the overwrite mutant's later writes
+	}
+	return es.Stream{Aggregate: agg, Version: version, RequestID: reqID, CommandID: newID(),
+		Events: []es.Event{{Name: "OrderCreated", Body: data}}}
+}
+
+func write(w http.ResponseWriter, rec record) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(rec.Status)
+	_, _ = w.Write(rec.Response)
+}
+
+// repeat answers a request whose key is taken.
+func (e *engine) repeat(w http.ResponseWriter, r *http.Request, agg es.AggregateID, key, tenant string, rec record) {
+	if e.defect == Text500 {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprintf(w, "UNIQUE constraint failed: streams.context, streams.name, streams.tenant, streams.id, streams.version\n")
+		return
+	}
+	first, version, err := e.latest(r.Context(), agg)
+	if err != nil || version == 0 {
+		problem(w, http.StatusServiceUnavailable, "store unavailable", fmt.Sprint("reading the order: ", err), key, tenant)
+		return
+	}
+	if e.defect == Overwrite {
+		rec.Status = http.StatusOK
+		if err := e.store.Append(r.Context(), e.stream(agg, key, rec, version+1)); err != nil {
+			problem(w, http.StatusServiceUnavailable, "store unavailable", err.Error(), key, tenant)
+			return
+		}
+		write(w, rec)
+		return
+	}
+	same := bytes.Equal(first.Payload, rec.Payload)
+	switch {
+	case e.contract == apidesc.Reject409:
+		problem(w, http.StatusConflict, "duplicate request id", "an order with this Idempotency-Key exists; it is unchanged", key, tenant)
+	case !same:
+		problem(w, http.StatusUnprocessableEntity, "Idempotency-Key reused", "this Idempotency-Key was used with another payload", key, tenant)
+	case e.defect == MemoryReplay:
+		e.mu.Lock()
+		kept, ok := e.replies[tenant+"/"+key]
+		e.mu.Unlock()
+		if !ok {
+			problem(w, http.StatusConflict, "duplicate request id", "an order with this Idempotency-Key exists", key, tenant)
+			return
+		}
+		w.Header().Set("Idempotent-Replayed", "true")
+		write(w, kept)
+	default:
+		w.Header().Set("Idempotent-Replayed", "true")
+		write(w, first)
+	}
+}
+
+// latest is the order's current record and version (0: none).
+func (e *engine) latest(ctx context.Context, agg es.AggregateID) (record, int, error) {
+	streams, err := e.store.Load(ctx, agg, es.InitialVersion, es.MaxVersion)
+	if err != nil || len(streams) == 0 {
+		return record{}, 0, err
+	}
+	last := streams[len(streams)-1]
+	shown := streams[0] // the creation; an overwrite shows its last write
+	if e.defect == Overwrite {
+		shown = last
+	}
+	var rec record
+	err = json.Unmarshal(shown.Events[0].Body, &rec)
+	return rec, last.Version, err
+}
+
+// createIndexed is the create of the two mutants that key orders by a
+// server id and find them through an index in memory.
+func (e *engine) createIndexed(w http.ResponseWriter, r *http.Request, agg es.AggregateID, key, tenant string, rec record) {
+	ik := tenant + "/" + key
+	if e.defect == CheckThenInsert {
+		e.mu.Lock()
+		taken := len(e.index[ik]) > 0
+		e.mu.Unlock()
+		if taken {
+			problem(w, http.StatusConflict, "duplicate request id", "an order with this Idempotency-Key exists", key, tenant)
+			return
+		}
+	}
+	agg.ID = newID() // the row's own id, not the client's key
+	if err := e.store.Append(r.Context(), e.stream(agg, key, rec, 1)); err != nil {
+		problem(w, http.StatusServiceUnavailable, "store unavailable", err.Error(), key, tenant)
+		return
+	}
+	e.mu.Lock()
+	e.index[ik] = append(e.index[ik], agg)
+	e.mu.Unlock()
+	write(w, rec)
+}
+
+// orders are the records carrying key under tenant.
+func (e *engine) orders(ctx context.Context, key, tenant string) ([]record, error) {
+	var aggs []es.AggregateID
+	switch e.defect {
+	case CheckThenInsert, ServerIDs:
+		e.mu.Lock()
+		aggs = append(aggs, e.index[tenant+"/"+key]...)
+		e.mu.Unlock()
+	default:
+		aggs = []es.AggregateID{e.agg(key, tenant)}
+	}
+	var out []record
+	for _, a := range aggs {
+		rec, v, err := e.latest(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		if v > 0 {
+			out = append(out, rec)
+		}
+	}
+	return out, nil
+}
+
+func (e *engine) read(w http.ResponseWriter, r *http.Request) {
+	key, tenant := r.PathValue("id"), tenantOf(r)
+	ck := tenant + "/" + key
+	if e.defect == StaleRead {
+		e.mu.Lock()
+		c, ok := e.cache[ck]
+		e.mu.Unlock()
+		if ok {
+			w.Header().Set("Content-Type", c.ctype)
+			w.WriteHeader(c.status)
+			_, _ = w.Write(c.body)
+			return
+		}
+	}
+	recs, err := e.orders(r.Context(), key, tenant)
+	if err != nil {
+		problem(w, http.StatusServiceUnavailable, "store unavailable", err.Error(), key, tenant)
+		return
+	}
+	c := cached{status: http.StatusNotFound, ctype: "application/problem+json"}
+	if len(recs) > 0 {
+		c = cached{status: http.StatusOK, ctype: "application/json", body: recs[0].Response}
+	} else {
+		c.body, _ = json.Marshal(map[string]any{"type": "about:blank", "title": "no such order", "status": 404, "requestId": key, "tenant": tenant})
+	}
+	if e.defect == StaleRead {
+		e.mu.Lock()
+		e.cache[ck] = c
+		e.mu.Unlock()
+	}
+	w.Header().Set("Content-Type", c.ctype)
+	w.WriteHeader(c.status)
+	_, _ = w.Write(c.body)
+}
+
+func (e *engine) list(w http.ResponseWriter, r *http.Request) {
+	key, tenant := r.URL.Query().Get("requestId"), tenantOf(r)
+	if key == "" {
+		problem(w, http.StatusBadRequest, "missing requestId", "list needs ?requestId=", "", tenant)
+		return
+	}
+	recs, err := e.orders(r.Context(), key, tenant)
+	if err != nil {
+		problem(w, http.StatusServiceUnavailable, "store unavailable", err.Error(), key, tenant)
+		return
+	}
+	items := make([]json.RawMessage, 0, len(recs))
+	for _, rec := range recs {
+		items = append(items, rec.Response)
+	}
+	b, _ := json.Marshal(items)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}
+
+func newID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Server is one running service: a loopback listener, its SQLite file in a
+// directory of its own (registered with internal/leftovers), and an engine.
+type Server struct {
+	contract apidesc.Contract
+	defect   Defect
+	dir      string
+	untrack  func()
+
+	mu   sync.Mutex
+	addr string
+	srv  *http.Server
+	db   *sqlite.DB
+	done chan struct{}
+}
+
+// Start starts a service on a free loopback port.
+func Start(ctx context.Context, c apidesc.Contract, d Defect) (*Server, error) {
+	s := &Server{contract: c, defect: d}
+	err := leftovers.Create(func() error {
+		dir, err := os.MkdirTemp("", "tck-api-*")
+		if err != nil {
+			return err
+		}
+		s.dir = dir
+		s.untrack = leftovers.Track("directory "+dir, func() error { return os.RemoveAll(dir) })
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the service's directory: %w", err)
+	}
+	if err := s.up(ctx, "127.0.0.1:0"); err != nil {
+		_ = s.removeDir()
+		return nil, err
+	}
+	return s, nil
+}
+
+// up opens the database and serves on addr; s.mu is held or s is new.
+func (s *Server) up(ctx context.Context, addr string) error {
+	db, err := sqlite.Open(ctx, filepath.Join(s.dir, "orders.db"))
+	if err != nil {
+		return err
+	}
+	var ln net.Listener
+	// The port of a service just closed can take a moment to be free again.
+	for try := 0; ; try++ {
+		ln, err = net.Listen("tcp", addr)
+		if err == nil || try == 50 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		_ = db.Close()
+		return fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	eng := newEngine(s.contract, s.defect, db.Store())
+	srv := &http.Server{Handler: eng.routes(), ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ln) }()
+	s.addr, s.srv, s.db, s.done = ln.Addr().String(), srv, db, done
+	return nil
+}
+
+// down closes every connection at once (a crash, as far as a client can
+// tell) and the database.
+func (s *Server) down() error {
+	if s.srv == nil {
+		return nil
+	}
+	err := s.srv.Close()
+	<-s.done
+	err = errors.Join(err, s.db.Close())
+	s.srv, s.db = nil, nil
+	return err
+}
+
+// URL is the service's base URL.
+func (s *Server) URL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return "http://" + s.addr
+}
+
+// Restart ends the service abruptly and starts a new one on the same port
+// and database: what the old one kept in memory is gone.
+func (s *Server) Restart(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.down(); err != nil {
+		return err
+	}
+	return s.up(ctx, s.addr)
+}
+
+// Stop ends the service and removes its directory.
+func (s *Server) Stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return errors.Join(s.down(), s.removeDir())
+}
+
+func (s *Server) removeDir() error {
+	err := os.RemoveAll(s.dir)
+	if err == nil {
+		s.untrack()
+	}
+	return err
+}

@@ -1,0 +1,175 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/onceproof/tck/adapters/api/mutants"
+	"github.com/onceproof/tck/adapters/api/reference"
+	"github.com/onceproof/tck/internal/apidesc"
+	"github.com/onceproof/tck/internal/procs"
+	"github.com/onceproof/tck/internal/profile"
+	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/suites/api"
+)
+
+// apiStartWait bounds how long a command target may take to listen (a
+// `go run` compiles first).
+const apiStartWait = 2 * time.Minute
+
+func apis() []row {
+	rows := []row{
+		{
+			Kind: target.Kind{
+				Suite: "api", Name: "reference",
+				Summary: "the reference HTTP service (net/http over the SQLite event store), contract reject-409: a repeated id is 409 problem+json, the original unchanged",
+				Needs:   "nothing (a temporary database file)",
+				Default: true, Reference: true,
+			},
+			modes: []mode{{target.Embedded, apiReference(apidesc.Reject409)}},
+		},
+		{
+			Kind: target.Kind{
+				Suite: "api", Name: "reference-replay",
+				Summary: "the same reference service, contract replay (Idempotency-Key draft): a repeat gets the first response byte for byte, another payload 422",
+				Needs:   "nothing (a temporary database file)",
+				Default: true, Reference: true,
+			},
+			modes: []mode{{target.Embedded, apiReference(apidesc.Replay)}},
+		},
+		{
+			Kind: target.Kind{
+				Suite: "api", Name: "http",
+				Summary: "any HTTP service, described by --api-desc FILE (or the profile's http section, or the kit's default description): at a URL, or a command the kit starts with {port} substituted, restarts for API-1.5 and stops after the run",
+				Needs:   "api/http=http://127.0.0.1:8080, or api/http=cmd:COMMAND (e.g. cmd:python3 examples/api/python/service.py --port {port})",
+			},
+			modes: []mode{
+				{target.External, apiURL},
+				{target.Command, apiCommand},
+			},
+		},
+	}
+	for _, m := range mutants.All {
+		rows = append(rows, row{
+			Kind: target.Kind{
+				Suite: "api", Name: "mutant-" + m.Name,
+				Summary: "deliberately broken (" + string(m.Contract) + "): " + m.Defect,
+				Needs:   "nothing",
+				Mutant:  true, MustFail: m.MustFail,
+			},
+			modes: []mode{{target.Embedded, func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+				srv, err := m.Start(ctx)
+				if err != nil {
+					return nil, target.Unavailable(ref, err)
+				}
+				return apiStarted(ctx, ref, srv.URL(), apidesc.Default(m.Contract), "mutant of the reference service", srv.Restart, srv.Stop)
+			}}},
+			note: "defect: " + m.Defect,
+		})
+	}
+	return rows
+}
+
+func apiReference(c apidesc.Contract) start {
+	return func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+		srv, err := reference.Start(ctx, c)
+		if err != nil {
+			return nil, target.Unavailable(ref, err)
+		}
+		return apiStarted(ctx, ref, srv.URL(), apidesc.Default(c), "reference service (net/http, SQLite event store)", srv.Restart, srv.Stop)
+	}
+}
+
+// APIDescription is the endpoint description of an api/http target: the
+// file given with --api-desc, else the profile's http section (its
+// repeatedId contract on the default endpoints), else the default
+// (reject-409). A malformed file is an *apidesc.Error naming file, line and
+// field.
+func APIDescription(opts target.Options) (*apidesc.Description, error) {
+	if opts.APIDesc != "" {
+		return apidesc.Load(opts.APIDesc)
+	}
+	if p := opts.Profile; p != nil && p.HTTP != nil {
+		c := apidesc.Reject409
+		if p.HTTP.RepeatedID == profile.RepeatedReplay {
+			c = apidesc.Replay
+		}
+		d := apidesc.Default(c)
+		d.File = "the profile's http section (repeatedId " + string(p.HTTP.RepeatedID) + ") on the default endpoints"
+		return d, nil
+	}
+	return apidesc.Default(apidesc.Reject409), nil
+}
+
+// apiURL is api/http=URL: a service the kit did not start (API-1.5 is not
+// applicable: the kit cannot restart it).
+func apiURL(ctx context.Context, ref target.Ref) (*target.Started, error) {
+	d, err := APIDescription(ref.Opts)
+	if err != nil {
+		return nil, err
+	}
+	return apiStarted(ctx, ref, ref.Address, d, "external HTTP service", nil, nil)
+}
+
+// apiCommand is api/http=cmd:COMMAND: the kit starts the command on a free
+// port, waits for it to listen, restarts it (SIGKILL, same command and
+// port) for API-1.5, and stops and reaps it after the run.
+func apiCommand(ctx context.Context, ref target.Ref) (*target.Started, error) {
+	d, err := APIDescription(ref.Opts)
+	if err != nil {
+		return nil, err
+	}
+	port, err := procs.FreePort()
+	if err != nil {
+		return nil, target.Unavailable(ref, err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	p, err := procs.Start(ctx, procs.Config{Name: "api service", Command: ref.Command(), Port: port, Env: map[string]string{"PORT": "{port}"}})
+	if err != nil {
+		return nil, target.Unavailable(ref, err)
+	}
+	stop := func() error { return p.Stop(2 * time.Second) }
+	wctx, cancel := context.WithTimeout(ctx, apiStartWait)
+	defer cancel()
+	if err := p.WaitListening(wctx, addr); err != nil {
+		return nil, target.Unavailable(ref, errors.Join(err, stop()))
+	}
+	restart := func(ctx context.Context) error {
+		if err := p.Restart(ctx); err != nil {
+			return err
+		}
+		wctx, cancel := context.WithTimeout(ctx, apiStartWait)
+		defer cancel()
+		return p.WaitListening(wctx, addr)
+	}
+	st, err := apiStarted(ctx, ref, "http://"+addr, d, "a command the kit started: "+ref.Command(), restart, stop)
+	if err != nil {
+		return nil, err
+	}
+	st.Info.Notes = append(st.Info.Notes, fmt.Sprintf("started as %q on port %d; SIGKILLed and restarted for API-1.5; stopped and reaped after the run", p.Argv(), port))
+	return st, nil
+}
+
+// apiStarted probes the service (it answers; a resource just created reads
+// back) and binds it to the suite. On a failed probe stop is called.
+func apiStarted(ctx context.Context, ref target.Ref, url string, d *apidesc.Description, version string, restart func(context.Context) error, stop func() error) (*target.Started, error) {
+	if stop == nil {
+		stop = func() error { return nil }
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := api.Probe(pctx, url, d); err != nil {
+		return nil, target.Unavailable(ref, errors.Join(err, stop()))
+	}
+	cfg := d.Config()
+	cfg["restartable"] = boolString(restart != nil)
+	return &target.Started{
+		Info: target.Info{
+			Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: target.Redact(url), Version: version, Config: cfg,
+		},
+		Register: func() { api.Register(api.Target{URL: url, Desc: d, Restart: restart}) },
+		Stop:     stop,
+	}, nil
+}

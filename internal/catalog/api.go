@@ -1,0 +1,52 @@
+package catalog
+
+// The api suite's capabilities, each decided by the target's endpoint
+// description or by how the kit reached it.
+const (
+	// CapScope: the description declares where a tenant or user goes, so
+	// the same id under another scope can be tried.
+	CapScope Capability = "scope"
+	// CapRestart: the kit started the service (the reference, a cmd:
+	// target) and can restart it on the same durable state.
+	CapRestart Capability = "restart"
+)
+
+const (
+	seedAPI      = "seeds/000 失败与幂等"
+	srcAPIRetry  = seedAPI + ", 超时后的查询与重试"
+	srcAPIStage  = seedAPI + ", 失败发生在哪一层"
+	srcAPIResult = seedAPI + ", CommandResultException"
+	srcAPIReqID  = seedAPI + ", commandId 与 requestId"
+	srcAPI409    = "seeds/002 确认、重投与去重, 七、DB→broker 空窗与 HTTP 409"
+	srcIdemKey   = "IETF HTTPAPI draft-ietf-httpapi-idempotency-key-header (The Idempotency-Key HTTP Header Field)"
+	contractAPI  = "当前 S2 HTTP 合同同消息 ID 再 POST 一律 409，旧消息不变 (reject-409); or, per " + srcIdemKey + ", a retry with the same key gets the first response (replay). The service declares which; the kit checks that one."
+	// The race rule's power target (suites/api, RaceConfig.Power).
+	powerAPI = " Power target: 459 contended trials (trials in which at least two requests overlapped in time), which catch a violation shown in 1% of contended trials with 99% probability; at its cap short of them the rule is unknown, never pass."
+)
+
+func api(id string, level Level, kind Kind, title, contract, source string, needs ...Capability) Rule {
+	return Rule{ID: id, Suite: "api", Level: level, Kind: kind, Title: title, Contract: contract, Source: source, Needs: needs}
+}
+
+func init() {
+	Add(
+		api("API-1.1", Must, Requirement, "a first request creates, and the authoritative read by the stable id shows it",
+			"业务系统应提供足以按稳定身份查询结果的接口: before the request the read by its id answers the declared missing status; the create answers a declared created status; the read right after it shows the resource with the payload sent, and one resource carries the id.", srcAPIRetry),
+		api("API-1.2", Must, Requirement, "a repeat with the same id and payload gets the declared answer and leaves one resource",
+			contractAPI+" reject-409: the declared conflict status, the read unchanged; replay: the first response's status and body byte for byte. Either way exactly one resource carries the id.", srcAPI409),
+		api("API-1.3", Must, Requirement, "the same id with another payload is refused and the original is unchanged",
+			"后者应返回业务冲突，而不是改用另一个 request ID 重放创建: the same id with another payload is refused with the declared status (409 for reject-409; 422 for replay, per "+srcIdemKey+"), and the read shows the first payload.", seedAPI+", 版本与创建冲突"),
+		api("API-1.4", Must, Requirement, "ids are scoped as declared: the same id under another tenant is another request",
+			"同一聚合内，相同 requestId 表示重复请求；不同聚合可以使用相同值: the same id under another declared scope (tenant or user) creates its own resource, and each scope reads back its own payload.", srcAPIReqID, CapScope),
+		api("API-1.5", Must, Requirement, "a repeat after the service restarts still gets the declared answer",
+			"Wow 的等待超时释放本地句柄，不提供分布式撤销: what decides a repeat must be durable. After the kit kills and restarts the service on the same state, the read shows the resource and a repeat gets the declared answer (a replay byte for byte).", srcAPIRetry, CapRestart),
+		api("API-2.1", Must, Requirement, "one id sent by N requests at once: exactly one creation, the rest declared answers, never a 5xx",
+			"“先查询、后写入”的应用逻辑不能替代该约束: N >= 8 requests with one id and one payload released together at a barrier: one creation, every other answer a declared one (reject-409: the conflict status; replay: the creation replayed byte for byte or the declared in-flight status), no 5xx, one resource in the read-back."+powerAPI, seedAPI+", EventStore 持久约束"),
+		api("API-3.1", Must, Requirement, "a lost response: the query by the stable id finds the result, and a retry with the same id creates nothing",
+			"超时后的安全流程是：保留原命令的 requestId，把结果标为未知；按 requestId 确认权威事件历史；仍使用原 requestId 重试。不要在超时后仅为绕过重复检查而生成新 requestId。 The kit's fault proxy lets the request reach the service and drops the answer; the read by the id shows the resource; a retry with the same id gets the declared answer (replay: the dropped response byte for byte) and leaves one resource. A retry with a fresh id is made too and the second resource it creates is recorded as the hazard it is.", srcAPIRetry),
+		api("API-3.2", Must, Requirement, "identity is the id, not the payload: a fresh id with an identical payload is a new request",
+			"新的业务意图，使用新的 requestId: two ids with byte-identical payloads are two requests and create two resources; a service that de-dupes by content merges distinct intents.", srcAPIReqID),
+		api("API-4.1", Should, Requirement, "a refusal carries the stable identifiers as fields (problem+json), not only in text",
+			"诊断与 API 错误映射应读取这些字段，而不是解析异常文本。 A refused repeat is a JSON body (RFC 9457 application/problem+json) whose members hold the request id (and the scope, where declared), its status member (if any) equal to the HTTP status; a text message is not enough, and a 5xx is not a refusal.", srcAPIResult),
+	)
+}

@@ -1,0 +1,164 @@
+// Package httpfault is a loopback HTTP proxy between the kit's client and a
+// service under test that can lose a response: the request is forwarded and
+// answered by the service in full, then the client's connection is closed
+// without a byte of the answer. To the client this is a timeout or a reset
+// (the seed's "回包丢失"); to the service the request succeeded. The proxy
+// keeps what it dropped so a rule can compare a later replay with it.
+package httpfault
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+)
+
+// Dropped is an exchange whose response the proxy withheld.
+type Dropped struct {
+	Method, Path string
+	Status       int
+	Header       http.Header
+	Body         []byte
+	At           time.Time
+}
+
+// Match selects the request whose response is to be lost.
+type Match func(r *http.Request, body []byte) bool
+
+type arm struct {
+	match Match
+	got   chan Dropped
+}
+
+// Proxy forwards every request to one upstream.
+type Proxy struct {
+	upstream *url.URL
+	client   *http.Client
+	srv      *http.Server
+	addr     string
+	done     chan struct{}
+
+	mu   sync.Mutex
+	arms []*arm
+}
+
+// Start listens on a free loopback port and forwards to upstream (a base
+// URL such as http://127.0.0.1:8080).
+func Start(upstream string) (*Proxy, error) {
+	u, err := url.Parse(upstream)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("httpfault: upstream %q is not a URL", upstream)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("httpfault: %w", err)
+	}
+	p := &Proxy{
+		upstream: u, addr: ln.Addr().String(), done: make(chan struct{}),
+		client: &http.Client{
+			Transport:     &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}
+	p.srv = &http.Server{Handler: http.HandlerFunc(p.serve), ReadHeaderTimeout: 10 * time.Second}
+	go func() { defer close(p.done); _ = p.srv.Serve(ln) }()
+	return p, nil
+}
+
+// URL is the proxy's base URL.
+func (p *Proxy) URL() string { return "http://" + p.addr }
+
+// LoseNext arms the proxy: the next request that match selects is
+// forwarded, its response read in full and then withheld, and the exchange
+// is sent on the returned channel (buffered, one value).
+func (p *Proxy) LoseNext(match Match) <-chan Dropped {
+	a := &arm{match: match, got: make(chan Dropped, 1)}
+	p.mu.Lock()
+	p.arms = append(p.arms, a)
+	p.mu.Unlock()
+	return a.got
+}
+
+// take returns and disarms the first arm matching the request.
+func (p *Proxy) take(r *http.Request, body []byte) *arm {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, a := range p.arms {
+		if a.match(r, body) {
+			p.arms = append(p.arms[:i], p.arms[i+1:]...)
+			return a
+		}
+	}
+	return nil
+}
+
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, "httpfault: reading the request: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	lose := p.take(r, body)
+	u := *p.upstream
+	u.Path = r.URL.Path
+	u.RawPath = r.URL.RawPath
+	u.RawQuery = r.URL.RawQuery
+	// Not the client's context: a lost response must still be the service's
+	// complete answer, whatever the client does meanwhile.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := http.NewRequestWithContext(ctx, r.Method, u.String(), bytes.NewReader(body))
+	if err != nil {
+		http.Error(w, "httpfault: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	out.Header = r.Header.Clone()
+	res, err := p.client.Do(out)
+	if err != nil {
+		// The client must not mistake the kit's proxy for the service.
+		w.Header().Set("X-Httpfault", "upstream unreachable")
+		http.Error(w, "httpfault: upstream: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	rb, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil {
+		w.Header().Set("X-Httpfault", "upstream broke off")
+		http.Error(w, "httpfault: upstream body: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	if lose != nil {
+		lose.got <- Dropped{Method: r.Method, Path: r.URL.RequestURI(), Status: res.StatusCode, Header: res.Header.Clone(), Body: rb, At: time.Now()}
+		if hj, ok := w.(http.Hijacker); ok {
+			if c, _, err := hj.Hijack(); err == nil {
+				_ = c.Close()
+				return
+			}
+		}
+		panic(http.ErrAbortHandler) // closes the connection without a response
+	}
+	for k, vs := range res.Header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	w.WriteHeader(res.StatusCode)
+	_, _ = w.Write(rb)
+}
+
+// Close stops the proxy and closes its connections.
+func (p *Proxy) Close() error {
+	err := p.srv.Close()
+	<-p.done
+	p.client.CloseIdleConnections()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}

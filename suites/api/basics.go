@@ -1,0 +1,232 @@
+package api
+
+import (
+	"bytes"
+	"fmt"
+	"mime"
+	"slices"
+
+	"github.com/onsi/gomega"
+
+	"github.com/onceproof/tck/internal/apidesc"
+	"github.com/onceproof/tck/internal/spec"
+)
+
+// run is one rule's run: its client and the checks every rule shares.
+type run struct {
+	r *spec.R
+	t Target
+	d *apidesc.Description
+	c *client
+}
+
+func begin(r *spec.R, t Target) *run {
+	c := newClient(t.Desc, t.URL, 4, true)
+	r.DeferCleanup(func() {
+		r.Ev.Record(c.rec.Ops())
+		c.close()
+	})
+	r.Ev.Figure("contract", string(t.Desc.Contract), "")
+	return &run{r: r, t: t, d: t.Desc, c: c}
+}
+
+// answered ends the rule as unknown when the service did not answer: the
+// kit cannot tell what happened.
+func (u *run) answered(a answer, what string) answer {
+	if a.Err != nil {
+		u.r.Unknown("the service did not answer %s: %v", what, a.Err)
+	}
+	return a
+}
+
+// create sends in and requires a declared creation.
+func (u *run) create(in intent, what string) answer {
+	a := u.answered(u.c.create(u.r.Context(), "kit", in.id, in.scope, in.body), what)
+	u.r.Expect(a.Status).To(gomega.BeElementOf(u.d.Create.Created),
+		"%s (id %s) must answer a declared creation status %s, got %s", what, in.id, statusList(u.d.Create.Created), a)
+	return a
+}
+
+// readShows reads in.id back and requires it to show in's payload; it
+// returns the read body.
+func (u *run) readShows(in intent, when string) []byte {
+	a := u.answered(u.c.read(u.r.Context(), in.id, in.scope), "the read "+when)
+	u.r.Expect(a.Status).To(gomega.BeElementOf(u.d.Read.Found),
+		"the authoritative read of id %s %s must find it (%s), got %s", in.id, when, statusList(u.d.Read.Found), a)
+	u.r.Expect(shows(a.Body, in.body)).To(gomega.BeEmpty(), "the read of id %s %s must show the payload %s", in.id, when, in.body)
+	return a.Body
+}
+
+// one requires exactly one resource to carry in.id.
+func (u *run) one(in intent, when string) {
+	n, listed, a, err := u.c.count(u.r.Context(), in.id, in.scope)
+	if a.Err != nil {
+		u.r.Unknown("the service did not answer the count %s: %v", when, a.Err)
+	}
+	u.r.Expect(err).NotTo(gomega.HaveOccurred(), "counting the resources of id %s %s", in.id, when)
+	if !listed {
+		u.r.Ev.Notef("the description declares no list: one resource is inferred from the read by id, which cannot show a second one")
+	}
+	u.r.Ev.Figure("resources carrying the id", n, "")
+	u.r.Expect(n).To(gomega.Equal(1), "exactly one resource must carry id %s %s (%s)", in.id, when, a)
+}
+
+// unchanged requires the read to equal an earlier read.
+func (u *run) unchanged(in intent, before []byte, after string) {
+	now := u.readShows(in, after)
+	u.r.Expect(sameJSON(now, before)).To(gomega.BeTrue(), "the original must be unchanged %s: read %s before, %s after", after, clip(string(before), 200), clip(string(now), 200))
+}
+
+// repeated requires the declared answer to a repeat of the first request,
+// whose answer was first.
+func (u *run) repeated(a, first answer, in intent, what string) {
+	u.r.Expect(a.Status).To(gomega.BeNumerically("<", 500), "%s must not be a server error, got %s", what, a)
+	if u.d.Contract == apidesc.Reject409 {
+		u.r.Expect(a.Status).To(gomega.BeElementOf(u.d.Answers.Repeat),
+			"reject-409: %s (id %s) must be refused with %s, the original unchanged, got %s", what, in.id, statusList(u.d.Answers.Repeat), a)
+		return
+	}
+	u.r.Expect(a.Status).To(gomega.Equal(first.Status), "replay: %s (id %s) must get the first response's status %d, got %s", what, in.id, first.Status, a)
+	u.r.Expect(bytes.Equal(a.Body, first.Body)).To(gomega.BeTrue(),
+		"replay: %s (id %s) must get the first response byte for byte: first %q, now %q", what, in.id, clip(string(first.Body), 200), clip(string(a.Body), 200))
+}
+
+func registerBasics(s *spec.Set, t Target) {
+	s.It("API-1.1", func(r *spec.R) {
+		u := begin(r, t)
+		in := newIntent(u.d, r.ID)
+		a := u.answered(u.c.read(r.Context(), in.id, in.scope), "the read before the create")
+		r.Expect(a.Status).To(gomega.BeElementOf(u.d.Read.Missing),
+			"before any request, the read of a fresh id %s must answer the declared missing status %s, got %s", in.id, statusList(u.d.Read.Missing), a)
+		u.create(in, "the first request")
+		u.readShows(in, "right after its creation")
+		u.one(in, "after its creation")
+	})
+
+	s.It("API-1.2", func(r *spec.R) {
+		u := begin(r, t)
+		in := newIntent(u.d, r.ID)
+		first := u.create(in, "the first request")
+		before := u.readShows(in, "after the first request")
+		again := u.answered(u.c.create(r.Context(), "kit", in.id, in.scope, in.body), "the repeat")
+		u.repeated(again, first, in, "a repeat with the same id and payload")
+		u.unchanged(in, before, "after the repeat")
+		u.one(in, "after the repeat")
+	})
+
+	s.It("API-1.3", func(r *spec.R) {
+		u := begin(r, t)
+		in := newIntent(u.d, r.ID)
+		u.create(in, "the first request")
+		before := u.readShows(in, "after the first request")
+		o := in.other(u.d)
+		a := u.answered(u.c.create(r.Context(), "kit", o.id, o.scope, o.body), "the request with another payload")
+		r.Expect(a.Status).To(gomega.BeElementOf(u.d.Answers.Mismatch),
+			"the same id %s with another payload must be refused with %s, got %s", in.id, statusList(u.d.Answers.Mismatch), a)
+		u.unchanged(in, before, "after the refused payload")
+		u.one(in, "after the refused payload")
+	})
+
+	s.It("API-1.4", func(r *spec.R) {
+		u := begin(r, t)
+		a := newIntent(u.d, r.ID)
+		b := a.other(u.d)
+		b.scope = "tck-t-" + randHex(4)
+		r.Ev.Notef("one id %s under the scopes %s (%s %s) and %s", a.id, a.scope, u.d.Scope.In, u.d.Scope.Name, b.scope)
+		u.create(a, "the request under the first scope")
+		before := u.readShows(a, "under the first scope")
+		u.create(b, "the same id under another scope")
+		u.readShows(b, "under the other scope")
+		u.unchanged(a, before, "after the request under the other scope")
+		u.one(a, "under the first scope")
+		u.one(b, "under the other scope")
+	})
+
+	s.It("API-1.5", func(r *spec.R) {
+		u := begin(r, t)
+		in := newIntent(u.d, r.ID)
+		first := u.create(in, "the first request")
+		before := u.readShows(in, "before the restart")
+		h := u.c.rec.Invoke("kit", "restart the service", "")
+		if err := t.Restart(r.Context()); err != nil {
+			h.Fail(err.Error())
+			r.Unknown("the kit could not restart the service: %v", err)
+		}
+		h.OK("listening again")
+		u.unchanged(in, before, "after the restart")
+		again := u.answered(u.c.create(r.Context(), "kit", in.id, in.scope, in.body), "the repeat after the restart")
+		u.repeated(again, first, in, "a repeat after the restart")
+		u.one(in, "after the restart")
+	})
+
+	s.It("API-3.2", func(r *spec.R) {
+		u := begin(r, t)
+		in := newIntent(u.d, r.ID)
+		twin := in.withID(u.d, in.id+"-twin")
+		u.create(in, "the first intent")
+		a := u.answered(u.c.create(r.Context(), "kit", twin.id, twin.scope, twin.body), "a second intent with an identical payload")
+		r.Expect(a.Status).To(gomega.BeElementOf(u.d.Create.Created),
+			"a fresh id %s with a payload identical to id %s's is a new request and must create (%s), got %s", twin.id, in.id, statusList(u.d.Create.Created), a)
+		u.readShows(in, "after the second intent")
+		u.readShows(twin, "after its creation")
+	})
+
+	s.It("API-4.1", func(r *spec.R) {
+		u := begin(r, t)
+		in := newIntent(u.d, r.ID)
+		u.create(in, "the first request")
+		var refusals []answer
+		if u.d.Contract == apidesc.Reject409 {
+			refusals = append(refusals, u.answered(u.c.create(r.Context(), "kit", in.id, in.scope, in.body), "the repeat"))
+		}
+		o := in.other(u.d)
+		refusals = append(refusals, u.answered(u.c.create(r.Context(), "kit", o.id, o.scope, o.body), "the request with another payload"))
+		for _, a := range refusals {
+			u.carries(a, in)
+		}
+	})
+}
+
+// carries requires a refusal to be a JSON body carrying the identifiers.
+func (u *run) carries(a answer, in intent) {
+	r, d := u.r, u.d
+	r.Expect(a.Status).To(gomega.And(gomega.BeNumerically(">=", 400), gomega.BeNumerically("<", 500)),
+		"a repeat of id %s must be refused with a 4xx carrying the ids, got %s", in.id, a)
+	ct, _, _ := mime.ParseMediaType(a.Header.Get("Content-Type"))
+	r.Expect(ct).To(gomega.BeElementOf("application/problem+json", "application/json"),
+		"the refusal of id %s must be JSON (RFC 9457 application/problem+json), got Content-Type %q: %s", in.id, a.Header.Get("Content-Type"), a)
+	if ct == "application/json" {
+		r.Ev.Notef("the refusal is application/json; RFC 9457 names application/problem+json")
+	}
+	body := object(a.Body)
+	r.Expect(body).NotTo(gomega.BeNil(), "the refusal of id %s must be a JSON object, got %s", in.id, a)
+	if st, ok := body["status"]; ok {
+		r.Expect(st).To(gomega.BeNumerically("==", a.Status), "the problem's status member must equal the HTTP status %d", a.Status)
+	}
+	r.Expect(member(body, d.Errors.IDField, in.id)).To(gomega.BeTrue(),
+		"the refusal must carry the request id %s as a member%s, not only in text: %s", in.id, named(d.Errors.IDField), a)
+	if d.Scope != nil && in.scope != "" {
+		r.Expect(member(body, d.Errors.ScopeField, in.scope)).To(gomega.BeTrue(),
+			"the refusal must carry the scope %s as a member%s: %s", in.scope, named(d.Errors.ScopeField), a)
+	}
+}
+
+func named(field string) string {
+	if field == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (%q)", field)
+}
+
+// member reports whether body holds value in field, or in any top-level
+// member when field is "".
+func member(body map[string]any, field, value string) bool {
+	if field != "" {
+		return body[field] == value
+	}
+	vals := make([]any, 0, len(body))
+	for _, v := range body {
+		vals = append(vals, v)
+	}
+	return slices.Contains(vals, any(value))
+}

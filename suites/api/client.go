@@ -1,0 +1,297 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/onceproof/tck/internal/apidesc"
+	"github.com/onceproof/tck/internal/history"
+)
+
+// answer is one HTTP exchange as the kit saw it.
+type answer struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	Err    error // transport: no answer (timeout, reset, refused)
+	start  time.Duration
+	end    time.Duration
+}
+
+func (a answer) String() string {
+	if a.Err != nil {
+		return "no answer: " + a.Err.Error()
+	}
+	return fmt.Sprintf("%d %s", a.Status, clip(string(a.Body), 160))
+}
+
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// client speaks a description's endpoints and records every exchange.
+type client struct {
+	d    *apidesc.Description
+	hc   *http.Client
+	rec  *history.Recorder
+	base string
+}
+
+// newClient makes a client of base. Request bodies are never replayable by
+// net/http (it would otherwise resend a POST carrying an Idempotency-Key on
+// a broken keep-alive connection, hiding what the rule looks at).
+func newClient(d *apidesc.Description, base string, conns int, keepAlive bool) *client {
+	tr := &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: 0, IdleConnTimeout: 30 * time.Second, DisableKeepAlives: !keepAlive}
+	return &client{d: d, base: strings.TrimRight(base, "/"), rec: history.New(),
+		hc: &http.Client{Transport: tr, Timeout: 20 * time.Second,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+func (c *client) close() { c.hc.CloseIdleConnections() }
+
+// with shares the recorder of c with a client of another base (the fault proxy).
+func (c *client) with(base string, keepAlive bool) *client {
+	n := newClient(c.d, base, 4, keepAlive)
+	n.rec = c.rec
+	return n
+}
+
+// fill substitutes {id} and {scope} in a path, escaped.
+func fill(path, id, scope string) string {
+	path = strings.ReplaceAll(path, "{id}", url.PathEscape(id))
+	return strings.ReplaceAll(path, "{scope}", url.PathEscape(scope))
+}
+
+// withScope places the scope of a request as the description says.
+func (c *client) withScope(req *http.Request, scope string) {
+	p := c.d.Scope
+	if p == nil || scope == "" {
+		return
+	}
+	switch p.In {
+	case apidesc.InHeader:
+		req.Header.Set(p.Name, scope)
+	case apidesc.InQuery:
+		q := req.URL.Query()
+		q.Set(p.Name, scope)
+		req.URL.RawQuery = q.Encode()
+	}
+}
+
+// opaque hides the body's type from net/http so the request is not
+// replayable (see newClient).
+type opaque struct{ io.Reader }
+
+func (c *client) do(ctx context.Context, actor, action, id string, req *http.Request) answer {
+	h := c.rec.Invoke(actor, action, id)
+	res, err := c.hc.Do(req.WithContext(ctx))
+	if err != nil {
+		h.Info("no answer: " + err.Error())
+		return answer{Err: err}
+	}
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	a := answer{Status: res.StatusCode, Header: res.Header, Body: body}
+	if err != nil {
+		h.Info(fmt.Sprintf("%d, body broke off: %v", res.StatusCode, err))
+		return answer{Err: err}
+	}
+	outcome := history.OK
+	if res.StatusCode >= 400 {
+		outcome = history.Fail
+	}
+	h.Complete(outcome, a.String())
+	return a
+}
+
+// create sends the create request with id, scope and body.
+func (c *client) create(ctx context.Context, actor, id, scope string, body []byte) answer {
+	d := c.d
+	path := fill(d.Create.Path, id, scope)
+	req, err := http.NewRequest(d.Create.Method, c.base+path, opaque{bytes.NewReader(body)})
+	if err != nil {
+		return answer{Err: err}
+	}
+	req.ContentLength = int64(len(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, application/problem+json")
+	switch d.ID().In {
+	case apidesc.InHeader:
+		req.Header.Set(d.ID().Name, id)
+	case apidesc.InQuery:
+		q := req.URL.Query()
+		q.Set(d.ID().Name, id)
+		req.URL.RawQuery = q.Encode()
+	}
+	c.withScope(req, scope)
+	return c.do(ctx, actor, d.Create.Method+" "+d.Create.Path, id, req)
+}
+
+func (c *client) get(ctx context.Context, actor, tmpl, id, scope string) answer {
+	req, err := http.NewRequest(http.MethodGet, c.base+fill(tmpl, id, scope), nil)
+	if err != nil {
+		return answer{Err: err}
+	}
+	req.Header.Set("Accept", "application/json, application/problem+json")
+	c.withScope(req, scope)
+	return c.do(ctx, actor, "GET "+tmpl, id, req)
+}
+
+// read is the authoritative query by the stable id.
+func (c *client) read(ctx context.Context, id, scope string) answer {
+	return c.get(ctx, "kit", c.d.Read.Path, id, scope)
+}
+
+// count is how many resources carry id: from the list when declared, else
+// 1 or 0 from the read. listed says which.
+func (c *client) count(ctx context.Context, id, scope string) (n int, listed bool, a answer, err error) {
+	if c.d.List == nil {
+		a = c.read(ctx, id, scope)
+		if a.Err != nil {
+			return 0, false, a, a.Err
+		}
+		if slices.Contains(c.d.Read.Found, a.Status) {
+			return 1, false, a, nil
+		}
+		return 0, false, a, nil
+	}
+	a = c.get(ctx, "kit", c.d.List.Path, id, scope)
+	if a.Err != nil {
+		return 0, true, a, a.Err
+	}
+	items, err := listItems(c.d, a)
+	return len(items), true, a, err
+}
+
+// listItems decodes a list answer.
+func listItems(d *apidesc.Description, a answer) ([]json.RawMessage, error) {
+	if a.Status != http.StatusOK {
+		return nil, fmt.Errorf("list.path %s answered %s, want 200 and a JSON array", d.List.Path, a)
+	}
+	var items []json.RawMessage
+	if d.List.Items == "" {
+		if err := json.Unmarshal(a.Body, &items); err != nil {
+			return nil, fmt.Errorf("list.path %s: the body is not a JSON array: %v", d.List.Path, err)
+		}
+		return items, nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(a.Body, &obj); err != nil {
+		return nil, fmt.Errorf("list.path %s: the body is not a JSON object: %v", d.List.Path, err)
+	}
+	if err := json.Unmarshal(obj[d.List.Items], &items); err != nil {
+		return nil, fmt.Errorf("list.items %q: not a JSON array in the list body: %v", d.List.Items, err)
+	}
+	return items, nil
+}
+
+// object decodes a JSON object body (nil if it is not one).
+func object(b []byte) map[string]any {
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// shows reports which fields of the payload the read body lacks or holds
+// with another value ("" when it shows all of them).
+func shows(read []byte, payload []byte) string {
+	got, want := object(read), object(payload)
+	if got == nil {
+		return "the read body is not a JSON object"
+	}
+	var diffs []string
+	for k, v := range want {
+		if !reflect.DeepEqual(got[k], v) {
+			diffs = append(diffs, fmt.Sprintf("%s: sent %v, read %v", k, v, got[k]))
+		}
+	}
+	slices.Sort(diffs)
+	return strings.Join(diffs, "; ")
+}
+
+// sameJSON compares two bodies as JSON values (bytes when not JSON).
+func sameJSON(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// intent is one business intent of a rule: its id, scope and payload.
+type intent struct {
+	id, scope string
+	vary      any
+	body      []byte
+}
+
+// newIntent mints a fresh id (and scope, when the description declares one)
+// and a payload whose vary field is unique to it.
+func newIntent(d *apidesc.Description, rule string) intent {
+	in := intent{id: "tck-" + strings.ToLower(strings.ReplaceAll(rule, ".", "-")) + "-" + randHex(6)}
+	if d.Scope != nil {
+		in.scope = "tck-t-" + randHex(4)
+	}
+	switch d.Create.Body[d.Create.Vary].(type) {
+	case string:
+		in.vary = "tck-" + randHex(4)
+	default:
+		var b [3]byte
+		_, _ = rand.Read(b[:])
+		in.vary = 1 + int(b[0])<<16 | int(b[1])<<8 | int(b[2])
+	}
+	in.body = d.BodyJSON(in.id, in.vary)
+	return in
+}
+
+// other is the same id and scope with another payload.
+func (in intent) other(d *apidesc.Description) intent {
+	o := in
+	switch v := in.vary.(type) {
+	case string:
+		o.vary = v + "-other"
+	case int:
+		o.vary = v + 1
+	}
+	o.body = d.BodyJSON(in.id, o.vary)
+	return o
+}
+
+// withID is the same payload under another id.
+func (in intent) withID(d *apidesc.Description, id string) intent {
+	o := in
+	o.id = id
+	o.body = d.BodyJSON(id, in.vary)
+	return o
+}
+
+func statusList(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, " or ")
+}

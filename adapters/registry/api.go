@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/onceproof/tck/adapters/api/mutants"
 	"github.com/onceproof/tck/adapters/api/reference"
 	"github.com/onceproof/tck/internal/apidesc"
+	"github.com/onceproof/tck/internal/leftovers"
 	"github.com/onceproof/tck/internal/procs"
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/target"
@@ -126,11 +128,33 @@ func apiCommand(ctx context.Context, ref target.Ref) (*target.Started, error) {
 		return nil, target.Unavailable(ref, err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	p, err := procs.Start(ctx, procs.Config{Name: "api service", Command: ref.Command(), Port: port, Env: map[string]string{"PORT": "{port}"}})
-	if err != nil {
-		return nil, target.Unavailable(ref, err)
+	// A directory for the service's data that outlives its restarts and
+	// not the run.
+	var dir string
+	var untrack func()
+	if err := leftovers.Create(func() error {
+		d, err := os.MkdirTemp("", "tck-api-data-*")
+		if err != nil {
+			return err
+		}
+		dir, untrack = d, leftovers.Track("directory "+d, func() error { return os.RemoveAll(d) })
+		return nil
+	}); err != nil {
+		return nil, target.Unavailable(ref, fmt.Errorf("creating the service's data directory: %w", err))
 	}
-	stop := func() error { return p.Stop(2 * time.Second) }
+	rmDir := func() error {
+		err := os.RemoveAll(dir)
+		if err == nil {
+			untrack()
+		}
+		return err
+	}
+	p, err := procs.Start(ctx, procs.Config{Name: "api service", Command: ref.Command(), Port: port,
+		Env: map[string]string{"PORT": "{port}", "TCK_DATA_DIR": dir}})
+	if err != nil {
+		return nil, target.Unavailable(ref, errors.Join(err, rmDir()))
+	}
+	stop := func() error { return errors.Join(p.Stop(2*time.Second), rmDir()) }
 	wctx, cancel := context.WithTimeout(ctx, apiStartWait)
 	defer cancel()
 	if err := p.WaitListening(wctx, addr); err != nil {

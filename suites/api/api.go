@@ -145,5 +145,6 @@ func newSet(t Target) *spec.Set {
 	registerBasics(s, t)
 	registerRace(s, t)
 	registerLost(s, t)
+	registerIdentity(s, t)
 	return s
 }

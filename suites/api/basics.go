@@ -159,6 +159,11 @@ func registerBasics(s *spec.Set, t Target) {
 		u.one(in, "after the restart")
 	})
 
+}
+
+// registerIdentity is API-3.2 and API-4.1: identity by id, and refusals
+// that carry it.
+func registerIdentity(s *spec.Set, t Target) {
 	s.It("API-3.2", func(r *spec.R) {
 		u := begin(r, t)
 		in := newIntent(u.d, r.ID)

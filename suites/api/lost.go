@@ -69,6 +69,7 @@ func registerLost(s *spec.Set, t Target) {
 		default:
 			r.Ev.Notef("the retry with a fresh id was answered %s (the service did not treat it as a new request; API-3.2 checks identity by id)", b)
 		}
+		r.Ev.Notef("after the lost response the read by id %s found the resource, the retry with the same id got %d, and one resource carries the id", in.id, again.Status)
 		if d.Contract == apidesc.Replay {
 			r.Expect(again.Header.Get("Content-Type")).To(gomega.Equal(dropped.Header.Get("Content-Type")), "replay: the retry's Content-Type must be the lost response's")
 		}

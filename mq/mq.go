@@ -46,13 +46,27 @@ const (
 	Limits Retention = "limits"
 	// WorkQueue removes a message once it is acknowledged.
 	WorkQueue Retention = "workqueue"
+	// Interest removes a message once every consumer acknowledged it.
+	Interest Retention = "interest"
 )
 
-// TopicConfig is what the kit asks for when it creates a topic.
+// Storage is where a topic keeps its messages.
+type Storage string
+
+const (
+	FileStorage   Storage = "file"
+	MemoryStorage Storage = "memory" // an acked publish does not survive a restart
+)
+
+// TopicConfig is what the kit asks for when it creates a topic, and what
+// an Inspector reads back. A zero field is the broker's (or the adapter's)
+// default.
 type TopicConfig struct {
 	DedupeWindow time.Duration `json:"dedupeWindow"` // 0: the broker's default
 	Retention    Retention     `json:"retention"`
 	Replicas     int           `json:"replicas,omitempty"`
+	MaxAge       time.Duration `json:"maxAge,omitempty"` // 0: kept without an age limit
+	Storage      Storage       `json:"storage,omitempty"`
 }
 
 // ConsumerConfig opens one member of a consumer group.
@@ -133,6 +147,16 @@ type Capabilities struct {
 	// Trim: the kit can cut a topic to its newest messages (Trimmer; Redis:
 	// XTRIM MAXLEN).
 	Trim bool `json:"trim,omitempty"`
+	// RebalanceRedelivery: what a member that dies before acking held goes
+	// to another member of its group when the group rebalances, with no
+	// ack wait (Kafka: uncommitted offsets are re-read by the new owner).
+	RebalanceRedelivery bool `json:"rebalanceRedelivery,omitempty"`
+	// ProducerSessions: the broker de-dupes a client's own retries inside
+	// one producer session only (SessionBroker; Kafka's idempotent producer).
+	ProducerSessions bool `json:"producerSessions,omitempty"`
+	// GroupOffsets: a group's read position can be read and reset
+	// (GroupOffsets; Kafka's committed offsets).
+	GroupOffsets bool `json:"groupOffsets,omitempty"`
 	// Retentions lists the retention kinds the broker offers.
 	Retentions []Retention `json:"retentions"`
 	// DedupeAfterRestart lists the retentions under which a message id seen

@@ -91,11 +91,17 @@ func natsBroker(startNATS func(ctx context.Context, ref target.Ref) (*nats.Targe
 		if addr == "" {
 			addr = nt.URL
 		}
+		info := target.Info{
+			Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: target.Redact(addr),
+			Version: nt.Version, Config: brokerConfig(nt), Notes: nt.Notes,
+		}
+		// The run's profile, --max-wait and progress (broker_profile.go).
+		if err := bindProfile(ctx, nt, ref, &t, &info); err != nil {
+			_ = nt.Stop()
+			return nil, err
+		}
 		return &target.Started{
-			Info: target.Info{
-				Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: target.Redact(addr),
-				Version: nt.Version, Config: brokerConfig(nt), Notes: nt.Notes,
-			},
+			Info:     info,
 			Register: func() { broker.Register(t) },
 			Stop:     nt.Stop,
 		}, nil
@@ -110,6 +116,9 @@ func BrokerTarget(nt *nats.Target) broker.Target {
 		Open:   func(ctx context.Context) (mq.Broker, error) { return client.Open(ctx, url) },
 		Caps:   nt.Caps,
 		Budget: nt.Budget,
+		// Read past the client under test (a mutant's wrap): the server's
+		// own settings.
+		Inspect: func(ctx context.Context) (mq.Inspector, error) { return nats.Inspect(ctx, url, client.Options) },
 	}
 	if p := nt.Proxy; p != nil {
 		t.Fault = &broker.Fault{

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"io"
 
+	"github.com/onceproof/tck/adapters/registry"
 	"github.com/onceproof/tck/internal/profile"
+	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/reports"
 )
 
@@ -34,4 +36,27 @@ func planProfile(file, format string, stdout io.Writer) error {
 		return exitError{reports.ExitMustFailed}
 	}
 	return nil
+}
+
+// loadRunProfile is `tck run --profile FILE`: the profile loaded and
+// analysed (its plan goes into the report), checked against the run's
+// broker targets before anything starts: a malformed profile, or one with
+// nothing to certify on a broker/nats target, is a usage error (exit 3).
+func loadRunProfile(file string, p plan) (*profile.Profile, *profile.Plan, error) {
+	if file == "" {
+		return nil, nil, nil
+	}
+	prof, err := profile.Load(file)
+	if err != nil {
+		return nil, nil, usagef("%v", err)
+	}
+	for _, t := range p.targets {
+		if t.kind.Key() == "broker/nats" {
+			if _, err := registry.DeclaredNATS(prof, t.ref.Mode() == target.External); err != nil {
+				return nil, nil, usagef("%v", err)
+			}
+		}
+	}
+	pl := profile.Analyze(prof)
+	return prof, &pl, nil
 }

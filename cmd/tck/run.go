@@ -196,13 +196,19 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	quiet := fs.Bool("quiet", false, "no progress lines, only the summary")
 	seed := fs.Int64("seed", 0, "seed for every randomized rule (0: each rule picks one and records it in its evidence)")
 	restartWindow := fs.Duration("restart-window", 0, "BR-1.7's de-dupe window across a broker restart (0: chosen from the measured restart time)")
+	profFile := fs.String("profile", "", "a pipeline profile (YAML): certify its declared broker streams on the broker target and run the rules at its durations (docs/profile.md)")
+	maxWait := fs.Duration("max-wait", 0, "the longest wait a rule may need by definition; a longer one is unknown, never shortened (default 10m with --profile, else the suite's 60s)")
 	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
-	if *seed < 0 || *restartWindow < 0 {
-		return usagef("--seed and --restart-window must not be negative")
+	if *seed < 0 || *restartWindow < 0 || *maxWait < 0 {
+		return usagef("--seed, --restart-window and --max-wait must not be negative")
 	}
 	p, err := makePlan(registry.Targets(), sel)
+	if err != nil {
+		return err
+	}
+	prof, profPlan, err := loadRunProfile(*profFile, p)
 	if err != nil {
 		return err
 	}
@@ -224,8 +230,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	rep := &reports.Report{
-		Kit: reports.Kit{Name: "onceproof", Version: kitVersion(), GoVersion: runtime.Version()},
-		Run: reports.Run{Command: target.Redact("tck run " + strings.Join(args, " ")), Started: started, Suites: p.suites, Rules: p.rules},
+		Kit:  reports.Kit{Name: "onceproof", Version: kitVersion(), GoVersion: runtime.Version()},
+		Run:  reports.Run{Command: target.Redact("tck run " + strings.Join(args, " ")), Started: started, Suites: p.suites, Rules: p.rules},
+		Plan: profPlan,
 	}
 	for _, t := range p.targets {
 		if ctx.Err() != nil {
@@ -236,7 +243,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		progress("%s: starting (%s)", t.name, t.ref.Mode())
 		sctx, cancel := context.WithTimeout(ctx, startTimeout)
 		ref := t.ref
-		ref.Opts = target.Options{Seed: *seed, RestartWindow: *restartWindow}
+		ref.Opts = target.Options{Seed: *seed, RestartWindow: *restartWindow, Profile: prof, MaxWait: *maxWait,
+			Progress: func(line string) { progress("  %s: %s", t.name, line) }}
 		st, err := t.kind.Start(sctx, ref)
 		cancel()
 		if err != nil && ctx.Err() != nil {

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/redact"
 )
 
@@ -46,6 +47,14 @@ type Options struct {
 	// RestartWindow is the de-dupe window BR-1.7 tests across a broker
 	// restart (0: chosen from the restart time the rule measures).
 	RestartWindow time.Duration
+	// Profile, when set, is the team's declared pipeline (tck run
+	// --profile): a broker target certifies its declared streams.
+	Profile *profile.Profile
+	// MaxWait bounds how long a rule may wait by definition (tck run
+	// --max-wait); 0: the suite's own budget.
+	MaxWait time.Duration
+	// Progress, when set, receives progress lines of long waits.
+	Progress func(line string)
 }
 
 // Key is SUITE/NAME.
@@ -96,7 +105,10 @@ type Info struct {
 	Emulator bool              `json:"emulator,omitempty"`
 	Mutant   bool              `json:"mutant,omitempty"`
 	Config   map[string]string `json:"config,omitempty"` // what the target declares
-	Notes    []string          `json:"notes,omitempty"`
+	// Server is the server's settings as the kit read them from it (each
+	// says how, or that a client cannot read it), apart from Config.
+	Server map[string]string `json:"server,omitempty"`
+	Notes  []string          `json:"notes,omitempty"`
 }
 
 // Started is a running target. Register registers the suite's specs against

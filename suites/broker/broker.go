@@ -73,6 +73,20 @@ type Target struct {
 	// reason (naming the capability it lacks); they are reported
 	// not-applicable with it and start no workload.
 	NotApplicable map[string]string
+	// Inspect, when set, opens a read-only view of the broker's own
+	// settings (the capability "inspect"): BR-6.1 compares what is
+	// declared with what the server holds.
+	Inspect func(ctx context.Context) (mq.Inspector, error)
+	// Declared, when set, is a team's configuration to certify (tck run
+	// --profile): BR-6.1 compares it with the server's, and the other rules
+	// run on scratch topics with its settings at their real durations (see
+	// Declared). A rule whose wait by definition exceeds Budget is then
+	// unknown, naming the wait and the limit, never skipped or shortened.
+	Declared *Declared
+	// Progress, when set, receives a line now and then while rules wait
+	// longer than a few seconds: which rules are waiting and about how
+	// long is left.
+	Progress func(line string)
 }
 
 // Log is where a fault writes what it did while a rule ran.
@@ -143,6 +157,25 @@ type Windows struct {
 	// the rule's own server. 0 (the default) chooses it from a restart
 	// measured first: max(declared window, RestartFactor x that restart).
 	RestartWindow time.Duration
+	// Backoff is the consumers' back-off list (nil: none): the wait after
+	// delivery k is Backoff[min(k-1, len-1)], and it overrides AckWait.
+	// BR-2.1 measures the first redelivery against it; the other rules'
+	// consumers wait the ack wait.
+	Backoff []time.Duration
+	// Storage, MaxAge and Replicas are given to every topic a rule
+	// creates that does not set its own (zero: the adapter's default).
+	Storage  mq.Storage
+	MaxAge   time.Duration
+	Replicas int
+}
+
+// firstRedelivery is when an unacked first delivery comes back: the first
+// back-off step, else the ack wait.
+func (w Windows) firstRedelivery() time.Duration {
+	if len(w.Backoff) > 0 {
+		return w.Backoff[0]
+	}
+	return w.AckWait
 }
 
 func (w Windows) withDefaults() Windows {

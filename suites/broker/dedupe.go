@@ -10,6 +10,7 @@ import (
 
 	"github.com/onceproof/tck/internal/faultproxy"
 	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -241,6 +242,10 @@ func measureWindow(f *fixture) judge {
 	}
 	if firstStored >= 0 {
 		f.ev.Figure("measured window", firstStored.Seconds(), "s")
+		f.ev.Compare(verdict.Comparison{Setting: "de-dupe window", Declared: W.String(), Actual: firstStored.Round(time.Millisecond).String(),
+			Source: "measured", Match: firstStored >= W-tol && firstStored <= W+tol})
+	} else {
+		f.ev.Compare(verdict.Comparison{Setting: "de-dupe window", Declared: W.String(), Actual: "longer than " + (W + 2*tol).String(), Source: "measured"})
 	}
 	return func(r *spec.R) {
 		if nonMonotonic {

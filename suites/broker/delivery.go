@@ -9,6 +9,7 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -33,10 +34,16 @@ func (f *fixture) setup(cfg mq.ConsumerConfig, ids ...string) (string, string, m
 }
 
 func registerDelivery(p *plan) {
-	p.add("BR-2.1", func(w Windows, _ mq.Capabilities) time.Duration { return w.AckWait + w.Tolerance }, func(f *fixture) judge {
-		aw, tol := f.w.AckWait, f.w.Tolerance
+	p.add("BR-2.1", func(w Windows, _ mq.Capabilities) time.Duration { return w.firstRedelivery() + w.Tolerance }, func(f *fixture) judge {
+		// With a back-off list the first redelivery comes after its first
+		// step (the server sets the ack wait to it).
+		aw, tol := f.w.firstRedelivery(), f.w.Tolerance
+		setting := "ack wait (first redelivery)"
+		if len(f.w.Backoff) > 0 {
+			setting = "back-off[0] (first redelivery)"
+		}
 		id := f.name("m")
-		_, _, c, err := f.setup(mq.ConsumerConfig{AckWait: aw}, id)
+		_, _, c, err := f.setup(mq.ConsumerConfig{AckWait: f.w.AckWait, Backoff: f.w.Backoff}, id)
 		if err != nil {
 			return f.failed(err, "setting up")
 		}
@@ -53,6 +60,8 @@ func registerDelivery(p *plan) {
 				"an unacknowledged delivery must come back after the ack wait %s; nothing came within %s", aw, aw+3*tol)
 			delay := again.at.Sub(first.at)
 			r.Ev.Figure("measured redelivery delay", delay.Seconds(), "s")
+			r.Ev.Compare(verdict.Comparison{Setting: setting, Declared: aw.String(), Actual: delay.Round(time.Millisecond).String(),
+				Source: "measured", Match: delay >= aw-tol && delay <= aw+tol})
 			r.Ev.Figure("attempts", []int{first.d.Attempt(), again.d.Attempt()}, "")
 			r.Ev.Notef("redelivered after %.3fs (ack wait %s ± %s), attempt %d -> %d", delay.Seconds(), aw, tol, first.d.Attempt(), again.d.Attempt())
 			r.Expect(delay).To(gomega.BeNumerically(">=", aw-tol), "redelivered after %.3fs, before the ack wait %s minus the tolerance", delay.Seconds(), aw)

@@ -137,6 +137,12 @@ func (f *fixture) merge(ev *verdict.Evidence) {
 		for _, h := range s.Hazards {
 			ev.Hazard("%s", h)
 		}
+		for _, h := range s.SetupHazards {
+			ev.SetupHazard("%s", h)
+		}
+		for _, c := range s.Comparisons {
+			ev.Compare(c)
+		}
 		if len(s.Minimal) > 0 {
 			ev.Smallest(s.Minimal)
 		}
@@ -177,6 +183,15 @@ func (f *fixture) name(label string) string {
 // topicOn creates a topic of the rule's own on b and deletes it afterwards.
 func (f *fixture) topicOn(b mq.Broker, label string, cfg mq.TopicConfig) (string, error) {
 	name := f.name(label)
+	if cfg.Storage == "" {
+		cfg.Storage = f.w.Storage
+	}
+	if cfg.MaxAge == 0 {
+		cfg.MaxAge = f.w.MaxAge
+	}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = f.w.Replicas
+	}
 	if err := f.kitStep("create-topic", fmt.Sprintf("%s %s window=%s", name, cfg.Retention, cfg.DedupeWindow), func() error {
 		return b.CreateTopic(f.ctx, name, cfg)
 	}); err != nil {

@@ -77,6 +77,7 @@ func newSet(t Target) *spec.Set {
 	registerDelivery(p)
 	registerQueue(p)
 	registerDurability(p)
+	registerRedis(p)
 	return s
 }
 

@@ -45,7 +45,7 @@ func All() []Mutant {
 		},
 		{
 			Name: "short-window", Summary: "declares the window it asked for, but creates topics with half of it",
-			MustFail: []string{"BR-1.2", "BR-1.3"},
+			MustFail: []string{"BR-1.2", "BR-1.3", "BR-6.1"},
 			Wrap: with(hooks{topic: func(c mq.TopicConfig) mq.TopicConfig {
 				c.DedupeWindow /= 2
 				return c

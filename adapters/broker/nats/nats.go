@@ -175,11 +175,15 @@ func (b *Broker) CreateTopic(ctx context.Context, name string, cfg mq.TopicConfi
 		Retention:  jetstream.LimitsPolicy,
 		Storage:    jetstream.FileStorage,
 		Replicas:   cfg.Replicas,
+		MaxAge:     cfg.MaxAge,
 	}
-	if cfg.Retention == mq.WorkQueue {
+	switch cfg.Retention {
+	case mq.WorkQueue:
 		sc.Retention = jetstream.WorkQueuePolicy
+	case mq.Interest:
+		sc.Retention = jetstream.InterestPolicy
 	}
-	if b.opts.Memory {
+	if b.opts.Memory || cfg.Storage == mq.MemoryStorage {
 		sc.Storage = jetstream.MemoryStorage
 	}
 	// A server-side store failure (API code 500, e.g. err_code 10049 "error

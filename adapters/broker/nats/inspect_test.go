@@ -1,0 +1,76 @@
+package nats_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onceproof/tck/adapters/broker/nats"
+	"github.com/onceproof/tck/mq"
+)
+
+// TestInspect: the inspector reads back every setting the kit created a
+// stream and consumer with, says not found for what is not there, reads
+// the server's version, names what a client cannot read, and changes
+// nothing.
+func TestInspect(t *testing.T) {
+	ctx := context.Background()
+	e, err := nats.StartEmbedded(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Stop() })
+	b, err := nats.Connect(ctx, e.URL(), nats.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	cfg := mq.TopicConfig{DedupeWindow: 7 * time.Second, Retention: mq.Interest, MaxAge: time.Hour, Storage: mq.MemoryStorage, Replicas: 1}
+	if err := b.CreateTopic(ctx, "insp", cfg); err != nil {
+		t.Fatal(err)
+	}
+	backoff := []time.Duration{2 * time.Second, 5 * time.Second}
+	if _, err := b.Consumer(ctx, "insp", mq.ConsumerConfig{Group: "g1", AckWait: time.Second, MaxDeliver: 3, Backoff: backoff}); err != nil {
+		t.Fatal(err)
+	}
+	in, err := nats.Inspect(ctx, e.URL(), nats.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	ti, err := in.Topic(ctx, "insp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ti.Config != cfg || !reflect.DeepEqual(ti.Subjects, []string{nats.Subject("insp")}) {
+		t.Errorf("topic read back %+v, created with %+v", ti, cfg)
+	}
+	ci, err := in.Consumer(ctx, "insp", "g1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// JetStream sets the ack wait to the first back-off step.
+	if ci.AckPolicy != mq.AckExplicit || ci.Config.AckWait != backoff[0] || ci.Config.MaxDeliver != 3 || !reflect.DeepEqual(ci.Config.Backoff, backoff) {
+		t.Errorf("consumer read back %+v", ci)
+	}
+	if _, err := in.Topic(ctx, "NOPE"); !errors.Is(err, mq.ErrNotFound) {
+		t.Errorf("missing stream: %v", err)
+	}
+	if _, err := in.Consumer(ctx, "insp", "nope"); !errors.Is(err, mq.ErrNotFound) {
+		t.Errorf("missing consumer: %v", err)
+	}
+	si, err := in.Server(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if si.Version != "nats-server "+nats.Version || !strings.HasPrefix(si.Settings["sync"], nats.NotReadable) {
+		t.Errorf("server info %+v", si)
+	}
+	again, err := in.Topic(ctx, "insp")
+	if err != nil || again.Config != cfg {
+		t.Errorf("inspecting changed the stream: %+v %v", again, err)
+	}
+}

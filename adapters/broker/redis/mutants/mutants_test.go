@@ -1,0 +1,89 @@
+package mutants_test
+
+import (
+	"context"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/onceproof/tck/adapters/broker/redis/mutants"
+	"github.com/onceproof/tck/adapters/registry"
+	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/internal/verdict"
+)
+
+// run starts key against the Redis server at url through the registry, as
+// `tck run` and the self-test do, and runs the broker suite (with only,
+// just those rules).
+func run(t *testing.T, key, url string, only ...string) map[string]verdict.Result {
+	t.Helper()
+	ref, err := target.Parse(key + "=" + url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, ref, err := registry.Targets().Resolve(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := k.Start(context.Background(), ref)
+	if err != nil {
+		t.Fatalf("starting %s: %v", key, err)
+	}
+	defer st.Stop()
+	out := map[string]verdict.Result{}
+	for _, r := range runner.Run(key, st.Register, runner.Options{Rules: only}) {
+		out[r.Rule] = r
+	}
+	return out
+}
+
+// TestMutants runs the real broker/redis and every Redis mutant through the
+// suite against TCK_REDIS_URL (-short: only each mutant's MustFail ids):
+// the real adapter passes every BR-4 rule and fails none, each mutant fails
+// its MustFail ids, and every BR-4 rule is failed by at least one mutant.
+func TestMutants(t *testing.T) {
+	url := os.Getenv(registry.RedisURLEnv)
+	if url == "" {
+		if os.Getenv("TCK_REQUIRE_REDIS") == "1" {
+			t.Fatalf("TCK_REQUIRE_REDIS=1 but %s is unset", registry.RedisURLEnv)
+		}
+		t.Skipf("no Redis server: %s is unset (eval \"$(scripts/redis-local.sh)\" starts one)", registry.RedisURLEnv)
+	}
+	for id, r := range run(t, "broker/redis", url) {
+		if r.Verdict == verdict.Fail || r.Verdict == verdict.Unknown || (catalog.MustLookup(id).Needs != nil && slices.Contains(catalog.MustLookup(id).Needs, catalog.CapBrokerPendingList) && r.Verdict != verdict.Pass) {
+			t.Errorf("broker/redis: %s is %s: %s", id, r.Verdict, r.Reason)
+		}
+	}
+	killed := map[string][]string{}
+	for _, m := range mutants.All() {
+		t.Run(m.Name, func(t *testing.T) {
+			var only []string
+			if testing.Short() {
+				only = m.MustFail
+			}
+			res := run(t, "broker/mutant-redis-"+m.Name, url, only...)
+			for _, id := range m.MustFail {
+				if r := res[id]; r.Verdict != verdict.Fail {
+					t.Errorf("mutant %s must fail %s, got %s: %s", m.Name, id, r.Verdict, r.Reason)
+				}
+			}
+			for id, r := range res {
+				if r.Verdict == verdict.Fail {
+					killed[id] = append(killed[id], m.Name)
+					if !slices.Contains(m.MustFail, id) {
+						t.Logf("also fails %s: %s", id, r.Reason)
+					}
+				}
+			}
+		})
+	}
+	for _, id := range []string{"BR-4.1", "BR-4.2", "BR-4.3"} {
+		if len(killed[id]) == 0 {
+			t.Errorf("no Redis mutant fails %s", id)
+		} else {
+			t.Logf("%s failed by %v", id, killed[id])
+		}
+	}
+}

@@ -1,0 +1,52 @@
+package mq
+
+import (
+	"context"
+	"errors"
+)
+
+// TopicInfo is a topic as the broker holds it, read by the broker's own
+// name for it (a NATS stream name).
+type TopicInfo struct {
+	Name     string      `json:"name"`
+	Subjects []string    `json:"subjects,omitempty"`
+	Config   TopicConfig `json:"config"`
+}
+
+// AckPolicy is how a consumer group acknowledges (NATS ack_policy).
+type AckPolicy string
+
+const (
+	AckExplicit AckPolicy = "explicit"
+	AckAll      AckPolicy = "all"
+	AckNone     AckPolicy = "none" // acked as sent: nothing comes back
+)
+
+// ConsumerInfo is a consumer group as the broker holds it (a NATS durable
+// consumer). Config.Group is its name; MaxDeliver -1 or 0 is unlimited.
+type ConsumerInfo struct {
+	Config    ConsumerConfig `json:"config"`
+	AckPolicy AckPolicy      `json:"ackPolicy"`
+}
+
+// ServerInfo is what a client connection can read about the server: its
+// version, and its settings as read, each with how it was read ("not
+// readable by a client" when it cannot be).
+type ServerInfo struct {
+	Version  string            `json:"version"`
+	Settings map[string]string `json:"settings"`
+}
+
+// Inspector reads settings from the broker by name and changes nothing: it
+// is how the kit certifies a team's own topics and consumers, which it may
+// only read.
+type Inspector interface {
+	Topic(ctx context.Context, name string) (TopicInfo, error)
+	Consumer(ctx context.Context, topic, name string) (ConsumerInfo, error)
+	Server(ctx context.Context) (ServerInfo, error)
+	Close() error
+}
+
+// ErrNotFound is returned by an Inspector for a topic or consumer the
+// broker does not have.
+var ErrNotFound = errors.New("not found on the broker")

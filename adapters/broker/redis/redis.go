@@ -94,6 +94,14 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// go-redis logs dial failures on its own; the kit reports every error
+// through its return, on one line (a second line would break that).
+func init() { goredis.SetLogger(quiet{}) }
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
 // NewRun is a fresh run id.
 func NewRun() string { return nonce() }
 
@@ -134,6 +142,7 @@ func dial(ctx context.Context, url string) (*goredis.Client, error) {
 	o.ClientName = "onceproof-tck"
 	o.DialTimeout = 5 * time.Second
 	o.MaxRetries = -1 // a retried XADD or XACK would hide what the server did
+	o.DialerRetries = 1
 	o.PoolSize = 4
 	o.ContextTimeoutEnabled = true
 	rdb := goredis.NewClient(o)

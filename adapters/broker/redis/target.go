@@ -180,6 +180,18 @@ func durabilityHazards(cfg map[string]string) []string {
 	return out
 }
 
+// durability spells the server's persistence settings and what they risk.
+func durability(s *Server) string {
+	if s.Config["appendonly"] == "" {
+		return "not readable (CONFIG GET not allowed)"
+	}
+	d := fmt.Sprintf("appendonly %s, appendfsync %s", s.Config["appendonly"], s.Config["appendfsync"])
+	if hz := durabilityHazards(s.Config); len(hz) > 0 {
+		d += " (" + strings.Join(hz, "; ") + ")"
+	}
+	return d
+}
+
 // CanLoseAcked reports whether the settings can lose an acknowledged write.
 func CanLoseAcked(cfg map[string]string) bool {
 	return cfg["appendonly"] != "yes" || cfg["appendfsync"] != "always"
@@ -246,6 +258,7 @@ func lacks(s *Server) map[string]string {
 		"term":        "Redis Streams has no terminate: an entry stays claimable until XACK or XDEL removes it",
 		"max-deliver": "Redis Streams has no max-deliver: the delivery counter (XPENDING) grows without a limit the server enforces",
 	}
+	l["broker-restart"] = "the kit cannot restart a Redis server it did not start; its durability settings as read: " + durability(s)
 	if !s.IDMP {
 		l["dedupe-window"] = "this Redis server has no producer de-dupe: XADD IDMP (Redis 8.6 and later) was refused (" + s.NoIDMP + ")"
 	}

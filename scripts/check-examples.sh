@@ -30,7 +30,7 @@ MOD
 	echo "$dir"
 }
 
-for name in eventstore consumer; do
+for name in eventstore consumer api; do
 	dir=$(copy "$name")
 	pkg=$(cd "$dir" && go list -f '{{.Name}}' .)
 	[[ $pkg == "$name" ]] || die "examples/$name: package $pkg, want $name (the folder's name)"

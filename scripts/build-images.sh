@@ -6,13 +6,15 @@
 #                 requires, static (CGO_ENABLED=0)
 #   postgres:15   PostgreSQL from this host's Debian packages, with the
 #                 libraries its binaries link (ldd), and a static entrypoint
+#   redis:7       redis-server from this host's Debian redis-server package,
+#                 with the libraries it links (ldd)
 #
 # The images are tagged with the official names, so the kit's defaults resolve
 # locally without a pull. Repeatable and cached: an image whose inputs did not
 # change (its org.onceproof.tck.inputs label) is not rebuilt; the Go build
-# cache keeps the compiles. Override names with TCK_NATS_IMAGE and
-# TCK_POSTGRES_IMAGE (the same variables the kit reads), the versions with
-# NATS_SERVER_VERSION; FORCE=1 rebuilds.
+# cache keeps the compiles. Override names with TCK_NATS_IMAGE,
+# TCK_POSTGRES_IMAGE and TCK_REDIS_IMAGE (the same variables the kit reads),
+# the versions with NATS_SERVER_VERSION; FORCE=1 rebuilds.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,6 +22,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 NATS_SERVER_VERSION=${NATS_SERVER_VERSION:-$(cd "$root" && go list -m -f '{{.Version}}' github.com/nats-io/nats-server/v2)}
 NATS_IMAGE=${TCK_NATS_IMAGE:-nats:${NATS_SERVER_VERSION#v}}
 POSTGRES_IMAGE=${TCK_POSTGRES_IMAGE:-postgres:15}
+REDIS_IMAGE=${TCK_REDIS_IMAGE:-redis:7}
 PG_MAJOR=${PG_MAJOR:-15}
 work=${TCK_IMAGE_WORK:-${XDG_CACHE_HOME:-$HOME/.cache}/onceproof/images}
 # The legacy builder: it needs no buildx plugin and FROM scratch pulls nothing.
@@ -114,15 +117,43 @@ build_postgres() {
 	log "built $POSTGRES_IMAGE"
 }
 
+build_redis() {
+	if ! command -v redis-server >/dev/null 2>&1; then
+		log "installing redis-server from Debian packages"
+		apt-get install -y -qq redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; }
+	fi
+	local pkgver
+	pkgver=$(dpkg-query -W -f '${Version}' redis-server 2>/dev/null || redis-server --version)
+	local inputs
+	inputs=$( (echo "$pkgver"; cat "$root/images/redis/Dockerfile") | sha256sum | cut -c1-16)
+	if [[ "${FORCE:-}" != 1 && "$(current "$REDIS_IMAGE")" == "$inputs" ]]; then
+		log "$REDIS_IMAGE is up to date ($inputs)"
+		return
+	fi
+	log "building $REDIS_IMAGE from redis-server $pkgver"
+	local ctx=$work/redis
+	rm -rf "$ctx" && mkdir -p "$ctx/rootfs"
+	rootfs=$ctx/rootfs
+	# /usr/bin/redis-server is a link to redis-check-rdb, which picks its
+	# role from its name: copied dereferenced under the name redis-server.
+	copy_with_libs /usr/bin/redis-server
+	cp "$root/images/redis/Dockerfile" "$ctx/"
+	docker build -q --label "org.onceproof.tck.image=1" --label "org.onceproof.tck.inputs=$inputs" \
+		-t "$REDIS_IMAGE" "$ctx" >/dev/null
+	prune
+	log "built $REDIS_IMAGE"
+}
+
 # prune drops the kit's images a rebuild left untagged.
 prune() { docker image prune -f --filter "label=org.onceproof.tck.image=1" >/dev/null; }
 
 which=${1:-all}
 start=$(date +%s)
 case $which in
-all) build_nats; build_postgres ;;
+all) build_nats; build_postgres; build_redis ;;
 nats) build_nats ;;
 postgres) build_postgres ;;
-*) log "usage: $0 [all|nats|postgres]"; exit 3 ;;
+redis) build_redis ;;
+*) log "usage: $0 [all|nats|postgres|redis]"; exit 3 ;;
 esac
 log "done in $(( $(date +%s) - start ))s"

@@ -53,7 +53,7 @@ func init() {
 		br("BR-2.2", Must, Requirement, "a confirmed ack stops redelivery for several ack waits",
 			"Consumer ACK：broker 记录 ACK 后认为该次处理已完成（ACK→写索引时序中“broker 认为该次处理已完成”）。", srcCrashAck+"; "+srcNATSCons, CapBrokerAckWait),
 		br("BR-2.3", Must, Requirement, "a consumer that dies before acking has its delivery redelivered to another member of the group",
-			"写索引→ACK：搜索索引已更新，broker 尚未记录 ACK，W1 崩溃；ACK 等待到期后可能重投 W1/W2，重复处理。", srcCrashAck, CapBrokerAckWait),
+			"写索引→ACK：搜索索引已更新，broker 尚未记录 ACK，W1 崩溃；ACK 等待到期后可能重投 W1/W2，重复处理。 (Redelivered by the ack wait, or on Kafka by the rebalance: the partition's new owner reads from the committed offset.)", srcCrashAck, CapBrokerCrashRedelivery),
 		br("BR-2.4", Must, Requirement, "nak redelivers, and nak with a delay not before the delay",
 			"具体重试次数/间隔要按所选产品版本与配置核对。 A negative acknowledgement asks for redelivery; with a delay, not before it.", srcAckWords+"; "+srcNATSCons, CapBrokerNakDelay),
 		br("BR-2.5", Must, Requirement, "term stops redelivery for good",

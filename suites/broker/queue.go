@@ -305,7 +305,9 @@ func (mb *member) handle(ds []mq.Delivery) bool {
 		switch {
 		case x < queueCrashP && mb.q.tryCrash():
 			return mb.reopen("crash", id, fmt.Sprintf("closed with %d deliveries unacked", len(ds)))
-		case x < queueCrashP+queueNakP:
+		// A broker without nak (Kafka: a commit covers every earlier
+		// offset) would lose a nak'd delivery to the next ack: it gets none.
+		case x < queueCrashP+queueNakP && mb.q.f.t.Caps.NakDelay:
 			mb.q.count(&mb.q.naks)
 			ctx, cancel := context.WithTimeout(mb.q.f.ctx, settleTimeout)
 			_ = d.Nak(ctx, 0)

@@ -54,6 +54,9 @@ func Register(target Target, opts ...RegisterOption) {
 // newSet builds the suite's rules against t: the one set both entry points
 // run.
 func newSet(t Target) *spec.Set {
+	if t.Declared != nil {
+		t = t.Declared.apply(t)
+	}
 	t.Windows = t.Windows.withDefaults()
 	if t.Budget <= 0 {
 		t.Budget = 60 * time.Second
@@ -78,6 +81,8 @@ func newSet(t Target) *spec.Set {
 	registerQueue(p)
 	registerDurability(p)
 	registerRedis(p)
+	registerProfile(p)
+	registerKafka(p)
 	return s
 }
 
@@ -100,6 +105,8 @@ func capsOf(t Target) []catalog.Capability {
 	add(t.Fault != nil, catalog.CapBrokerFaultProxy)
 	add(c.PendingList, catalog.CapBrokerPendingList)
 	add(c.Trim, catalog.CapBrokerTrim)
+	add(t.Inspect != nil, catalog.CapBrokerInspect)
+	out = append(out, kafkaCaps(t)...)
 	return out
 }
 
@@ -132,12 +139,16 @@ type plan struct {
 
 	mu   sync.Mutex
 	runs map[string]*run
+	// progressDone is closed when the progress reporter ended (nil: none
+	// started).
+	progressDone chan struct{}
 }
 
 // run is one started workload.
 type run struct {
 	f      *fixture
 	judged chan judge // receives the workload's judge once it returns
+	done   bool       // its spec ended (under plan.mu)
 }
 
 // add registers rule id: wait is its waiting by definition, work its
@@ -150,12 +161,20 @@ func (p *plan) add(id string, wait func(w Windows, c mq.Capabilities) time.Durat
 		}
 		w := wait(p.t.Windows, p.t.Caps)
 		r.Ev.Figure("wait by definition", w.Seconds(), "s")
+		if w > p.t.Budget && p.t.Declared != nil {
+			r.Unknown("%s must wait %s by definition at the declared settings (%s), longer than the run's limit %s (tck run --max-wait): the kit neither shortens a declared window nor guesses its outcome; raise --max-wait to measure it", id, w, p.t.declaredWaits(), p.t.Budget)
+		}
 		if w > p.t.Budget {
 			r.Skipped("the rule must wait %s by definition, longer than the run's time budget %s; it is not shortened", w, p.t.Budget)
 		}
 		ru := p.start(id)
 		// However the rule ends, what it started ends with it.
-		r.DeferCleanup(func() { ru.f.end(r.Ev) })
+		r.DeferCleanup(func() {
+			ru.f.end(r.Ev)
+			p.mu.Lock()
+			ru.done = true
+			p.mu.Unlock()
+		})
 		var j judge
 		select {
 		case j = <-ru.judged:
@@ -188,6 +207,7 @@ func (p *plan) prepare(ids []string) {
 			p.start(id)
 		}
 	}
+	p.reportProgress(ids)
 }
 
 // finish stops every workload still running, and waits for it: one whose
@@ -202,6 +222,9 @@ func (p *plan) finish() {
 	p.mu.Unlock()
 	for _, ru := range runs {
 		ru.f.stop()
+	}
+	if p.progressDone != nil {
+		<-p.progressDone
 	}
 }
 

@@ -1,0 +1,124 @@
+package kafka_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/onceproof/tck/adapters/broker/kafka"
+	"github.com/onceproof/tck/adapters/registry"
+	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/suites/broker"
+)
+
+// TestEmbedded runs every BR rule against an embedded kfake cluster: the
+// rules Kafka's model has pass, the others are not-applicable with Kafka's
+// reason.
+func TestEmbedded(t *testing.T) {
+	kt, err := kafka.EmbeddedTarget(context.Background(), kafka.Client{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kt.Stop() })
+	broker.Check(t, registry.KafkaBrokerTarget(kt))
+}
+
+// start starts broker/kafka at addr as the CLI does.
+func start(t *testing.T, addr string) error {
+	t.Helper()
+	k, ok := registry.Targets().Get("broker/kafka")
+	if !ok {
+		t.Fatal("no broker/kafka in the registry")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := k.Start(ctx, target.Ref{Suite: "broker", Name: "kafka", Address: addr})
+	if err == nil {
+		_ = st.Stop()
+	}
+	return err
+}
+
+// TestBootstrapSilent: a bootstrap address where nothing answers is an
+// unavailable target (exit 4), named in one line.
+func TestBootstrapSilent(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close() // nothing listens there now
+	err = start(t, "kafka://"+addr)
+	if !errors.Is(err, target.ErrUnavailable) {
+		t.Fatalf("want an unavailable target, got %v", err)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "broker/kafka") || !strings.Contains(msg, addr) || strings.Contains(msg, "\n") {
+		t.Errorf("want one line naming the target and the address, got %q", msg)
+	}
+}
+
+// TestBootstrapHangs: a bootstrap address that accepts connections and
+// never answers is an unavailable target too, once the probe's bound passed.
+func TestBootstrapHangs(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = c.Close() }) // held open, never answered
+		}
+	}()
+	err = start(t, "kafka://"+ln.Addr().String())
+	if !errors.Is(err, target.ErrUnavailable) || !strings.Contains(err.Error(), ln.Addr().String()) {
+		t.Fatalf("want an unavailable target naming the address, got %v", err)
+	}
+	t.Log(err)
+}
+
+// TestCreateForbidden: a user whose ACLs forbid creating the kit's topic is
+// an unavailable target, and its password appears nowhere.
+func TestCreateForbidden(t *testing.T) {
+	const pass = "s3cret-Pw-42"
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.EnableACLs(),
+		kfake.Superuser("PLAIN", "admin", "admin-pw"),
+		kfake.User("PLAIN", "tck", pass, kfake.ACL{Resource: kmsg.ACLResourceTypeTopic, Name: "*", Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationDescribe, Allow: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	err = start(t, "kafka://tck:"+pass+"@"+c.ListenAddrs()[0])
+	if !errors.Is(err, target.ErrUnavailable) {
+		t.Fatalf("want an unavailable target, got %v", err)
+	}
+	msg := err.Error()
+	if strings.Contains(msg, pass) {
+		t.Fatalf("the password leaked: %q", msg)
+	}
+	if !strings.Contains(msg, "may not create") || !strings.Contains(msg, "broker/kafka") {
+		t.Errorf("want a line naming the target and the refused creation, got %q", msg)
+	}
+	t.Log(msg)
+}
+
+// TestContainerNeedsImage: =container without TCK_KAFKA_IMAGE says how to
+// get one.
+func TestContainerNeedsImage(t *testing.T) {
+	t.Setenv(kafka.ImageEnv, "")
+	err := start(t, "container")
+	if !errors.Is(err, target.ErrUnavailable) || !strings.Contains(err.Error(), kafka.ImageEnv) {
+		t.Fatalf("want an unavailable target naming %s, got %v", kafka.ImageEnv, err)
+	}
+}

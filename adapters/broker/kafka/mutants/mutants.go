@@ -1,0 +1,144 @@
+// Package mutants holds deliberately broken Kafka clients for the
+// self-test. Each sits in front of a real embedded kfake cluster and puts
+// one defect in the client path (or in what the target declares), the kind
+// of mistake seed 002 warns about for Kafka: a producer without idempotence,
+// a commit before the handler ran, a commit of the wrong offset, a shutdown
+// that commits what it never processed, a reset that does nothing, a claim
+// that the idempotent producer is business de-dupe. Each names the BR rules
+// it must fail; the package test and `tck selftest --suite broker` check
+// that it does.
+package mutants
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/onceproof/tck/adapters/broker/kafka"
+	"github.com/onceproof/tck/mq"
+)
+
+// Mutant is one broken client.
+type Mutant struct {
+	Name     string
+	Summary  string
+	MustFail []string
+	// Defects are put in the adapter itself (zero: none).
+	Defects kafka.Defects
+	// Wrap puts the defect around a healthy handle (nil: none).
+	Wrap func(mq.Broker) mq.Broker
+	// Declare adjusts what the target declares (nil: the truth).
+	Declare func(mq.Capabilities) mq.Capabilities
+}
+
+// Client is the kafka.Client of the mutant.
+func (m Mutant) Client() kafka.Client {
+	return kafka.Client{Options: kafka.Options{Defects: m.Defects}, Wrap: m.Wrap, Declare: m.Declare}
+}
+
+// All returns every Kafka mutant.
+func All() []Mutant {
+	return []Mutant{
+		{
+			Name: "no-idempotence", Summary: "produces with enable.idempotence=false: a retry after a lost reply is appended again",
+			MustFail: []string{"BR-5.1"},
+			Defects:  kafka.Defects{NoIdempotence: true},
+		},
+		{
+			Name: "claims-id-dedupe", Summary: "declares a 2s de-dupe window by message id: takes the idempotent producer for business de-dupe",
+			MustFail: []string{"BR-1.1", "BR-5.2"},
+			Declare: func(c mq.Capabilities) mq.Capabilities {
+				c.DedupeWindow = 2 * time.Second
+				return c
+			},
+		},
+		{
+			Name: "commit-before-handler", Summary: "commits each record as it is handed out, before the handler ran (commit-then-process)",
+			MustFail: []string{"BR-2.3", "BR-5.3"},
+			Wrap:     with(hooks{commitOnFetch: true}),
+		},
+		{
+			Name: "commit-own-offset", Summary: "commits the record's own offset instead of the next one",
+			MustFail: []string{"BR-5.3", "BR-5.4"},
+			Defects:  kafka.Defects{CommitShift: -1},
+		},
+		{
+			Name: "close-commits", Summary: "a member that ends commits every record it was handed, processed or not (auto-commit on leave)",
+			MustFail: []string{"BR-2.3", "BR-5.3"},
+			Wrap:     with(hooks{commitOnClose: true}),
+		},
+		{
+			Name: "reset-noop", Summary: "resetting a group's offset reports success without committing it",
+			MustFail: []string{"BR-5.4"},
+			Wrap:     with(hooks{resetNoop: true}),
+		},
+	}
+}
+
+// hooks are the defects a wrapper puts in the client path.
+type hooks struct {
+	commitOnFetch bool
+	commitOnClose bool
+	resetNoop     bool
+}
+
+func with(h hooks) func(mq.Broker) mq.Broker {
+	return func(b mq.Broker) mq.Broker { return &broker{Broker: b.(*kafka.Broker), h: h} }
+}
+
+// broker is a Kafka handle with a defect; embedding keeps its producer
+// sessions and group offsets.
+type broker struct {
+	*kafka.Broker
+	h hooks
+}
+
+func (b *broker) Consumer(ctx context.Context, topic string, cfg mq.ConsumerConfig) (mq.Consumer, error) {
+	c, err := b.Broker.Consumer(ctx, topic, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &consumer{Consumer: c, h: b.h}, nil
+}
+
+func (b *broker) Reset(ctx context.Context, topic, group, position string) error {
+	if b.h.resetNoop {
+		return nil
+	}
+	return b.Broker.Reset(ctx, topic, group, position)
+}
+
+type consumer struct {
+	mq.Consumer
+	h    hooks
+	mu   sync.Mutex
+	held []mq.Delivery
+}
+
+func (c *consumer) Fetch(ctx context.Context, max int, wait time.Duration) ([]mq.Delivery, error) {
+	ds, err := c.Consumer.Fetch(ctx, max, wait)
+	for _, d := range ds {
+		if c.h.commitOnFetch {
+			_ = d.Ack(ctx)
+		}
+	}
+	c.mu.Lock()
+	c.held = append(c.held, ds...)
+	c.mu.Unlock()
+	return ds, err
+}
+
+func (c *consumer) Close() error {
+	if c.h.commitOnClose {
+		c.mu.Lock()
+		held := c.held
+		c.held = nil
+		c.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		for _, d := range held {
+			_ = d.Ack(ctx)
+		}
+		cancel()
+	}
+	return c.Consumer.Close()
+}

@@ -1,0 +1,73 @@
+package mutants_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/onceproof/tck/adapters/broker/kafka"
+	"github.com/onceproof/tck/adapters/broker/kafka/mutants"
+	"github.com/onceproof/tck/adapters/registry"
+	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/verdict"
+	"github.com/onceproof/tck/suites/broker"
+)
+
+// run starts an embedded kfake target reached through client and runs the
+// suite against it, as `tck run` does.
+func run(t *testing.T, name string, client kafka.Client) map[string]verdict.Result {
+	t.Helper()
+	kt, err := kafka.EmbeddedTarget(context.Background(), client)
+	if err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	defer kt.Stop()
+	tg := registry.KafkaBrokerTarget(kt)
+	out := map[string]verdict.Result{}
+	for _, r := range runner.Run(name, func() { broker.Register(tg) }, runner.Options{}) {
+		out[r.Rule] = r
+	}
+	return out
+}
+
+// TestMutants: the reference passes every BR rule that applies to Kafka,
+// each Kafka mutant fails its MustFail ids, and every BR-5 rule is failed
+// by at least one of them.
+func TestMutants(t *testing.T) {
+	for id, r := range run(t, "broker/kafka", kafka.Client{}) {
+		if r.Verdict != verdict.Pass && r.Verdict != verdict.NotApplicable {
+			t.Errorf("reference broker/kafka: %s is %s: %s", id, r.Verdict, r.Reason)
+		}
+		if r.Verdict == verdict.NotApplicable && r.Reason == "" {
+			t.Errorf("reference broker/kafka: %s is not-applicable without a reason", id)
+		}
+	}
+	killed := map[string][]string{}
+	for _, m := range mutants.All() {
+		t.Run(m.Name, func(t *testing.T) {
+			res := run(t, "broker/mutant-kafka-"+m.Name, m.Client())
+			for _, id := range m.MustFail {
+				if r := res[id]; r.Verdict != verdict.Fail {
+					t.Errorf("mutant %s must fail %s, got %s: %s", m.Name, id, r.Verdict, r.Reason)
+				}
+			}
+			for id, r := range res {
+				if r.Verdict == verdict.Fail {
+					killed[id] = append(killed[id], m.Name)
+					if !slices.Contains(m.MustFail, id) {
+						t.Logf("also fails %s: %s", id, r.Reason)
+					}
+				}
+			}
+		})
+	}
+	for _, r := range catalog.All("broker") {
+		if len(r.ID) > 4 && r.ID[:5] == "BR-5." && len(killed[r.ID]) == 0 {
+			t.Errorf("no Kafka mutant fails %s", r.ID)
+		}
+		if len(killed[r.ID]) > 0 {
+			t.Logf("%s failed by %v", r.ID, killed[r.ID])
+		}
+	}
+}

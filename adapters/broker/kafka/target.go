@@ -1,0 +1,210 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/onceproof/tck/internal/redact"
+	"github.com/onceproof/tck/mq"
+)
+
+// This file is the broker/kafka target as the kit starts it: an embedded
+// kfake cluster, or a cluster at a bootstrap address; the client the kit
+// reaches it with; and what the kit may do to it. The registry binds a
+// Target to the broker suite; nothing here knows the CLI.
+
+// ImageEnv names the variable holding a Kafka image for =container: none
+// can be built here (no Kafka server package), so the kit starts one only
+// from an image the user names.
+const ImageEnv = "TCK_KAFKA_IMAGE"
+
+// ErrNoImage is the error of =container without ImageEnv.
+var ErrNoImage = errors.New("no Kafka image: the kit cannot build one here; set " + ImageEnv + " to a local Kafka image, or give a bootstrap address (broker/kafka=kafka://host:port)")
+
+// Client is how the kit's handles talk to a cluster: the adapter's options
+// and, for a mutant, the defect wrapped around every handle.
+type Client struct {
+	Options Options
+	Wrap    func(mq.Broker) mq.Broker
+	// Declare adjusts what the target declares (a mutant that claims what
+	// it does not have).
+	Declare func(mq.Capabilities) mq.Capabilities
+}
+
+// Open opens a handle.
+func (c Client) Open(ctx context.Context) (mq.Broker, error) {
+	b, err := Connect(ctx, c.Options)
+	if err != nil {
+		return nil, err
+	}
+	if c.Wrap == nil {
+		return b, nil
+	}
+	return c.Wrap(b), nil
+}
+
+// Target is a Kafka cluster the kit checks.
+type Target struct {
+	Client Client
+	// Address is how a report names it (credentials removed).
+	Address  string
+	Version  string
+	Emulator bool
+	Caps     mq.Capabilities
+	// Config is what the target declares beyond Caps, for the report.
+	Config map[string]string
+	Notes  []string
+	// Embedded, when set, is the kit's own kfake cluster: its request
+	// controls inject the faults an external cluster cannot be made to
+	// show (BR-5.1).
+	Embedded *Embedded
+	// Stop releases everything the start created.
+	Stop func() error
+}
+
+// EmbeddedTarget starts a kfake cluster in this process.
+func EmbeddedTarget(ctx context.Context, client Client) (*Target, error) {
+	e, err := StartEmbedded()
+	if err != nil {
+		return nil, err
+	}
+	client.Options.Seeds = e.Seeds()
+	t, err := newTarget(ctx, client, e.Stop)
+	if err != nil {
+		_ = e.Stop()
+		return nil, err
+	}
+	t.Embedded = e
+	t.Emulator = true
+	t.Address = "embedded kfake " + strings.Join(e.Seeds(), ",")
+	t.Version = KfakeVersion + " (embedded emulator), franz-go " + FranzVersion
+	t.Notes = append(t.Notes, "emulator: franz-go's kfake, not a Kafka deployment; a pass certifies the client-side contract and the kit's rules, not a Kafka server's configuration")
+	t.Config["faults"] = "kfake request controls (a produce appended, then answered REQUEST_TIMED_OUT)"
+	return t, nil
+}
+
+// FranzVersion is the franz-go (kgo) the kit is built with (go.mod).
+const FranzVersion = "v1.22.3"
+
+// ParseURL reads kafka://[user:password@]host:port[,host:port...][?mechanism=SCRAM-SHA-256]
+// into options.
+func ParseURL(raw string) (Options, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "kafka" || u.Host == "" {
+		return Options{}, fmt.Errorf("address %q: want kafka://[user:password@]host:port[,host:port...]", redact.Text(raw))
+	}
+	var o Options
+	for _, h := range strings.Split(u.Host, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			if !strings.Contains(h, ":") {
+				h += ":9092"
+			}
+			o.Seeds = append(o.Seeds, h)
+		}
+	}
+	if u.User != nil {
+		o.User = u.User.Username()
+		o.Password, _ = u.User.Password()
+	}
+	o.Mechanism = u.Query().Get("mechanism")
+	return o, nil
+}
+
+// URLTarget binds the kit to the cluster at raw (see ParseURL). It checks a
+// broker answers and that the kit may create and delete a topic of its own;
+// errors carry no credential.
+func URLTarget(ctx context.Context, raw string, client Client) (*Target, error) {
+	o, err := ParseURL(raw)
+	if err != nil {
+		return nil, err
+	}
+	o.Defects, o.Prefix, o.Run = client.Options.Defects, client.Options.Prefix, client.Options.Run
+	client.Options = o
+	t, err := newTarget(ctx, client, nil)
+	if err != nil {
+		return nil, redact.Error(err, redact.Secrets(raw)...)
+	}
+	u, _ := url.Parse(raw)
+	u.User = nil
+	t.Address = u.String()
+	t.Version = "franz-go " + FranzVersion
+	if o.User != "" {
+		t.Config["sasl"] = strings.ToUpper(o.withDefaults().Mechanism) + " as " + o.User
+	}
+	return t, nil
+}
+
+// ContainerTarget starts Kafka in a container, from the image in ImageEnv
+// only.
+func ContainerTarget(context.Context, Client) (*Target, error) {
+	img := os.Getenv(ImageEnv)
+	if img == "" {
+		return nil, ErrNoImage
+	}
+	return nil, fmt.Errorf("%s=%s: starting a Kafka container is not supported by this build of the kit; start it yourself and give its bootstrap address (broker/kafka=kafka://127.0.0.1:9092)", ImageEnv, img)
+}
+
+// probeTimeout bounds the start-up checks.
+const probeTimeout = 10 * time.Second
+
+// newTarget connects, creates and deletes a probe topic, and reads what the
+// cluster is.
+func newTarget(ctx context.Context, client Client, stop func() error) (*Target, error) {
+	if client.Options.Run == "" {
+		client.Options.Run = NewRun()
+	}
+	if client.Options.Timeout <= 0 {
+		client.Options.Timeout = probeTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	b, err := Connect(cctx, client.Options)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	if err := b.CreateTopic(cctx, "probe", mq.TopicConfig{Retention: mq.Limits}); err != nil {
+		return nil, fmt.Errorf("the kit may not create its topics (%s*): %w", b.TopicName(""), err)
+	}
+	if err := b.DeleteTopic(cctx, "probe"); err != nil {
+		return nil, fmt.Errorf("the kit may not delete its own topics (%s*): %w", b.TopicName(""), err)
+	}
+	caps := Caps()
+	if client.Declare != nil {
+		caps = client.Declare(caps)
+	}
+	if stop == nil {
+		stop = func() error { return nil }
+	}
+	cfg := map[string]string{
+		"topics":      b.TopicName("<name>") + ", 1 partition, deleted after each rule",
+		"producer":    "idempotent (acks=all), one producer session per handle",
+		"consumer":    "consumer group member, auto-commit off, ack = commit of offset+1 confirmed by the commit response",
+		"crash":       "a member leaves the group without committing",
+		"attempts":    "counted by the kit's handle (Kafka keeps no delivery counter)",
+		"redelivery":  "by a rebalance (a member left) or a reset of the group's offset; no ack wait, nak, term or max-deliver",
+		"dedupe":      "none by message id; the idempotent producer drops retries inside one producer session",
+		"kgo.version": FranzVersion,
+	}
+	if client.Options.Defects.NoIdempotence {
+		cfg["producer"] = "not idempotent (acks=all)"
+	}
+	if v, err := version(cctx, b); err == nil && v != "" {
+		cfg["cluster"] = v
+	}
+	return &Target{Client: client, Caps: caps, Config: cfg, Stop: stop}, nil
+}
+
+// version names the cluster's brokers as metadata reports them.
+func version(ctx context.Context, b *Broker) (string, error) {
+	md, err := b.adm.BrokerMetadata(ctx)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d broker(s), cluster id %s", len(md.Brokers), md.Cluster), nil
+}

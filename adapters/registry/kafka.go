@@ -1,0 +1,151 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/onceproof/tck/adapters/broker/kafka"
+	kafkamutants "github.com/onceproof/tck/adapters/broker/kafka/mutants"
+	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/suites/broker"
+)
+
+const kafkaNeeds = "nothing (embedded kfake, an emulator); a Kafka cluster at kafka://[user:password@]host:port[,host:port] for a URL; a local image named by " + kafka.ImageEnv + " for =container"
+
+func kafkaBrokers() []row {
+	rows := []row{{
+		Kind: target.Kind{
+			Suite: "broker", Name: "kafka",
+			Summary: "Apache Kafka through franz-go (kgo, kadm): embedded kfake (an emulator) or a cluster at kafka://host:port; the idempotent producer, consumer groups with explicit offset commits; no ack wait, nak, term or max-deliver",
+			Needs:   kafkaNeeds,
+		},
+		modes: []mode{
+			{target.Embedded, kafkaBroker(func(ctx context.Context, _ target.Ref) (*kafka.Target, error) {
+				return kafka.EmbeddedTarget(ctx, kafka.Client{})
+			})},
+			{target.External, kafkaBroker(func(ctx context.Context, ref target.Ref) (*kafka.Target, error) {
+				return kafka.URLTarget(ctx, ref.Address, kafka.Client{})
+			})},
+			{target.Container, kafkaBroker(func(ctx context.Context, _ target.Ref) (*kafka.Target, error) {
+				return kafka.ContainerTarget(ctx, kafka.Client{})
+			})},
+		},
+	}}
+	// Every broken Kafka client, each in front of an embedded kfake.
+	for _, m := range kafkamutants.All() {
+		client := m.Client()
+		rows = append(rows, row{
+			Kind: target.Kind{
+				Suite: "broker", Name: "mutant-kafka-" + m.Name,
+				Summary: "mutant: " + m.Summary,
+				Needs:   "nothing",
+				Mutant:  true, MustFail: m.MustFail,
+			},
+			modes: []mode{{target.Embedded, kafkaBroker(func(ctx context.Context, _ target.Ref) (*kafka.Target, error) {
+				return kafka.EmbeddedTarget(ctx, client)
+			})}},
+			note: "mutant: " + m.Summary,
+		})
+	}
+	return rows
+}
+
+// kafkaBroker binds a Kafka target, however started, to the broker suite.
+// A failure to start is target.Unavailable (exit 4).
+func kafkaBroker(startKafka func(ctx context.Context, ref target.Ref) (*kafka.Target, error)) start {
+	return func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+		kt, err := startKafka(ctx, ref)
+		if err != nil {
+			return nil, target.Unavailable(ref, err)
+		}
+		t := KafkaBrokerTarget(kt)
+		t.Seed = ref.Opts.Seed
+		cfg := map[string]string{"redeliveryBound": t.Windows.AckWait.String() + " (a bound on a rebalance, not an ack wait)",
+			"totalQueueMessages": fmt.Sprint(broker.DefaultWindows().Messages), "retentions": "limits"}
+		for k, v := range kt.Config {
+			cfg[k] = v
+		}
+		return &target.Started{
+			Info: target.Info{
+				Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: target.Redact(kt.Address),
+				Version: kt.Version, Emulator: kt.Emulator, Config: cfg, Notes: kt.Notes,
+			},
+			Register: func() { broker.Register(t) },
+			Stop:     kt.Stop,
+		}, nil
+	}
+}
+
+// kafkaRedeliveryBound is the generic delivery rules' ack wait on Kafka:
+// Kafka has none, so it only bounds how long a rule waits for a record
+// that must come (after a group join or a rebalance).
+const kafkaRedeliveryBound = 3 * time.Second
+
+// kafkaLacks says, per capability Kafka lacks, why, in Kafka's own terms.
+var kafkaLacks = map[catalog.Capability]string{
+	catalog.CapBrokerDedupe:     "Kafka's idempotent producer de-dupes retries within one producer session only; there is no id-based window",
+	catalog.CapBrokerAckWait:    "Kafka has no ack wait: an uncommitted record comes back only by a rebalance (its member left the group) or a seek or reset of the group's offset, never by a timer",
+	catalog.CapBrokerNakDelay:   "Kafka has no per-message nak: a member commits an offset, which covers every earlier record, or seeks; redelivery is a rebalance or a seek",
+	catalog.CapBrokerTerm:       "Kafka has no term: a record is never retired on its own, only passed by a commit of a later offset",
+	catalog.CapBrokerMaxDeliver: "Kafka keeps no delivery counter and no delivery limit: a record that always fails is the application's to park (a dead-letter topic)",
+	catalog.CapBrokerInProgress: "Kafka has no per-record deadline to push back: a member's liveness is its group session (heartbeats), not a per-message timer",
+	catalog.CapBrokerRestart:    "the kit cannot restart a Kafka broker: kfake runs inside the kit's own process and an external cluster is not the kit's to restart",
+	catalog.CapBrokerFaultProxy: "the kit's fault proxy cannot stand before a Kafka cluster: clients follow the brokers' advertised addresses from metadata",
+	catalog.CapBrokerLostProduceReply: "on an external cluster the kit cannot make a broker append a produce and then lose its reply (that needs kfake's request controls, embedded only, or a proxy before every broker the metadata names); " +
+		"run broker/kafka embedded for BR-5.1; BR-5.2, BR-5.3 and BR-5.4 run here",
+}
+
+// KafkaBrokerTarget is the broker suite's view of a Kafka target, however
+// it was started.
+func KafkaBrokerTarget(kt *kafka.Target) broker.Target {
+	client := kt.Client
+	t := broker.Target{
+		Open:    client.Open,
+		Caps:    kt.Caps,
+		Windows: broker.Windows{AckWait: kafkaRedeliveryBound},
+	}
+	if e := kt.Embedded; e != nil {
+		names := kafka.Options{Prefix: client.Options.Prefix, Run: client.Options.Run}
+		t.LoseProduceReply = func(topic string) (broker.LostReply, error) {
+			return lostReply{e.LoseNextProduceReply(names.TopicName(topic))}, nil
+		}
+	}
+	// Kafka's reasons for what it lacks, on the rules that need it (a
+	// mutant may declare what Kafka lacks: then the rule runs).
+	have := map[catalog.Capability]bool{
+		catalog.CapBrokerDedupe:           kt.Caps.DedupeWindow > 0,
+		catalog.CapBrokerAckWait:          kt.Caps.AckWait,
+		catalog.CapBrokerNakDelay:         kt.Caps.NakDelay,
+		catalog.CapBrokerTerm:             kt.Caps.Term,
+		catalog.CapBrokerMaxDeliver:       kt.Caps.MaxDeliver,
+		catalog.CapBrokerInProgress:       kt.Caps.InProgress,
+		catalog.CapBrokerLostProduceReply: t.LoseProduceReply != nil,
+	}
+	for _, r := range catalog.All("broker") {
+		for _, c := range r.Needs {
+			if why, ok := kafkaLacks[c]; ok && !have[c] {
+				if t.NotApplicable == nil {
+					t.NotApplicable = map[string]string{}
+				}
+				t.NotApplicable[r.ID] = why
+				break
+			}
+		}
+	}
+	return t
+}
+
+// lostReply is kfake's lost-reply fault as the suite sees it.
+type lostReply struct{ l *kafka.LostReply }
+
+func (l lostReply) Fired() bool { return l.l.Fired() }
+func (l lostReply) Remove()     { l.l.Remove() }
+func (l lostReply) Seen() []string {
+	var out []string
+	for _, a := range l.l.Seen() {
+		out = append(out, a.String())
+	}
+	return out
+}

@@ -1,0 +1,44 @@
+package mq
+
+import "context"
+
+// This file holds the optional parts of a broker that have no NATS or Redis
+// counterpart: producer sessions and a group's stored read position. A
+// broker that has them implements the interface and declares it in
+// Capabilities (ProducerSessions, GroupOffsets); the rules that need them are
+// not-applicable elsewhere.
+//
+// Kafka mapping: a producer session is one idempotent producer (one producer
+// id and epoch, from InitProducerID); the broker de-dupes a retried batch by
+// (producer id, epoch, sequence), so a retry inside the session is stored
+// once and a re-send from a new session is a new record. A group's position
+// is its committed offset per partition (OffsetCommit / OffsetFetch): the
+// next record a member of the group reads, not a record of a side effect.
+
+// Producer is one producer session.
+type Producer interface {
+	// Publish stores m; a retry the client makes on its own, inside the
+	// session, is de-duped by the broker where it can.
+	Publish(ctx context.Context, topic string, m Message) (PublishAck, error)
+	// Close ends the session, as a producer process restart does.
+	Close() error
+}
+
+// SessionBroker is a broker whose producers have sessions.
+type SessionBroker interface {
+	// Producer starts a new producer session (Kafka: a new producer id).
+	Producer(ctx context.Context) (Producer, error)
+}
+
+// GroupOffsets is a broker whose consumer group keeps a read position per
+// topic that can be read and set.
+type GroupOffsets interface {
+	// Committed is group's committed position on topic: the Position of
+	// the next message a member of the group reads ("" when nothing was
+	// committed).
+	Committed(ctx context.Context, topic, group string) (string, error)
+	// Reset sets group's position on topic to position (a Position the
+	// broker gave a stored message); the group's next member reads from
+	// there. No member of the group may be open.
+	Reset(ctx context.Context, topic, group, position string) error
+}

@@ -1,134 +1,160 @@
 package reports
 
 import (
-	"fmt"
 	"html/template"
 	"io"
-	"sort"
 	"strings"
 	"time"
+	"unicode"
 
-	"github.com/onceproof/tck/internal/history"
 	"github.com/onceproof/tck/internal/verdict"
 )
 
 // HTML writes report.html: one self-contained file (inline CSS and SVG, no
-// script, nothing fetched from the network).
+// script, no web font, nothing fetched from the network) that reads as a
+// design-review document.
 func HTML(w io.Writer, r *Report) error {
-	return page.Execute(w, r)
+	return page.Execute(w, buildView(r))
+}
+
+// FontStack is report.html's font list: the system face for Latin text,
+// then CJK faces so the seed documents' Chinese quotes render as text on
+// Linux (Noto, from fonts-noto-cjk), macOS (PingFang) and Windows (YaHei).
+const FontStack = `system-ui,"Segoe UI",Roboto,"DejaVu Sans","Noto Sans","Noto Sans CJK SC","Noto Sans SC","Source Han Sans SC","PingFang SC","Microsoft YaHei",sans-serif`
+
+// monoStack is the same for code and timeline labels.
+const monoStack = `"DejaVu Sans Mono","Liberation Mono",Menlo,Consolas,monospace,"Noto Sans Mono CJK SC","Noto Sans CJK SC","Noto Sans SC","Source Han Sans SC","PingFang SC","Microsoft YaHei"`
+
+func hasHan(s string) bool {
+	for _, r := range s {
+		if unicode.Is(unicode.Han, r) {
+			return true
+		}
+	}
+	return false
 }
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"counts":   counts,
-	"where":    where,
-	"config":   config,
-	"timeline": timelineSVG,
-	"ops": func(ev *verdict.Evidence) []history.Op {
-		if ev == nil {
-			return nil
-		}
-		if len(ev.Minimal) > 0 {
-			return ev.Minimal
-		}
-		return ev.Timeline
-	},
-	"has": func(ev *verdict.Evidence) bool {
-		return ev != nil && (len(ev.Figures)+len(ev.Notes)+len(ev.Timeline)+len(ev.Minimal)) > 0
-	},
-	"ms":   func(d time.Duration) string { return fmt.Sprintf("%.3f", float64(d)/1e6) },
-	"when": func(t time.Time) string { return t.Format("2006-01-02 15:04:05 MST") },
-	"secs": func(ms int64) string { return fmt.Sprintf("%.1f", float64(ms)/1000) },
+	"counts": counts,
+	"when":   func(t time.Time) string { return t.Format("2006-01-02 15:04:05 MST") },
+	"secs":   func(ms int64) string { return runDuration(float64(ms)) },
+	"lang":   func(s string) string { return map[bool]string{true: "zh-Hans", false: "en"}[hasHan(s)] },
+	"n":      func(c map[verdict.Verdict]int, v string) int { return c[verdict.Verdict(v)] },
+	"font":   func() template.CSS { return template.CSS(FontStack) },
+	"mono":   func() template.CSS { return template.CSS(monoStack) },
+	"open":   func(v verdict.Verdict) bool { return v == verdict.Fail || v == verdict.Unknown },
+	"short":  shortVerdict,
+	"join":   strings.Join,
+	"absent": func(v verdict.Verdict) bool { return v == Absent },
 }).Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>onceproof report</title>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>onceproof conformance report{{if .R.Plan}}: {{.R.Plan.Profile}}{{end}}</title>
 <style>
-body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}
-table{border-collapse:collapse;width:100%;margin:.5em 0 1.5em}td,th{border:1px solid #ddd;padding:4px 6px;text-align:left;vertical-align:top}
-th{background:#f4f4f4}.pass{color:#17663a}.fail{color:#b00020;font-weight:bold}.unknown{color:#8a5a00;font-weight:bold}
-.not-applicable,.skipped{color:#666}.banner{padding:.6em 1em;border-radius:4px;background:#eef5ee}.banner.bad{background:#fbeaea}
-details{margin:.3em 0 1em}pre{background:#f8f8f8;padding:.5em;overflow-x:auto;font-size:12px}svg text{font:11px monospace}
+:root{--ok:#1b5e20;--bad:#b00020;--warn:#8a5a00;--mute:#666}
+body{font:15px/1.5 {{font}};margin:2em auto;max-width:1120px;color:#222;padding:0 1.2em}
+h1{font-size:1.7em;margin-bottom:.2em}h2{border-bottom:2px solid #ddd;padding-bottom:.15em;margin-top:2em}h3{margin:1.4em 0 .3em}
+table{border-collapse:collapse;width:100%;margin:.4em 0 1.2em;font-size:.93em}td,th{border:1px solid #d8d8d8;padding:4px 7px;text-align:left;vertical-align:top}
+th{background:#f3f4f6}table.env th{width:13em}td.id,td.t{white-space:nowrap}td.c{text-align:center}
+.pass{color:var(--ok)}.fail{color:var(--bad);font-weight:bold}.unknown{color:var(--warn);font-weight:bold}.not-applicable,.skipped,.absent{color:var(--mute)}
+.v{white-space:nowrap}.banner{padding:.7em 1em;border-radius:5px;background:#e8f3ea;border-left:6px solid var(--ok)}
+.banner.bad{background:#fbeaea;border-left-color:var(--bad)}.banner.warn{background:#fff5e0;border-left-color:var(--warn)}
+blockquote{margin:.4em 0;padding:.35em .9em;border-left:4px solid #90a4ae;background:#f6f8fa}
+.src{color:var(--mute);font-size:.88em}.who{font-size:.85em;padding:1px 6px;border-radius:3px;background:#eceff1;white-space:nowrap}
+.who.kit{background:#e3f2fd}.who.target{background:#fdecea}.who.profile{background:#f3e5f5}
+details{margin:.3em 0 .8em}summary{cursor:pointer}pre,code{font-family:{{mono}};font-size:.86em}pre{background:#f7f7f7;padding:.5em;overflow-x:auto;white-space:pre-wrap}
+section.rule{border-top:1px solid #e5e5e5;padding-top:.4em}
+svg.tl{display:block;max-width:100%;height:auto;margin:.5em 0;background:#fff;border:1px solid #eee}
+svg.tl text{font-family:{{mono}};font-size:11px;fill:#222}svg.tl text.tk,svg.tl text.ax{fill:#444}svg.tl text.nm{font-weight:bold;fill:#37474f}
+.ops td{font-family:{{mono}};font-size:.8em}dl.gl dt{font-weight:bold;margin-top:.5em}dl.gl dd{margin-left:1.2em}
+.fn{font-size:.88em;color:#444}nav ol{columns:2}
+@media print{details{display:block}summary{display:none}body{max-width:none}}
 </style></head><body>
 <h1>onceproof conformance report</h1>
-<p class="banner{{if .Summary.ExitCode}} bad{{end}}"><b>{{.Summary.Conclusion}}</b> (exit code {{.Summary.ExitCode}}): {{counts .Summary.Counts}}</p>
-<p>Kit {{.Kit.Name}} {{.Kit.Version}} ({{.Kit.GoVersion}}). Command <code>{{.Run.Command}}</code>, started {{when .Run.Started}}, took {{secs .Run.DurationMs}} s.</p>
-<h2>Targets</h2>
-<table><tr><th>target</th><th>mode</th><th>version</th><th>declared</th><th>status</th></tr>
-{{range .Targets}}<tr><td>{{.Name}}</td><td>{{where .}}</td><td>{{.Version}}{{if .Emulator}} (emulator){{end}}</td><td>{{config .Config}}</td><td>{{.Status}}{{if .Mutant}} (deliberately broken){{end}} {{.Error}}{{range .Notes}}<br>{{.}}{{end}}</td></tr>
+<p class="banner{{if eq .R.Summary.ExitCode 1}} bad{{else if .R.Summary.ExitCode}} warn{{end}}"><b>{{.R.Summary.Conclusion}}</b> (exit code {{.R.Summary.ExitCode}}){{if .Rules}}: {{counts .R.Summary.Counts}}{{end}}.
+{{range .R.Summary.MustFailed}}<br>MUST failed: {{.}}{{end}}{{range .R.Summary.MustUnknown}}<br>MUST undecided: {{.}}{{end}}</p>
+<p>Command <code>{{.R.Run.Command}}</code>, started {{when .R.Run.Started}}{{if .Rules}}, took {{secs .R.Run.DurationMs}}{{end}}. Kit {{.R.Kit.Name}} {{.R.Kit.Version}} ({{.R.Kit.GoVersion}}).
+Terms in <i>italics</i> below are explained in the <a href="#glossary">glossary</a>.</p>
+<nav><ol>{{if .Summary}}<li><a href="#summary">Summary by suite and target</a></li>{{end}}{{if .Matrices}}<li><a href="#matrix">Rules by targets</a></li>{{end}}
+{{if .Env}}<li><a href="#environment">Environment</a></li>{{end}}{{if or .TargetHazards .KitHazards}}<li><a href="#hazards">Hazards found by the run</a></li>{{end}}
+{{if .Plan}}<li><a href="#plan">Pipeline profile: static analysis</a></li>{{end}}{{if .Rules}}<li><a href="#verdicts">Verdicts</a></li><li><a href="#rules">Rules: contract, evidence, timeline</a></li>{{end}}<li><a href="#glossary">Glossary</a></li></ol></nav>
+
+{{if .Summary}}<h2 id="summary">Summary by suite and target</h2>
+<table><tr><th>suite</th><th>target</th><th>status</th><th>pass</th><th>fail</th><th>unknown</th><th>not-applicable</th><th>skipped</th><th>MUST failed</th><th>MUST undecided</th></tr>
+{{range .Summary}}<tr><td>{{.Suite}}</td><td>{{.Target}}</td><td>{{.Status}}</td><td class="c pass">{{n .Counts "pass"}}</td><td class="c{{if n .Counts "fail"}} fail{{end}}">{{n .Counts "fail"}}</td><td class="c{{if n .Counts "unknown"}} unknown{{end}}">{{n .Counts "unknown"}}</td><td class="c">{{n .Counts "not-applicable"}}</td><td class="c">{{n .Counts "skipped"}}</td><td class="c{{if .MustFailed}} fail{{end}}">{{.MustFailed}}</td><td class="c{{if .MustUnk}} unknown{{end}}">{{.MustUnk}}</td></tr>
+{{end}}</table>{{end}}
+
+{{if .Matrices}}<h2 id="matrix">Rules by targets</h2>
+{{range .Matrices}}<h3>{{.Suite}} suite</h3>
+<table class="matrix"><tr><th>rule</th><th>level</th><th>title</th>{{range .Targets}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr><td class="id"><b>{{.Rule}}</b></td><td>{{.Level}}</td><td>{{.Title}}</td>{{range .Cells}}<td class="c v {{if absent .Verdict}}absent{{else}}{{.Verdict}}{{end}}" title="{{.Reason}}">{{if .Anchor}}<a class="{{.Verdict}}" href="#{{.Anchor}}">{{short .Verdict}}</a>{{else}}{{short .Verdict}}{{end}}{{if .Note}}<sup>{{.Note}}</sup>{{end}}</td>{{end}}</tr>
 {{end}}</table>
-{{if .Hazards}}<h2>Hazards found</h2><ul>{{range .Hazards}}<li><b>{{.Target}} {{.Rule}}</b>: {{.Text}}</li>{{end}}</ul>{{end}}
-<h2>Verdicts</h2>
-<table><tr><th>target</th><th>rule</th><th>level</th><th>title</th><th>verdict</th><th>reason</th></tr>
-{{range .Results}}<tr><td>{{.Target}}</td><td><a href="#{{.Target}}-{{.Rule}}">{{.Rule}}</a></td><td>{{.Level}}</td><td>{{.Title}}</td><td class="{{.Verdict}}">{{.Verdict}}</td><td>{{.Reason}}</td></tr>
+{{if .Footnotes}}<ol class="fn">{{range .Footnotes}}<li>not applicable on {{.}}</li>{{end}}</ol>{{end}}{{end}}{{end}}
+
+{{if .Env}}<h2 id="environment">Environment</h2>
+<p>Kit {{.R.Kit.Name}} {{.R.Kit.Version}}, built with {{.R.Kit.GoVersion}}.</p>
+{{range .Env}}<h3>{{.Target}}</h3><table class="env">
+<tr><th>reached</th><td>{{.Mode}}</td></tr>
+<tr><th>server version</th><td>{{.Version}}</td></tr>
+<tr><th>read from the server</th><td>{{range .Server}}{{.}}<br>{{else}}{{if not .Compared}}<span class="src">nothing read beyond the version</span>{{end}}{{end}}{{range .Compared}}{{.N}} settings compared in <a href="#{{.Anchor}}">{{.Rule}}</a><br>{{end}}</td></tr>
+<tr><th><i>time scale</i></th><td>{{.Scale}}</td></tr>
+<tr><th>settings under test</th><td><b>{{.SettingsFrom}}</b>{{if .Settings}}: {{.Settings}}{{end}}</td></tr>
+<tr><th>status</th><td>{{.Status}}{{range .Notes}}<br><span class="src">{{.}}</span>{{end}}</td></tr>
+</table>{{end}}{{end}}
+
+{{if or .TargetHazards .KitHazards}}<h2 id="hazards">Hazards found by the run</h2>
+<p>Each hazard says whose it is. A hazard on a passing rule is not a failure: it is a risk the rule demonstrated or found in the settings.</p>
+{{if .TargetHazards}}<h3>On the target</h3><ul>{{range .TargetHazards}}<li><a href="#{{.Anchor}}"><b>{{.Rule}}</b> on {{.Target}}</a> <span class="who target">{{.Whose}}</span>: {{.Text}}</li>{{end}}</ul>{{end}}
+{{if .KitHazards}}<h3>Of the kit's test set-up</h3><ul>{{range .KitHazards}}<li><a href="#{{.Anchor}}"><b>{{.Rule}}</b> on {{.Target}}</a> <span class="who kit">{{.Whose}}</span>: {{.Text}}</li>{{end}}</ul>{{end}}{{end}}
+
+{{with .Plan}}<h2 id="plan">Pipeline profile {{.Profile}}: static analysis</h2>
+<p>From <code>{{.File}}</code>; nothing was started for this part. These hazards are <span class="who profile">the pipeline profile's (the team's declared design)</span>.</p>
+<h3>Declared pipeline</h3><ul>{{range .Pipeline}}<li><code>{{.}}</code></li>{{end}}</ul>
+<h3>{{len .Hazards}} hazard{{if ne (len .Hazards) 1}}s{{end}}</h3>{{if not .Hazards}}<p>No hazard found.</p>{{end}}
+{{range .Hazards}}<section class="hazard" id="h{{.N}}"><h3>H{{.N}} {{.Rule}} <code>{{.Check}}</code>: {{.Subject}}</h3>
+<p>{{.Summary}}</p><p class="src">{{$.R.Plan.File}}:{{.Line}} <code>{{.Field}}</code>{{if .Anchor}}; checked live in <a href="#{{.Anchor}}">{{.Rule}}</a>{{end}}</p>
+{{if .Contract}}<blockquote lang="{{lang .Contract}}">{{.Contract}}</blockquote><p class="src">source: {{.Source}}</p>{{end}}
+<p><b>Arithmetic</b></p><ul>{{range .Arithmetic}}<li><code>{{.}}</code></li>{{end}}</ul>
+{{if .SVG}}<p><b>Timeline</b></p>{{.SVG}}{{end}}</section>
+{{end}}
+<h3>What each acknowledgement proves, and what it does not</h3><p class="src">seed 002 §六, §八, for the declared pipeline</p>
+<table><tr><th>layer</th><th>acknowledgement</th><th>proves</th><th>does not prove</th></tr>
+{{range .Acks}}<tr><td>{{.Layer}}</td><td>{{.Ack}}</td><td>{{.Proves}}</td><td><ul>{{range .DoesNotProve}}<li>{{.}}</li>{{end}}</ul></td></tr>{{end}}</table>{{end}}
+
+{{if .Rules}}<h2 id="verdicts">Verdicts</h2>
+<table><tr><th>target</th><th>rule</th><th>level</th><th>kind</th><th>title</th><th>verdict</th><th>reason</th></tr>
+{{range .Rules}}<tr><td>{{.Target}}</td><td class="id"><a href="#{{.Anchor}}"><b>{{.Rule}}</b></a></td><td>{{.Level}}</td><td><i>{{.Kind}}</i></td><td>{{.Title}}</td><td class="v {{.Verdict}}">{{.Verdict}}</td><td>{{.Reason}}</td></tr>
 {{end}}</table>
-<h2>Evidence</h2>
-{{range .Results}}{{if has .Evidence}}<details id="{{.Target}}-{{.Rule}}"{{if eq (print .Verdict) "fail"}} open{{end}}><summary><b>{{.Rule}}</b> on {{.Target}}: <span class="{{.Verdict}}">{{.Verdict}}</span>: {{.Reason}}</summary>
-{{with .Evidence}}{{if .Figures}}<table><tr><th>figure</th><th>value</th></tr>{{range .Figures}}<tr><td>{{.Name}}</td><td>{{.Value}} {{.Unit}}</td></tr>{{end}}</table>{{end}}
-{{range .Notes}}<pre>{{.}}</pre>{{end}}{{end}}
-{{with ops .Evidence}}{{timeline .}}
-<table><tr><th>start ms</th><th>end ms</th><th>actor</th><th>action</th><th>value</th><th>outcome</th><th>result</th></tr>{{range .}}<tr><td>{{ms .Start}}</td><td>{{ms .End}}</td><td>{{.Actor}}</td><td>{{.Action}}</td><td>{{.Value}}</td><td>{{.Outcome}}</td><td>{{.Result}}</td></tr>{{end}}</table>{{end}}
-</details>{{end}}{{end}}
+
+<h2 id="rules">Rules: contract, evidence, timeline</h2>
+{{range .Rules}}<section class="rule" id="{{.Anchor}}"><h3>{{.Rule}} on {{.Target}}: <span class="{{.Verdict}}">{{.Verdict}}</span></h3>
+<p><b>{{.Title}}</b> <span class="src">({{.Level}}, <i>{{.Kind}}</i>, {{.Duration}})</span></p>
+{{if .Contract}}<blockquote lang="{{lang .Contract}}">{{.Contract}}</blockquote><p class="src">source: {{.Source}}</p>{{end}}
+<p>{{.Reason}}</p>
+{{range .Hazards}}<p>hazard <span class="who {{.Owner}}">{{.Whose}}</span>: {{.Text}}</p>{{end}}
+{{if .Comparisons}}<table><tr><th>setting</th><th>{{.DeclaredLabel}}</th><th>actual</th><th>source</th><th>match</th></tr>
+{{range .Comparisons}}<tr><td>{{.Setting}}</td><td>{{.Declared}}</td><td>{{.Actual}}</td><td>{{if eq .Source "server"}}read from the server{{else}}{{.Source}}{{end}}</td><td class="{{if .Match}}pass{{else}}fail{{end}}">{{if .Match}}yes{{else}}NO{{end}}</td></tr>{{end}}</table>{{end}}
+{{if .Shown}}{{.Timeline}}{{end}}
+{{if or .Figures .Notes .Ops}}<details{{if open .Verdict}} open{{end}}><summary>evidence: {{len .Figures}} figures{{if .Ops}}, {{.OpsLabel}} of {{.OpsTotal}} operations{{end}}</summary>
+{{if .Figures}}<table><tr><th>figure</th><th>value</th></tr>{{range .Figures}}<tr><td>{{.Name}}</td><td>{{.Value}}</td></tr>{{end}}</table>{{end}}
+{{range .Notes}}<pre>{{.}}</pre>{{end}}
+{{if not .Shown}}{{.Timeline}}{{end}}
+{{if .Ops}}<table class="ops"><tr><th>start</th><th>end</th><th>actor</th><th>action</th><th>value</th><th>outcome</th><th>result</th><th>drawn as</th></tr>{{range .Ops}}<tr><td class="t">{{.Start}}</td><td class="t">{{.End}}</td><td>{{.Actor}}</td><td>{{.Action}}</td><td>{{.Value}}</td><td>{{.Outcome}}</td><td>{{.Result}}</td><td>{{.Shape}}</td></tr>{{end}}</table>
+{{if gt .OpsTotal (len .Ops)}}<p class="src">the first {{len .Ops}} of {{.OpsTotal}} operations; all are in <code>{{.History}}</code></p>{{end}}{{end}}
+</details>{{end}}</section>
+{{end}}{{end}}
+
+<h2 id="glossary">Glossary</h2>
+<dl class="gl">{{range .Glossary}}<dt>{{.Term}}</dt><dd>{{.Text}}</dd>{{end}}</dl>
 </body></html>
 `))
 
-// timelineSVG draws one lane per actor and one bar per operation, coloured
-// by outcome (ok green, fail red, info amber, pending grey).
-func timelineSVG(ops []history.Op) template.HTML {
-	if len(ops) == 0 {
-		return ""
+func shortVerdict(v verdict.Verdict) string {
+	switch v {
+	case verdict.NotApplicable:
+		return "n/a"
+	case Absent:
+		return "not run"
 	}
-	if len(ops) > 400 {
-		ops = ops[:400]
-	}
-	var actors []string
-	lane := map[string]int{}
-	var end time.Duration
-	for _, op := range ops {
-		if _, ok := lane[op.Actor]; !ok {
-			lane[op.Actor] = len(actors)
-			actors = append(actors, op.Actor)
-		}
-		if op.End > end {
-			end = op.End
-		}
-		if op.Start > end {
-			end = op.Start
-		}
-	}
-	sort.Strings(actors)
-	for i, a := range actors {
-		lane[a] = i
-	}
-	if end <= 0 {
-		end = 1
-	}
-	const left, width, row = 110, 860, 18
-	height := row*len(actors) + 24
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="timeline">`, left+width+10, height)
-	for i, a := range actors {
-		y := i*row + 4
-		fmt.Fprintf(&b, `<text x="2" y="%d">%s</text><line x1="%d" x2="%d" y1="%d" y2="%d" stroke="#eee"/>`,
-			y+12, template.HTMLEscapeString(a), left, left+width, y+9, y+9)
-	}
-	scale := float64(width) / float64(end)
-	for _, op := range ops {
-		x := left + int(float64(op.Start)*scale)
-		stop := op.End
-		if stop < op.Start {
-			stop = op.Start
-		}
-		wd := int(float64(stop-op.Start) * scale)
-		if wd < 2 {
-			wd = 2
-		}
-		color := map[history.Outcome]string{history.OK: "#2e9d5b", history.Fail: "#c62828", history.Info: "#e0a000"}[op.Outcome]
-		if color == "" {
-			color = "#999"
-		}
-		y := lane[op.Actor]*row + 4
-		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="12" fill="%s"><title>%s</title></rect>`,
-			x, y+3, wd, color, template.HTMLEscapeString(op.String()))
-	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d">0 ms</text><text x="%d" y="%d" text-anchor="end">%.1f ms</text></svg>`,
-		left, height-4, left+width, height-4, float64(end)/1e6)
-	return template.HTML(b.String())
+	return string(v)
 }

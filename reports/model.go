@@ -49,7 +49,16 @@ type Target struct {
 	target.Info
 	Status string `json:"status"`          // "ran" or "unavailable"
 	Error  string `json:"error,omitempty"` // why it could not be started (redacted)
+	// ConfigFrom says where the declared settings (Info.Config) come from:
+	// ConfigFromProfile when a pipeline profile supplied them; empty when
+	// they are the kit's own test settings for its scratch streams, which
+	// the report labels as such, never as the team's configuration.
+	ConfigFrom string `json:"configFrom,omitempty"`
 }
+
+// ConfigFromProfile marks a target whose declared settings are the team's,
+// from the pipeline profile.
+const ConfigFromProfile = "profile"
 
 // Hazard is a risk found by a rule, lifted to the top of the report.
 type Hazard struct {
@@ -122,6 +131,10 @@ func (r *Report) Finish() {
 		r.Run.Suites = []string{}
 	}
 	r.Summary = Summarize(r.Results, r.Targets)
+	if len(r.Results) == 0 && len(r.Targets) == 0 && r.Plan != nil {
+		// A static analysis alone: its verdict is the plan's.
+		r.Summary = planSummary(r.Plan)
+	}
 	if len(r.Run.Rules) > 0 && r.Summary.ExitCode == ExitConformant {
 		// A filtered run certifies only what it ran.
 		ran := 0

@@ -1,0 +1,244 @@
+package browsertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onceproof/tck/internal/profile"
+	"github.com/onceproof/tck/reports"
+)
+
+// start opens the browser, or fails the test when TCK_REQUIRE_BROWSER=1
+// (CI) and skips it, naming why, otherwise.
+func start(t *testing.T, env ...string) *Browser {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	b, err := Start(ctx, env...)
+	if err != nil {
+		if errors.Is(err, ErrNoBrowser) && os.Getenv("TCK_REQUIRE_BROWSER") != "1" {
+			t.Skipf("skipped: %v (TCK_REQUIRE_BROWSER=1 makes this a failure)", err)
+		}
+		t.Fatalf("the browser test needs headless Chromium: %v", err)
+	}
+	t.Cleanup(b.Close)
+	return b
+}
+
+// artifacts is where screenshots go: $TCK_BROWSER_ARTIFACTS, or a
+// temporary directory named in the test log.
+func artifacts(t *testing.T) string {
+	if d := os.Getenv("TCK_BROWSER_ARTIFACTS"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	d, err := os.MkdirTemp("", "tck-browser-artifacts-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshots in %s", d)
+	return d
+}
+
+// pieces is how many 3000 px screenshots to keep of a page:
+// $TCK_BROWSER_PIECES, else the top of the page only.
+func pieces() int {
+	n, _ := strconv.Atoi(os.Getenv("TCK_BROWSER_PIECES"))
+	return max(n, 1)
+}
+
+func save(t *testing.T, dir, name string, png []byte) {
+	t.Helper()
+	if len(png) == 0 {
+		t.Errorf("%s: no screenshot taken", name)
+		return
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// seedPlanReport writes the seed scenario's plan report (examples/profiles/
+// seed-07-07.yaml) into a temporary directory and returns its report.html.
+func seedPlanReport(t *testing.T) string {
+	t.Helper()
+	p, err := profile.Load(filepath.Join("..", "..", "examples", "profiles", "seed-07-07.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := profile.Analyze(p)
+	dir := t.TempDir()
+	r := reports.PlanReport(&pl, reports.Kit{Name: "onceproof", Version: "test", GoVersion: runtime.Version()},
+		"tck plan --profile examples/profiles/seed-07-07.yaml", time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	if err := reports.WriteAll(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, reports.FileHTML)
+}
+
+// realRun builds the kit and runs it on several targets: two event stores
+// (for the matrix) and the embedded NATS broker (for timed timelines).
+func realRun(t *testing.T) (html string, rep *reports.Report) {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "tck")
+	build := exec.Command("go", "build", "-o", bin, "github.com/onceproof/tck/cmd/tck")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out := filepath.Join(dir, "run")
+	run := exec.Command(bin, "run", "--quiet", "--out", out,
+		"--target", "eventstore/sqlite", "--target", "eventstore/memory", "--target", "broker/nats")
+	msg, err := run.CombinedOutput()
+	var exit *exec.ExitError
+	// Exit 0, 1 or 2 all wrote a report; the verdicts are not this test's business.
+	if err != nil && (!errors.As(err, &exit) || exit.ExitCode() > 2) {
+		t.Fatalf("tck run: %v\n%s", err, msg)
+	}
+	rep, err = reports.ReadBundle(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(out, reports.FileHTML), rep
+}
+
+// clean asserts what every report must show a reader's browser.
+func clean(t *testing.T, name string, p *Page) {
+	t.Helper()
+	for _, e := range p.Errors {
+		t.Errorf("%s: console error: %s", name, e)
+	}
+	for _, r := range p.Requests {
+		t.Errorf("%s: network request: %s", name, r)
+	}
+	if p.Labels == 0 {
+		t.Errorf("%s: no SVG label measured", name)
+	}
+	for _, o := range p.Overlaps {
+		t.Errorf("%s: SVG labels overlap: %s", name, o)
+	}
+	if !p.CJK.Renders() {
+		t.Errorf("%s: the seed's Chinese quote does not render as text (tofu): %+v", name, p.CJK)
+	}
+}
+
+func TestReportInBrowser(t *testing.T) {
+	b := start(t)
+	shots := artifacts(t)
+
+	t.Run("seed plan report", func(t *testing.T) {
+		file := seedPlanReport(t)
+		p, err := b.Load(file, Options{Shot: "#h1 svg", Pieces: pieces()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clean(t, "plan", p)
+		for _, want := range []string{"BR-1.3", "CO-3.1", "CO-1.2", "CO-1.3", "retry-past-window", "what each acknowledgement proves"} {
+			if !strings.Contains(strings.ToLower(p.Text), strings.ToLower(want)) {
+				t.Errorf("plan report: %q not visible", want)
+			}
+		}
+		for i, png := range p.Pieces {
+			save(t, shots, fmt.Sprintf("seed-plan-%d.png", i), png)
+		}
+		save(t, shots, "seed-plan-H1-timeline.png", p.SVGPNG)
+	})
+
+	t.Run("report of a run on several targets", func(t *testing.T) {
+		file, rep := realRun(t)
+		p, err := b.Load(file, Options{Shot: "svg.tl", Pieces: pieces()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clean(t, "run", p)
+		if len(rep.Targets) < 3 {
+			t.Fatalf("the run has %d targets, want 3", len(rep.Targets))
+		}
+		if len(rep.Results) == 0 {
+			t.Fatal("the run has no results")
+		}
+		for _, r := range rep.Results {
+			if !strings.Contains(p.Text, r.Rule) {
+				t.Errorf("rule %s of %s is not visible", r.Rule, r.Target)
+			}
+		}
+		if !strings.Contains(p.Text, "Rules by targets") {
+			t.Error("no matrix of rules by targets for a suite on two targets")
+		}
+		for i, png := range p.Pieces {
+			save(t, shots, fmt.Sprintf("run-%d.png", i), png)
+		}
+		save(t, shots, "run-first-timeline.png", p.SVGPNG)
+	})
+
+	// The checks can fail: a script error, a console.error and a fetched
+	// image injected into a copy of a clean report are each reported.
+	t.Run("a console error and a network request are caught", func(t *testing.T) {
+		src, err := os.ReadFile(seedPlanReport(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := strings.Replace(string(src), "</body>",
+			`<script>console.error("injected error"); null.boom();</script><img src="http://203.0.113.7/x.png" alt="">`+"</body>", 1)
+		file := filepath.Join(t.TempDir(), "report.html")
+		if err := os.WriteFile(file, []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p, err := b.Load(file, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		joined := strings.Join(p.Errors, "\n")
+		if !strings.Contains(joined, "injected error") {
+			t.Errorf("console.error not reported; errors: %q", p.Errors)
+		}
+		if !strings.Contains(joined, "boom") && !strings.Contains(joined, "null") {
+			t.Errorf("uncaught exception not reported; errors: %q", p.Errors)
+		}
+		found := false
+		for _, r := range p.Requests {
+			found = found || strings.Contains(r, "203.0.113.7")
+		}
+		if !found {
+			t.Errorf("the image request was not seen; requests: %q", p.Requests)
+		}
+	})
+}
+
+// TestTofuIsDetected: with fontconfig pointed at an empty font directory
+// (as on a machine without fonts-noto-cjk), the CJK check must report tofu.
+// This is what makes the CJK assertion above one that can fail.
+func TestTofuIsDetected(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "fonts.conf")
+	empty := filepath.Join(dir, "nofonts")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(conf, []byte(`<?xml version="1.0"?><!DOCTYPE fontconfig SYSTEM "fonts.dtd">
+<fontconfig><dir>`+empty+`</dir><cachedir>`+filepath.Join(dir, "cache")+`</cachedir></fontconfig>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := start(t, "FONTCONFIG_FILE="+conf)
+	p, err := b.Load(seedPlanReport(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.CJK.Sample == "" {
+		t.Fatal("no Chinese sample found in the plan report")
+	}
+	if p.CJK.Renders() {
+		t.Errorf("with no font installed the CJK check still says the quote renders: %+v", p.CJK)
+	}
+}

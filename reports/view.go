@@ -1,0 +1,415 @@
+package reports
+
+import (
+	"fmt"
+	"html/template"
+	"sort"
+	"strings"
+
+	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/profile"
+	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/internal/verdict"
+)
+
+// view is the report as both report.md and report.html lay it out: derived
+// from the Report only, so the two formats say the same things.
+type view struct {
+	R        *Report
+	Summary  []summaryRow
+	Matrices []matrix
+	Env      []envRow
+	// Hazards by whose they are.
+	TargetHazards, KitHazards []hazardView
+	Plan                      *planView
+	Rules                     []ruleView
+	Glossary                  []Term
+}
+
+type summaryRow struct {
+	Suite, Target, Status string
+	Counts                map[verdict.Verdict]int
+	MustFailed, MustUnk   int
+}
+
+type matrix struct {
+	Suite     string
+	Targets   []string
+	Rows      []matrixRow
+	Footnotes []string // reasons of the not-applicable cells, numbered from 1
+}
+
+type matrixRow struct {
+	Rule, Level, Title string
+	Cells              []matrixCell
+}
+
+type matrixCell struct {
+	Verdict verdict.Verdict
+	Reason  string
+	Anchor  string
+	Note    int // footnote number of a not-applicable cell
+}
+
+type envRow struct {
+	Target, Mode, Version, Scale, Settings, SettingsFrom string
+	Server                                               []string // settings as read from the server
+	Compared                                             []comparedIn
+	Notes                                                []string
+	Status                                               string
+}
+
+// comparedIn points at a rule that compared settings read from the server.
+type comparedIn struct {
+	Rule, Anchor string
+	N            int
+}
+
+type hazardView struct {
+	Hazard
+	Whose  string // the attribution in words
+	Anchor string
+}
+
+type planView struct {
+	*profile.Plan
+	Hazards []planHazard
+}
+
+type planHazard struct {
+	profile.Hazard
+	N        int
+	Contract string
+	Source   string
+	Anchor   string // the rule's section when the run checked it
+	SVG      template.HTML
+}
+
+type ruleView struct {
+	verdict.Result
+	Anchor, Contract, Source, Duration string
+	Figures                            []figureView
+	Comparisons                        []verdict.Comparison
+	DeclaredLabel                      string
+	Hazards                            []hazardView
+	Notes                              []string
+	Timeline                           template.HTML
+	// Shown: the timeline is drawn in the open (a timed rule, a crash
+	// window, a fail or unknown), not folded into the evidence.
+	Shown    bool
+	Ops      []opRow
+	OpsLabel string
+	OpsTotal int
+	History  string
+}
+
+type figureView struct{ Name, Value string }
+
+type opRow struct {
+	Start, End, Actor, Action, Value, Outcome, Result, Shape string
+}
+
+func anchor(targetName, rule string) string {
+	return "r-" + unsafeChars.ReplaceAllString(targetName, "_") + "-" + strings.ReplaceAll(rule, ".", "_")
+}
+
+// kitSettings says whether a target's declared settings are the kit's own
+// test settings rather than the team's (a profile supplies the team's).
+func kitSettings(t Target) bool { return t.ConfigFrom != ConfigFromProfile }
+
+func settingsFrom(t Target) string {
+	if kitSettings(t) {
+		return "kit test settings"
+	}
+	return "declared by the pipeline profile"
+}
+
+// whose puts a hazard's attribution in words.
+func whose(h Hazard, t Target) string {
+	switch h.Owner {
+	case "kit":
+		return "the kit's test set-up (not a finding about the target)"
+	case "profile":
+		return "the pipeline profile (the team's declared design)"
+	}
+	if t.Mode == target.Embedded || t.Mode == target.Container {
+		return "the target's behaviour, on a server the kit started with kit test settings"
+	}
+	return "the target's configuration or behaviour"
+}
+
+func buildView(r *Report) *view {
+	v := &view{R: r, Glossary: Glossary}
+	tgt := map[string]Target{}
+	for _, t := range r.Targets {
+		tgt[t.Name] = t
+	}
+	// Summary by suite and target, in report order.
+	idx := map[string]int{}
+	for _, t := range r.Targets {
+		idx[t.Name] = len(v.Summary)
+		v.Summary = append(v.Summary, summaryRow{Suite: t.Suite, Target: t.Name, Status: t.Status, Counts: map[verdict.Verdict]int{}})
+	}
+	for _, res := range r.Results {
+		i, ok := idx[res.Target]
+		if !ok {
+			idx[res.Target] = len(v.Summary)
+			i = len(v.Summary)
+			v.Summary = append(v.Summary, summaryRow{Suite: res.Suite, Target: res.Target, Status: "ran", Counts: map[verdict.Verdict]int{}})
+		}
+		row := &v.Summary[i]
+		row.Counts[res.Verdict]++
+		if res.Level == string(catalog.Must) {
+			switch res.Verdict {
+			case verdict.Fail:
+				row.MustFailed++
+			case verdict.Unknown:
+				row.MustUnk++
+			}
+		}
+	}
+	sort.SliceStable(v.Summary, func(i, j int) bool { return suiteOrder(v.Summary[i].Suite) < suiteOrder(v.Summary[j].Suite) })
+	v.Matrices = matrices(r)
+	for _, t := range r.Targets {
+		v.Env = append(v.Env, envOf(t, r.Results))
+	}
+	for _, h := range r.Hazards {
+		hv := hazardView{Hazard: h, Whose: whose(h, tgt[h.Target]), Anchor: anchor(h.Target, h.Rule)}
+		if h.Owner == "kit" {
+			v.KitHazards = append(v.KitHazards, hv)
+		} else {
+			v.TargetHazards = append(v.TargetHazards, hv)
+		}
+	}
+	ran := map[string]string{}
+	for _, res := range r.Results {
+		if _, ok := ran[res.Rule]; !ok {
+			ran[res.Rule] = anchor(res.Target, res.Rule)
+		}
+	}
+	if r.Plan != nil {
+		pv := &planView{Plan: r.Plan}
+		for i, h := range r.Plan.Hazards {
+			ph := planHazard{Hazard: h, N: i + 1, Anchor: ran[h.Rule], SVG: marksTimeline(h.Timeline)}
+			if rule, ok := catalog.Lookup(h.Rule); ok {
+				ph.Contract, ph.Source = rule.Contract, rule.Source
+			}
+			pv.Hazards = append(pv.Hazards, ph)
+		}
+		v.Plan = pv
+	}
+	for _, res := range r.Results {
+		v.Rules = append(v.Rules, ruleOf(res, tgt[res.Target], r.Hazards))
+	}
+	return v
+}
+
+func suiteOrder(s string) int {
+	for i, x := range catalog.Suites() {
+		if x == s {
+			return i
+		}
+	}
+	return len(catalog.Suites())
+}
+
+// matrices: one per suite that ran on two targets or more, rules as rows,
+// targets as columns.
+func matrices(r *Report) []matrix {
+	var out []matrix
+	for _, suite := range catalog.Suites() {
+		var targets []string
+		seen := map[string]bool{}
+		cells := map[[2]string]verdict.Result{}
+		var rules []string
+		seenRule := map[string]bool{}
+		for _, res := range r.Results {
+			if res.Suite != suite && !strings.HasPrefix(res.Rule, strings.ToUpper(suite[:2])) {
+				continue
+			}
+			if !seen[res.Target] {
+				seen[res.Target] = true
+				targets = append(targets, res.Target)
+			}
+			if !seenRule[res.Rule] {
+				seenRule[res.Rule] = true
+				rules = append(rules, res.Rule)
+			}
+			cells[[2]string{res.Rule, res.Target}] = res
+		}
+		if len(targets) < 2 {
+			continue
+		}
+		sort.SliceStable(rules, func(i, j int) bool { return catalog.Less(rules[i], rules[j]) })
+		m := matrix{Suite: suite, Targets: targets}
+		notes := map[string]int{}
+		for _, id := range rules {
+			rule, _ := catalog.Lookup(id)
+			row := matrixRow{Rule: id, Level: string(rule.Level), Title: rule.Title}
+			for _, t := range targets {
+				res, ok := cells[[2]string{id, t}]
+				if !ok {
+					row.Cells = append(row.Cells, matrixCell{Verdict: Absent, Reason: "not run on this target"})
+					continue
+				}
+				c := matrixCell{Verdict: res.Verdict, Reason: res.Reason, Anchor: anchor(t, id)}
+				if res.Verdict == verdict.NotApplicable {
+					key := t + ": " + res.Reason
+					if notes[key] == 0 {
+						m.Footnotes = append(m.Footnotes, key)
+						notes[key] = len(m.Footnotes)
+					}
+					c.Note = notes[key]
+				}
+				row.Cells = append(row.Cells, c)
+			}
+			m.Rows = append(m.Rows, row)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// serverKeys are the settings an adapter reads from the server rather than
+// sets: "sync" (the NATS adapters read it from /varz), and by convention any
+// key written "server.NAME".
+func serverKey(k string) (string, bool) {
+	if strings.HasPrefix(k, "server.") {
+		return strings.TrimPrefix(k, "server."), true
+	}
+	return k, k == "sync"
+}
+
+func envOf(t Target, results []verdict.Result) envRow {
+	e := envRow{Target: t.Name, Mode: where(t), Version: t.Version, Notes: t.Notes, Status: t.Status, SettingsFrom: settingsFrom(t)}
+	if t.Emulator {
+		e.Version += " (emulator)"
+	}
+	if t.Mutant {
+		e.Status += " (a mutant: deliberately broken)"
+	}
+	if t.Error != "" {
+		e.Status += ": " + t.Error
+	}
+	var own []string
+	keys := make([]string, 0, len(t.Config))
+	for k := range t.Config {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		val := t.Config[k]
+		if name, ok := serverKey(k); ok {
+			e.Server = append(e.Server, name+" = "+val)
+			continue
+		}
+		if k == "clockScale" {
+			e.Scale = val
+			continue
+		}
+		own = append(own, k+"="+val)
+	}
+	e.Settings = strings.Join(own, ", ")
+	// Per-stream settings read from the server are shown where they were
+	// compared, in the rule's section; here only a pointer to them.
+	for _, res := range results {
+		if res.Target != t.Name || res.Evidence == nil {
+			continue
+		}
+		n := 0
+		for _, c := range res.Evidence.Comparisons {
+			if c.Source == "server" {
+				n++
+			}
+		}
+		if n > 0 {
+			e.Compared = append(e.Compared, comparedIn{res.Rule, anchor(res.Target, res.Rule), n})
+		}
+	}
+	if e.Scale == "" {
+		e.Scale = "real time (x1)"
+	}
+	return e
+}
+
+func ruleOf(res verdict.Result, t Target, hz []Hazard) ruleView {
+	rv := ruleView{Result: res, Anchor: anchor(res.Target, res.Rule), Duration: runDuration(res.DurationMs),
+		History: DirHistories + "/" + HistoryFile(res.Target, res.Rule)}
+	if rule, ok := catalog.Lookup(res.Rule); ok {
+		rv.Contract, rv.Source = rule.Contract, rule.Source
+	}
+	for _, h := range hz {
+		if h.Target == res.Target && h.Rule == res.Rule {
+			rv.Hazards = append(rv.Hazards, hazardView{Hazard: h, Whose: whose(h, t)})
+		}
+	}
+	ev := res.Evidence
+	if ev == nil {
+		return rv
+	}
+	kit := kitSettings(t)
+	rv.DeclaredLabel = "declared (pipeline profile)"
+	if kit {
+		rv.DeclaredLabel = "declared (kit test settings)"
+	}
+	for _, f := range ev.Figures {
+		name := f.Name
+		if kit && strings.HasPrefix(name, "declared ") {
+			name = strings.TrimPrefix(name, "declared ") + " (kit test setting)"
+		} else if kit && strings.HasPrefix(name, "declared: ") {
+			name = strings.TrimPrefix(name, "declared: ") + " (kit test setting)"
+		}
+		rv.Figures = append(rv.Figures, figureView{name, figureText(f)})
+	}
+	rv.Comparisons = ev.Comparisons
+	for _, n := range ev.Notes {
+		if n != res.Reason {
+			rv.Notes = append(rv.Notes, n)
+		}
+	}
+	ops, label := ev.Minimal, "smallest failing history"
+	if len(ops) == 0 {
+		ops, label = ev.Timeline, "timeline"
+	}
+	if len(ops) > 0 {
+		rv.Timeline = opsTimeline(ops, ev.Figures, t.Config)
+		rv.OpsLabel, rv.OpsTotal = label, len(ops)
+		rv.Shown = res.Verdict == verdict.Fail || res.Verdict == verdict.Unknown
+		for _, f := range ev.Figures {
+			rv.Shown = rv.Shown || f.Name == "wait by definition"
+		}
+		for _, op := range ops {
+			if s := opShape(op); s == shCrash || s == shLost || s == shRedeliver {
+				rv.Shown = true
+				break
+			}
+		}
+		var end = ops[0].End
+		for _, op := range ops {
+			end = max(end, op.End, op.Start)
+		}
+		f := offsetFormat(end)
+		for i, op := range ops {
+			if i == maxOpsShown {
+				break
+			}
+			rv.Ops = append(rv.Ops, opRow{Start: f(op.Start), End: f(max(op.End, op.Start)), Actor: op.Actor, Action: op.Action,
+				Value: op.Value, Outcome: string(op.Outcome), Result: op.Result, Shape: shapeName(opShape(op))})
+		}
+	}
+	return rv
+}
+
+func shapeName(s shape) string {
+	for _, l := range legendOrder {
+		if l.s == s {
+			return l.text
+		}
+	}
+	return string(s)
+}
+
+// opLine is one operation for report.md, at the timeline's resolution.
+func opLine(r opRow) string {
+	return fmt.Sprintf("%10s  %-12s %-14s %-30s %-4s %s  [%s]", r.Start, r.Actor, r.Action, r.Value, r.Outcome, r.Result, r.Shape)
+}

@@ -43,8 +43,8 @@ const (
 // Description is one service's endpoint description.
 type Description struct {
 	Contract Contract `yaml:"contract" json:"contract" apidesc:"required"`
-	Create   Create   `yaml:"create" json:"create"`
-	Read     Read     `yaml:"read" json:"read"`
+	Create   Create   `yaml:"create" json:"create" apidesc:"required"`
+	Read     Read     `yaml:"read" json:"read" apidesc:"required"`
 	// List, when given, returns every resource carrying the id, so the kit
 	// counts them instead of inferring "one" from the read.
 	List    *List   `yaml:"list" json:"list,omitempty"`

@@ -196,6 +196,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	quiet := fs.Bool("quiet", false, "no progress lines, only the summary")
 	seed := fs.Int64("seed", 0, "seed for every randomized rule (0: each rule picks one and records it in its evidence)")
 	restartWindow := fs.Duration("restart-window", 0, "BR-1.7's de-dupe window across a broker restart (0: chosen from the measured restart time)")
+	keep := fs.Bool("keep", false, "keep the data directories of consumer services (consumer/process) for debugging; their paths are in the evidence")
 	profFile := fs.String("profile", "", "a pipeline profile (YAML): certify its declared broker streams on the broker target and run the rules at its durations (docs/profile.md)")
 	maxWait := fs.Duration("max-wait", 0, "the longest wait a rule may need by definition; a longer one is unknown, never shortened (default 10m with --profile, else the suite's 60s)")
 	if err := parse(fs, args, stdout); err != nil {
@@ -243,7 +244,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		progress("%s: starting (%s)", t.name, t.ref.Mode())
 		sctx, cancel := context.WithTimeout(ctx, startTimeout)
 		ref := t.ref
-		ref.Opts = target.Options{Seed: *seed, RestartWindow: *restartWindow, Profile: prof, MaxWait: *maxWait,
+		ref.Opts = target.Options{Seed: *seed, RestartWindow: *restartWindow, Keep: *keep, Profile: prof, MaxWait: *maxWait,
 			Progress: func(line string) { progress("  %s: %s", t.name, line) }}
 		st, err := t.kind.Start(sctx, ref)
 		cancel()

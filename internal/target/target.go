@@ -28,7 +28,13 @@ const (
 	Embedded  Mode = "embedded"
 	Container Mode = "container"
 	External  Mode = "external"
+	// Command: the target is a program the kit starts itself, given as
+	// "cmd:COMMAND" (a consumer service, an HTTP API); Command() is COMMAND.
+	Command Mode = "command"
 )
+
+// CommandPrefix starts the address of a Command target.
+const CommandPrefix = "cmd:"
 
 // Ref is a parsed --target value.
 type Ref struct {
@@ -47,6 +53,9 @@ type Options struct {
 	// RestartWindow is the de-dupe window BR-1.7 tests across a broker
 	// restart (0: chosen from the restart time the rule measures).
 	RestartWindow time.Duration
+	// Keep keeps what a target made for debugging (a consumer service's
+	// data directories) instead of removing it at the end (tck run --keep).
+	Keep bool
 	// Profile, when set, is the team's declared pipeline (tck run
 	// --profile): a broker target certifies its declared streams.
 	Profile *profile.Profile
@@ -76,7 +85,18 @@ func (r Ref) Mode() Mode {
 	case string(Container):
 		return Container
 	}
+	if strings.HasPrefix(r.Address, CommandPrefix) {
+		return Command
+	}
 	return External
+}
+
+// Command is the command line of a Command target ("" for other modes).
+func (r Ref) Command() string {
+	if r.Mode() != Command {
+		return ""
+	}
+	return strings.TrimSpace(strings.TrimPrefix(r.Address, CommandPrefix))
 }
 
 // Parse reads SUITE/NAME[=ADDRESS].
@@ -232,10 +252,16 @@ func (r *Registry) Resolve(ref Ref) (Kind, Ref, error) {
 		if k.Modes[0] == External {
 			return Kind{}, ref, fmt.Errorf("target %s needs an address: %s=URL%s", ref.Key(), ref.Key(), containerHint(k))
 		}
+		if k.Modes[0] == Command {
+			return Kind{}, ref, fmt.Errorf("target %s needs a command: %s=cmd:COMMAND", ref.Key(), ref.Key())
+		}
 		ref.Address = string(k.Modes[0])
 	}
 	if !k.Supports(ref.Mode()) {
 		return Kind{}, ref, fmt.Errorf("target %s cannot be reached as %s (it supports: %s)", ref.Key(), ref.Mode(), modes(k))
+	}
+	if ref.Mode() == Command && ref.Command() == "" {
+		return Kind{}, ref, fmt.Errorf("target %s: empty command after %s", ref.Key(), CommandPrefix)
 	}
 	if ref.Mode() == External {
 		if _, err := url.Parse(ref.Address); err != nil || !strings.Contains(ref.Address, "://") {

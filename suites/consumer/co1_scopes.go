@@ -12,7 +12,7 @@ import (
 // across redeliveries, edits, scopes, stale replays and two workers.
 func registerScopes(s *spec.Set, t Target) {
 	s.It("CO-1.1", func(r *spec.R) {
-		h := newHarness(r, t, workers)
+		h := open(r, t)
 		e := h.event("m-9", 1)
 		// The broker's own redelivery: the kit loses the first ack.
 		h.play(step{kind: stepNew, event: e, loseAck: true})
@@ -29,7 +29,7 @@ func registerScopes(s *spec.Set, t Target) {
 	})
 
 	s.It("CO-1.2", func(r *spec.R) {
-		h := newHarness(r, t, workers)
+		h := open(r, t)
 		v1, v2 := h.event("m-9", 1), h.event("m-9", 2)
 		h.play(step{kind: stepNew, event: v1})
 		h.play(step{kind: stepNew, event: v2})
@@ -38,7 +38,7 @@ func registerScopes(s *spec.Set, t Target) {
 	})
 
 	s.It("CO-1.3", func(r *spec.R) {
-		h := newHarness(r, t, workers)
+		h := open(r, t)
 		plain := h.event("m-a", 1)
 		h.play(step{kind: stepNew, event: plain})
 		h.expectModel("both scopes for " + plain.EventID)
@@ -53,7 +53,7 @@ func registerScopes(s *spec.Set, t Target) {
 	})
 
 	s.It("CO-1.4", func(r *spec.R) {
-		h := newHarness(r, t, workers)
+		h := open(r, t)
 		v1, v2 := h.event("m-9", 1), h.event("m-9", 2)
 		h.play(step{kind: stepNew, event: v1})
 		h.play(step{kind: stepNew, event: v2})
@@ -63,8 +63,8 @@ func registerScopes(s *spec.Set, t Target) {
 	})
 
 	s.It("CO-1.5", func(r *spec.R) {
-		h := newHarness(r, t, workers)
-		trials, raced := h.raceTrials(func(n int) string {
+		h := open(r, t)
+		trials, raced := raceTrials(h, func(n int) string {
 			e := h.event(fmt.Sprintf("m-race-%d", n), 1)
 			h.play(step{kind: stepTwin, event: e})
 			return e.EventID
@@ -79,7 +79,7 @@ func registerScopes(s *spec.Set, t Target) {
 	})
 
 	s.It("CO-1.6", func(r *spec.R) {
-		h := newHarness(r, t, workers)
+		h := open(r, t)
 		v1, v2, v3 := h.event("m-9", 1), h.event("m-9", 2), h.event("m-9", 3)
 		// The edit v2 reaches the consumer first; v1, never seen before,
 		// arrives after it (a nak delay or a redelivery after the ack wait
@@ -95,8 +95,8 @@ func registerScopes(s *spec.Set, t Target) {
 	})
 
 	s.It("CO-1.7", func(r *spec.R) {
-		h := newHarness(r, t, workers)
-		trials, raced := h.raceTrials(func(n int) string {
+		h := open(r, t)
+		trials, raced := raceTrials(h, func(n int) string {
 			m := fmt.Sprintf("m-pair-%d", n)
 			// Every third trial carries a second copy of both versions.
 			h.play(step{kind: stepPair, event: h.event(m, 2), older: h.event(m, 1), dup: n%3 == 0})
@@ -115,7 +115,7 @@ func registerScopes(s *spec.Set, t Target) {
 // raceTrials plays two-worker trials (play plays trial n and names the event
 // both workers were to hold) until one breaks the model, 12 ran, or 4 s
 // passed. It returns the trials run and how many really overlapped.
-func (h *harness) raceTrials(play func(n int) string) (trials, raced int) {
+func raceTrials(h world, play func(n int) string) (trials, raced int) {
 	const maxTrials, budget = 12, 4 * time.Second
 	began := time.Now()
 	for trials < maxTrials && time.Since(began) < budget {

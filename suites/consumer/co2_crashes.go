@@ -14,7 +14,7 @@ import (
 // failing sinks, and a crash at every step of one delivery.
 func registerCrashes(s *spec.Set, t Target) {
 	s.It("CO-2.1", func(r *spec.R) {
-		h := newHarness(r, t, workers)
+		h := open(r, t)
 		e := h.event("m-9", 1)
 		h.play(step{kind: stepNew, event: e, crash: &plan{point: beforeAck, event: e.EventID}})
 		if h.fired(e.EventID) == 0 {
@@ -26,7 +26,7 @@ func registerCrashes(s *spec.Set, t Target) {
 	})
 
 	s.It("CO-2.2", func(r *spec.R) {
-		h := newHarness(r, t, workers)
+		h := open(r, t)
 		e := h.event("m-9", 1)
 		h.play(step{kind: stepNew, event: e, crash: &plan{point: afterAck, event: e.EventID}})
 		if h.fired(e.EventID) == 0 {
@@ -39,7 +39,7 @@ func registerCrashes(s *spec.Set, t Target) {
 	})
 
 	s.It("CO-2.3", func(r *spec.R) {
-		h := newHarness(r, t, workers)
+		h := open(r, t)
 		fired := 0
 		for _, c := range []struct{ m, scope string }{{"m-a", co.ScopeNotify}, {"m-b", co.ScopeIndex}} {
 			if !has(t.Declared.Scopes, c.scope) {
@@ -57,7 +57,7 @@ func registerCrashes(s *spec.Set, t Target) {
 	})
 
 	s.It("CO-2.4", func(r *spec.R) {
-		h := newHarness(r, t, workers)
+		h := open(r, t)
 		fired := 0
 		i := 0
 		for _, scope := range t.Declared.Scopes {
@@ -68,7 +68,7 @@ func registerCrashes(s *spec.Set, t Target) {
 				before := h.faultCount()
 				h.play(step{kind: stepNew, event: e})
 				if h.faultCount() == before {
-					h.ev.Notef("case %s %s: the consumer made no %s call for %s", scope, kind, scope, e.EventID)
+					r.Ev.Notef("case %s %s: the consumer made no %s call for %s", scope, kind, scope, e.EventID)
 					continue
 				}
 				fired++
@@ -85,7 +85,7 @@ func registerCrashes(s *spec.Set, t Target) {
 	})
 
 	s.It("CO-2.5", func(r *spec.R) {
-		h := newHarness(r, t, workers)
+		h := open(r, t)
 		// A clean delivery first: its calls, in order, are the steps the
 		// kit then crashes at, one fresh message per step.
 		probe := h.event("m-probe", 1)

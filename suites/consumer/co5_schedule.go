@@ -17,8 +17,8 @@ func registerSchedule(s *spec.Set, t Target) {
 			seed = time.Now().UnixNano()
 		}
 		r.Ev.Figure("seed", seed, "")
-		h := newHarness(r, t, workers)
-		steps := schedule(seed, t.Events, "@"+h.tag)
+		h := open(r, t)
+		steps := schedule(seed, t.Events, h.suffix())
 		kinds := map[stepKind]int{}
 		events, crashes, lost := 0, 0, 0
 		for _, st := range steps {

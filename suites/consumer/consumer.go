@@ -17,6 +17,7 @@ package consumer
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/onceproof/tck/co"
 	"github.com/onceproof/tck/internal/catalog"
@@ -64,6 +65,8 @@ func newSet(t Target) *spec.Set {
 	s := spec.New("consumer", caps...)
 	if t.Timeout > 0 {
 		s.Timeout = t.Timeout
+	} else if t.Service != nil {
+		s.Timeout = 180 * time.Second // a process per replica, restarts, redeliveries after a real ack wait
 	}
 	registerScopes(s, t)
 	registerCrashes(s, t)

@@ -29,8 +29,12 @@ type Target struct {
 	Seed int64
 	// Events is the size of the CO-5.1 schedule (default and minimum 200).
 	Events int
-	// Timeout bounds each rule (default 60 s).
+	// Timeout bounds each rule (default 60 s; 180 s for a Service).
 	Timeout time.Duration
+	// Service, when set, is a consumer service the kit runs as its own
+	// process and checks from outside (see Service): the same rules, with
+	// Broker, New and Outbox unused.
+	Service *Service
 }
 
 // Timing sets the scaled clock and the broker's windows. Durations marked

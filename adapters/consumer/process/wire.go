@@ -1,0 +1,258 @@
+package process
+
+import (
+	"bytes"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/onceproof/tck/internal/faultproxy"
+	"github.com/onceproof/tck/suites/consumer"
+)
+
+// wire is a NATS-aware TCP proxy on loopback for one replica: it reads the
+// client's frames (PUB, HPUB and the one-line operations) to see its pull
+// requests and its acknowledgements, and the server's frames (MSG, HMSG) to
+// see its deliveries, and asks the hook before and after forwarding each.
+// A frame the hook drops is never forwarded: a lost ack, or the ack of a
+// process killed before the broker saw it.
+type wire struct {
+	worker string
+	ln     net.Listener
+	target string
+	hook   func() consumer.WireHook
+	nextID func() int
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+func startWire(worker, target string, hook func() consumer.WireHook, nextID func() int) (*wire, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	w := &wire{worker: worker, ln: ln, target: target, hook: hook, nextID: nextID, conns: map[net.Conn]struct{}{}}
+	w.wg.Add(1)
+	go w.accept()
+	return w, nil
+}
+
+func (w *wire) url() string { return "nats://" + w.ln.Addr().String() }
+
+func (w *wire) close() error {
+	err := w.ln.Close()
+	w.mu.Lock()
+	for c := range w.conns {
+		_ = c.Close()
+	}
+	w.mu.Unlock()
+	w.wg.Wait()
+	return err
+}
+
+func (w *wire) accept() {
+	defer w.wg.Done()
+	for {
+		c, err := w.ln.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.DialTimeout("tcp", w.target, 5*time.Second)
+		if err != nil {
+			_ = c.Close()
+			continue
+		}
+		w.mu.Lock()
+		w.conns[c], w.conns[up] = struct{}{}, struct{}{}
+		w.mu.Unlock()
+		id := w.nextID()
+		w.wg.Add(2)
+		go func() { defer w.wg.Done(); w.pipe(id, c, up, clientFrame, w.clientEvent); w.forget(c, up) }()
+		go func() { defer w.wg.Done(); w.pipe(id, up, c, faultproxy.NATS, w.serverEvent); w.forget(c, up) }()
+	}
+}
+
+func (w *wire) forget(cs ...net.Conn) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range cs {
+		_ = c.Close()
+		delete(w.conns, c)
+	}
+}
+
+// pipe copies src to dst frame by frame, asking the hook about each frame
+// that is an event.
+func (w *wire) pipe(id int, src, dst net.Conn, split faultproxy.Splitter, event func(frame []byte) (consumer.WireEvent, bool)) {
+	var buf []byte
+	chunk := make([]byte, 64<<10)
+	for {
+		n, err := src.Read(chunk)
+		if n > 0 {
+			buf = append(buf, chunk[:n]...)
+			var out []byte
+			for len(buf) > 0 {
+				size := split(buf)
+				if size == 0 {
+					break
+				}
+				frame := buf[:size]
+				buf = buf[size:]
+				ev, ok := event(frame)
+				if !ok {
+					out = append(out, frame...)
+					continue
+				}
+				// Flush what came before, so the hook acts on the
+				// stream as the other side sees it.
+				if len(out) > 0 {
+					if _, werr := dst.Write(out); werr != nil {
+						return
+					}
+					out = out[:0]
+				}
+				ev.Worker, ev.Conn = w.worker, id
+				h := w.hook()
+				if h != nil && !h(ev, consumer.BeforeForward) {
+					continue
+				}
+				if _, werr := dst.Write(frame); werr != nil {
+					return
+				}
+				if h != nil {
+					h(ev, consumer.AfterForward)
+				}
+			}
+			buf = append([]byte(nil), buf...)
+			if len(out) > 0 {
+				if _, werr := dst.Write(out); werr != nil {
+					return
+				}
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// clientFrame splits the client-to-server side of the NATS protocol: PUB
+// and HPUB carry a payload whose size ends the control line; every other
+// client operation (CONNECT, SUB, UNSUB, PING, PONG) is one line.
+func clientFrame(buf []byte) int {
+	i := bytes.Index(buf, []byte("\r\n"))
+	if i < 0 {
+		return 0
+	}
+	line := buf[:i]
+	if !hasOp(line, "PUB") && !hasOp(line, "HPUB") {
+		return i + 2
+	}
+	f := bytes.Fields(line)
+	size, err := strconv.Atoi(string(f[len(f)-1]))
+	if err != nil {
+		return i + 2
+	}
+	total := i + 2 + size + 2
+	if len(buf) < total {
+		return 0
+	}
+	return total
+}
+
+func hasOp(line []byte, op string) bool {
+	return len(line) > len(op) && strings.EqualFold(string(line[:len(op)]), op) && (line[len(op)] == ' ' || line[len(op)] == '\t')
+}
+
+// clientEvent recognises a pull request and an acknowledgement.
+func (w *wire) clientEvent(frame []byte) (consumer.WireEvent, bool) {
+	i := bytes.Index(frame, []byte("\r\n"))
+	line := frame[:i]
+	pub, hpub := hasOp(line, "PUB"), hasOp(line, "HPUB")
+	if !pub && !hpub {
+		return consumer.WireEvent{}, false
+	}
+	f := bytes.Fields(line)
+	if len(f) < 3 {
+		return consumer.WireEvent{}, false
+	}
+	subject := string(f[1])
+	if strings.HasPrefix(subject, "$JS.API.CONSUMER.MSG.NEXT.") {
+		return consumer.WireEvent{Kind: consumer.WirePull}, true
+	}
+	if !strings.HasPrefix(subject, "$JS.ACK.") {
+		return consumer.WireEvent{}, false
+	}
+	payload := bytes.TrimSuffix(frame[i+2:], []byte("\r\n"))
+	if hpub && len(f) >= 4 {
+		if hs, err := strconv.Atoi(string(f[len(f)-2])); err == nil && hs <= len(payload) {
+			payload = payload[hs:]
+		}
+	}
+	ev, ok := parseAckSubject(subject)
+	if !ok {
+		return consumer.WireEvent{}, false
+	}
+	switch {
+	case len(payload) == 0, bytes.HasPrefix(payload, []byte("+ACK")), bytes.HasPrefix(payload, []byte("+NXT")):
+		ev.Kind = consumer.WireAck
+	case bytes.HasPrefix(payload, []byte("-NAK")):
+		ev.Kind = consumer.WireNak
+	case bytes.HasPrefix(payload, []byte("+TERM")):
+		ev.Kind = consumer.WireTerm
+	case bytes.HasPrefix(payload, []byte("+WPI")):
+		ev.Kind = consumer.WireProgress
+	default:
+		return consumer.WireEvent{}, false
+	}
+	return ev, true
+}
+
+// serverEvent recognises a delivery: a MSG or HMSG whose reply subject is
+// the message's ack subject.
+func (w *wire) serverEvent(frame []byte) (consumer.WireEvent, bool) {
+	i := bytes.Index(frame, []byte("\r\n"))
+	if i < 0 {
+		return consumer.WireEvent{}, false
+	}
+	line := frame[:i]
+	if !hasOp(line, "MSG") && !hasOp(line, "HMSG") {
+		return consumer.WireEvent{}, false
+	}
+	for _, f := range bytes.Fields(line) {
+		if bytes.HasPrefix(f, []byte("$JS.ACK.")) {
+			ev, ok := parseAckSubject(string(f))
+			ev.Kind = consumer.WireDeliver
+			return ev, ok
+		}
+	}
+	return consumer.WireEvent{}, false
+}
+
+// parseAckSubject reads the delivery count and the stream sequence from a
+// JetStream ack subject, in either of its forms:
+//
+//	$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>
+//	$JS.ACK.<domain>.<account hash>.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>[.<token>]
+func parseAckSubject(s string) (consumer.WireEvent, bool) {
+	t := strings.Split(s, ".")
+	var at int
+	switch {
+	case len(t) == 9:
+		at = 4
+	case len(t) >= 11:
+		at = 6
+	default:
+		return consumer.WireEvent{}, false
+	}
+	delivered, err1 := strconv.Atoi(t[at])
+	seq, err2 := strconv.ParseUint(t[at+1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return consumer.WireEvent{}, false
+	}
+	return consumer.WireEvent{Seq: seq, Delivered: delivered}, true
+}

@@ -1,0 +1,224 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/onceproof/tck/adapters/broker/nats"
+	"github.com/onceproof/tck/adapters/consumer/process"
+	"github.com/onceproof/tck/co"
+	"github.com/onceproof/tck/internal/leftovers"
+	"github.com/onceproof/tck/internal/procs"
+	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/suites/consumer"
+)
+
+// serviceMutant is a mutant consumer service of examples/consumer-service:
+// a separate small program with one defect.
+type serviceMutant struct {
+	name, summary string
+	command       string // relative to the module root
+	mustFail      []string
+}
+
+var serviceMutants = []serviceMutant{
+	{"go-ack-first", "acks each delivery as it arrives, before its effects (Go)",
+		"go run ./examples/consumer-service/mutants/go-ack-first", []string{"CO-2.2"}},
+	{"go-no-claim", "sends the notification on every delivery, without a claim record (Go)",
+		"go run ./examples/consumer-service/mutants/go-no-claim", []string{"CO-1.1", "CO-2.1"}},
+	{"go-unversioned-index", "writes the index without an external version, so a stale replay wins (Go)",
+		"go run ./examples/consumer-service/mutants/go-unversioned-index", []string{"CO-1.4"}},
+	{"go-dedupe-by-message", "keys its processed row and notification claim by message id only (Go)",
+		"go run ./examples/consumer-service/mutants/go-dedupe-by-message", []string{"CO-1.2"}},
+	{"python-ack-before-notify", "acks after its index write and before its notification (Python)",
+		"python3 examples/consumer-service/mutants/python-ack-before-notify/consumer.py", []string{"CO-2.2"}},
+}
+
+// services are the consumer/process rows: any service by command, the
+// Python reference by name, and the mutant services.
+func services() []row {
+	rows := []row{{
+		Kind: target.Kind{
+			Suite: "consumer", Name: "process",
+			Summary: "a consumer service run as its own process (cmd:COMMAND), killed with SIGKILL and restarted, over embedded NATS JetStream and HTTP sinks",
+			Needs:   "the service's command (a `go run` is built once); nothing else",
+		},
+		modes: []mode{{target.Command, serviceStarted("")}},
+	}, {
+		Kind: target.Kind{
+			Suite: "consumer", Name: "process-python",
+			Summary: "the reference consumer service in Python (standard library only) as its own process",
+			Needs:   "python3",
+		},
+		modes: []mode{{target.Embedded, serviceStarted("python3 examples/consumer-service/python/consumer.py")}},
+	}}
+	for _, m := range serviceMutants {
+		rows = append(rows, row{
+			Kind: target.Kind{
+				Suite: "consumer", Name: "process-mutant-" + m.name,
+				Summary: "mutant service: " + m.summary,
+				Needs:   "the go toolchain or python3",
+				Mutant:  true, MustFail: m.mustFail,
+			},
+			modes: []mode{{target.Embedded, serviceStarted(m.command)}},
+		})
+	}
+	return rows
+}
+
+// serviceStarted starts embedded NATS and binds the service given by the
+// ref's command (or fixed, relative to the module root) to the suite.
+func serviceStarted(fixed string) start {
+	return func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+		line, dir := ref.Command(), ""
+		if fixed != "" {
+			root, err := moduleRoot()
+			if err != nil {
+				return nil, target.Unavailable(ref, err)
+			}
+			line, dir = fixed, root
+		}
+		argv, err := procs.Split(line)
+		if err != nil || len(argv) == 0 {
+			return nil, target.Unavailable(ref, fmt.Errorf("the command %q cannot be split: %v", line, err))
+		}
+		buildDir, rmBuild, err := kitDir("onceproof-service-build-")
+		if err != nil {
+			return nil, target.Unavailable(ref, err)
+		}
+		args, built, err := procs.BuildGoRun(ctx, argv, buildDir, dir)
+		if err != nil {
+			_ = rmBuild()
+			return nil, target.Unavailable(ref, err)
+		}
+		if !built {
+			if _, err := lookPath(argv[0], dir); err != nil {
+				_ = rmBuild()
+				return nil, target.Unavailable(ref, err)
+			}
+		}
+		e, err := nats.StartEmbedded(ctx)
+		if err != nil {
+			_ = rmBuild()
+			return nil, target.Unavailable(ref, err)
+		}
+		u, err := url.Parse(e.URL())
+		if err != nil {
+			_ = e.Stop()
+			_ = rmBuild()
+			return nil, target.Unavailable(ref, err)
+		}
+		svc := &consumer.Service{Args: args, Dir: dir, Broker: process.Broker{URL: e.URL(), Addr: u.Host}, Keep: ref.Opts.Keep}
+		t := consumer.Target{
+			Declared: co.Declared{Scopes: []string{co.ScopeIndex, co.ScopeNotify}},
+			Seed:     ref.Opts.Seed,
+			Service:  svc,
+		}
+		how := "run as given"
+		if built {
+			how = "built once with go build, the binary run at every start"
+		}
+		return &target.Started{
+			Info: target.Info{
+				Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: target.Redact(line),
+				Version: "nats-server " + nats.Version + " (embedded)",
+				Config: map[string]string{
+					"command":      target.Redact(line) + " (" + how + ")",
+					"broker":       "NATS JetStream, a durable pull consumer per rule, reached through the kit's proxy",
+					"scopes":       strings.Join(t.Declared.Scopes, ", "),
+					"replicas":     "2, sharing the data directory",
+					"ackWait":      "2s real (declared on the durable consumer)",
+					"maxDeliver":   "20",
+					"crashes":      "SIGKILL of the process group at sink calls (before / after applying) and acks (before / after forwarding), then a restart with the same configuration",
+					"sinks":        "HTTP on loopback: a search index with external versions (409 when not newer), a notifier that counts every call",
+					"dataDirs":     keepString(ref.Opts.Keep),
+					"environment":  "see docs/consumer-service.md",
+					"clock":        "real time (a black box runs on its own clock)",
+					"eventPayload": `JSON {"eventId","messageId","version","body"}`,
+				},
+			},
+			Register: func() { consumer.Register(t) },
+			Stop: func() error {
+				err := e.Stop()
+				if rerr := rmBuild(); err == nil {
+					err = rerr
+				}
+				return err
+			},
+		}, nil
+	}
+}
+
+func keepString(keep bool) string {
+	if keep {
+		return "kept (--keep): their paths are in each rule's evidence"
+	}
+	return "one per rule, removed at its end (--keep keeps them)"
+}
+
+// kitDir makes a temporary directory registered with leftovers.
+func kitDir(pattern string) (string, func() error, error) {
+	var dir string
+	var untrack func()
+	err := leftovers.Create(func() error {
+		d, err := os.MkdirTemp("", pattern)
+		if err != nil {
+			return err
+		}
+		dir = d
+		untrack = leftovers.Track("directory "+d, func() error { return os.RemoveAll(d) })
+		return nil
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("creating a temporary directory: %w", err)
+	}
+	return dir, func() error {
+		err := os.RemoveAll(dir)
+		if err == nil {
+			untrack()
+		}
+		return err
+	}, nil
+}
+
+// moduleRoot finds the kit's module root from the working directory up:
+// the fixed commands of the reference and mutant services are relative to
+// it.
+func moduleRoot() (string, error) {
+	d, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(d, "go.mod"))
+		if err == nil && strings.Contains(string(b), "module github.com/onceproof/tck\n") {
+			return d, nil
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", fmt.Errorf("the example services are in the kit's source tree; run from inside it (no go.mod of github.com/onceproof/tck above the working directory)")
+		}
+		d = parent
+	}
+}
+
+// lookPath checks that the command's program exists (a path relative to
+// dir, or a name on PATH), so a typo is "unavailable" at once.
+func lookPath(prog, dir string) (string, error) {
+	if strings.Contains(prog, "/") {
+		p := prog
+		if !filepath.IsAbs(p) && dir != "" {
+			p = filepath.Join(dir, p)
+		}
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("the command's program %s: %w", prog, err)
+		}
+		return p, nil
+	}
+	return exec.LookPath(prog)
+}

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/onceproof/tck/internal/apidesc"
 	"github.com/onceproof/tck/internal/leftovers"
+	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
@@ -86,4 +88,52 @@ func TestPythonServiceCertified(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The api kinds: both references are defaults (a bare run checks both
+// contracts), api/http takes a URL or a command, and each mutant names the
+// rules it must fail.
+func TestAPIKinds(t *testing.T) {
+	r := Targets()
+	for _, key := range []string{"api/reference", "api/reference-replay"} {
+		k, ok := r.Get(key)
+		if !ok || !k.Default || !k.Reference || k.Modes[0] != target.Embedded {
+			t.Errorf("%s: %+v, want an embedded default reference", key, k)
+		}
+	}
+	k, ok := r.Get("api/http")
+	if !ok || !k.Supports(target.External) || !k.Supports(target.Command) {
+		t.Errorf("api/http: %+v, want URL and command modes", k)
+	}
+	mutants := 0
+	for _, k := range r.Kinds("api", true) {
+		if k.Mutant {
+			mutants++
+			if len(k.MustFail) == 0 || !strings.HasPrefix(k.Name, "mutant-") {
+				t.Errorf("%s: a mutant needs rules it must fail and a mutant- name", k.Key())
+			}
+		}
+	}
+	if mutants < 6 {
+		t.Errorf("%d api mutants, want at least 6", mutants)
+	}
+}
+
+// The profile's http section chooses the contract when no --api-desc is
+// given; --api-desc wins.
+func TestAPIDescriptionFromProfile(t *testing.T) {
+	p := &profile.Profile{HTTP: &profile.HTTP{RepeatedID: profile.RepeatedReplay}}
+	d, err := APIDescription(target.Options{Profile: p})
+	if err != nil || d.Contract != apidesc.Replay {
+		t.Errorf("profile replay: %v, %v", d, err)
+	}
+	d, err = APIDescription(target.Options{})
+	if err != nil || d.Contract != apidesc.Reject409 {
+		t.Errorf("no profile: %v, %v", d, err)
+	}
+	file := filepath.Join("..", "..", "examples", "api", "descriptions", "payments-replay.yaml")
+	d, err = APIDescription(target.Options{Profile: &profile.Profile{HTTP: &profile.HTTP{RepeatedID: profile.RepeatedConflict}}, APIDesc: file})
+	if err != nil || d.Contract != apidesc.Replay || d.File != file {
+		t.Errorf("--api-desc: %v, %v", d, err)
+	}
 }

@@ -1,0 +1,29 @@
+package selftest_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/onceproof/tck/adapters/registry"
+	"github.com/onceproof/tck/internal/selftest"
+)
+
+// TestAPIKillMatrix runs both api references (reject-409 and replay) and
+// every api mutant and asserts the references pass, each mutant fails the
+// rules it must, and every API rule is failed by some mutant.
+func TestAPIKillMatrix(t *testing.T) {
+	m := selftest.Run(context.Background(), registry.Targets(), "api", selftest.Options{})
+	t.Log("\n" + m.Text())
+	refs := 0
+	for _, row := range m.Rows {
+		if row.Reference {
+			refs++
+		}
+	}
+	if refs != 2 {
+		t.Errorf("%d api references, want 2 (one per contract)", refs)
+	}
+	for _, p := range m.Problems() {
+		t.Error(p)
+	}
+}

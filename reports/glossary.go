@@ -12,7 +12,7 @@ type Term struct {
 var Glossary = []Term{
 	{"pass", "the target did what the rule's contract sentence requires, in every check the rule made."},
 	{"fail", "the target's behaviour contradicts the contract sentence; the evidence shows the history that proves it. A fail is always about the target, never about the kit."},
-	{"unknown", "the kit could not decide: its own set-up failed, a wait was longer than the run allows (--max-wait), or a randomized rule did not reach its power target. Unknown is never counted as pass; the reason names what is missing."},
+	{"unknown", "the kit could not decide: its own set-up failed, a wait was longer than the run allows (tck run --max-wait), or a randomized rule did not reach its power target. Unknown is never counted as pass; the reason names what is missing."},
 	{"not-applicable", "the target lacks a capability the rule needs (for example a broker with no nak delay); the reason names the capability. It certifies nothing either way."},
 	{"skipped", "the rule was not run: filtered out with --rule, or the run was interrupted. The reason says which."},
 	{"MUST / SHOULD / MAY", "the strength of the rule (RFC 2119). Only a failed MUST makes the run not conformant (exit 1); a failed SHOULD or MAY is reported and does not change the exit code."},
@@ -23,7 +23,7 @@ var Glossary = []Term{
 	{"random seed", "the number that seeds a randomized rule's schedule (CO-5.1, the eventstore race rules); `tck run --seed N` replays the same schedule. It has nothing to do with the seed documents."},
 	{"seed time", "time in the seed document's scenario (its 5-minute window, its 11-minute redelivery). The consumer suite runs those scenarios on a scaled clock: the time scale says how much real time one seed minute takes (x1200: a seed minute is 50 ms real)."},
 	{"time scale", "the factor between seed time and real time on a target; \"real time\" where the rules wait the declared durations as they are."},
-	{"wait by definition", "how long a rule has to wait because of what it checks (a de-dupe window to pass, an ack wait to end), before any overhead. A rule whose wait by definition exceeds the run's budget is reported as such, never shortened."},
+	{"wait by definition", "how long a rule has to wait because of what it checks (a de-dupe window to pass, an ack wait to end), before any overhead. A rule whose wait by definition is longer than the run allows (tck run --max-wait) is unknown (skipped on the kit's own test settings), never shortened and never guessed."},
 	{"rule wall time", "how long the rule took on the kit's clock, waits included."},
 	{"pos=", "the position (sequence number) the broker gave a stored message in its stream. \"pos=3 stored\" is a new message at position 3; \"pos=1 duplicate\" is the broker answering that the message is a duplicate of the one stored at position 1, and storing nothing."},
 	{"attempt", "the delivery counter the broker sends with a message: attempt 1 is the first delivery, 2 and higher are redeliveries."},

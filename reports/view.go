@@ -115,7 +115,8 @@ func anchor(targetName, rule string) string {
 
 // kitSettings says whether a target's declared settings are the kit's own
 // test settings rather than the team's (a profile supplies the team's).
-func kitSettings(t Target) bool { return t.ConfigFrom != ConfigFromProfile }
+// A profile-driven adapter also names the profile in Config["profile"].
+func kitSettings(t Target) bool { return t.ConfigFrom != ConfigFromProfile && t.Config["profile"] == "" }
 
 func settingsFrom(t Target) string {
 	if kitSettings(t) {
@@ -300,7 +301,9 @@ func envOf(t Target, results []verdict.Result) envRow {
 	for _, k := range keys {
 		val := t.Config[k]
 		if name, ok := serverKey(k); ok {
-			e.Server = append(e.Server, name+" = "+val)
+			if _, read := t.Server[name]; !read {
+				e.Server = append(e.Server, name+" = "+val)
+			}
 			continue
 		}
 		if k == "clockScale" {
@@ -310,6 +313,17 @@ func envOf(t Target, results []verdict.Result) envRow {
 		own = append(own, k+"="+val)
 	}
 	e.Settings = strings.Join(own, ", ")
+	skeys := make([]string, 0, len(t.Server))
+	for k := range t.Server {
+		skeys = append(skeys, k)
+	}
+	sort.Strings(skeys)
+	for _, k := range skeys {
+		if k == "version" && strings.Contains(e.Version, t.Server[k]) {
+			continue
+		}
+		e.Server = append(e.Server, k+" = "+t.Server[k])
+	}
 	// Per-stream settings read from the server are shown where they were
 	// compared, in the rule's section; here only a pointer to them.
 	for _, res := range results {

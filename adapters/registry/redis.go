@@ -88,6 +88,7 @@ func redisBroker(startRedis func(ctx context.Context, ref target.Ref) (*redis.Ta
 				Version: rt.Version, Config: cfg, Notes: rt.Notes,
 			},
 			Register: func() { broker.Register(t) },
+			Broker:   t.Open,
 			Stop:     rt.Stop,
 		}, nil
 	}
@@ -101,6 +102,15 @@ func RedisBrokerTarget(rt *redis.Target) broker.Target {
 	t := broker.Target{
 		Open: func(ctx context.Context) (mq.Broker, error) { return client.Open(ctx, url) },
 		Caps: rt.Caps,
+	}
+	if private := rt.Private; private != nil {
+		t.Private = func(ctx context.Context) (broker.Server, error) {
+			s, err := private(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return redisServer{s}, nil
+		}
 	}
 	for _, r := range catalog.All("broker") {
 		var why []string
@@ -136,4 +146,11 @@ func redisConfig(rt *redis.Target) map[string]string {
 		cfg[k] = v
 	}
 	return cfg
+}
+
+// redisServer is a Redis server of a rule's own, as the suite restarts it.
+type redisServer struct{ *redis.OwnServer }
+
+func (s redisServer) Restart(ctx context.Context, how broker.Restart) error {
+	return s.OwnServer.Restart(ctx, how == broker.Abrupt)
 }

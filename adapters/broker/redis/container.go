@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 
 	"github.com/onceproof/tck/internal/containers"
+	"github.com/onceproof/tck/internal/nemesis"
+	"github.com/onceproof/tck/mq"
 )
 
 // DefaultImage is the image of the container target; scripts/build-images.sh
@@ -50,20 +53,103 @@ func StartContainer(ctx context.Context) (*containers.Container, string, error) 
 	return c, "redis://" + c.Endpoint("6379/tcp") + "/0", nil
 }
 
-// ContainerTarget starts one redis-server container for the run; Stop
-// removes it.
+// ContainerTarget starts one redis-server container for the run. Rules
+// that restart a server (BR-3.1) get a container of their own, restarted
+// for real: gracefully (docker stop: redis-server writes its append-only
+// file and exits) or abruptly (SIGKILL). Stop removes every container the
+// target started, a rule's own included.
 func ContainerTarget(ctx context.Context, client Client) (*Target, error) {
 	c, url, err := StartContainer(ctx)
 	if err != nil {
 		return nil, err
 	}
-	remove := func() error { return c.Remove(context.Background()) }
+	var mu sync.Mutex
+	owned := []*containers.Container{c}
+	remove := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		var errs []error
+		for _, c := range owned {
+			errs = append(errs, c.Remove(context.Background()))
+		}
+		owned = nil
+		return errors.Join(errs...)
+	}
 	t, err := newTarget(ctx, url, client, remove)
 	if err != nil {
 		return nil, errors.Join(err, remove())
 	}
+	delete(t.Lacks, "broker-restart")
+	t.Private = func(ctx context.Context) (*OwnServer, error) {
+		s, err := startOwn(ctx, t.Client)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		owned = append(owned, s.c)
+		mu.Unlock()
+		return s, nil
+	}
+	t.Config["restartable"] = "true"
 	t.Version += " (container)"
 	t.Config["image"] = c.Spec.Image
 	t.Notes = append(t.Notes, fmt.Sprintf("container %s from image %s, removed when the run ends", c.Name, c.Spec.Image))
 	return t, nil
 }
+
+// OwnServer is a redis-server container of a rule's own.
+type OwnServer struct {
+	c      *containers.Container
+	url    string
+	client Client
+}
+
+func startOwn(ctx context.Context, client Client) (*OwnServer, error) {
+	c, url, err := StartContainer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &OwnServer{c: c, url: url, client: client}, nil
+}
+
+// Open opens a handle on the rule's own server.
+func (s *OwnServer) Open(ctx context.Context) (mq.Broker, error) { return s.client.Open(ctx, s.url) }
+
+// Restart stops the container (SIGTERM) or kills it (SIGKILL), starts it
+// again on the same data directory and loopback port, and waits until the
+// server answers.
+func (s *OwnServer) Restart(ctx context.Context, abrupt bool) error {
+	k := nemesis.Restart
+	if abrupt {
+		k = nemesis.Kill
+	}
+	ready := func(ctx context.Context) error {
+		rdb, err := dial(ctx, s.url)
+		if err != nil {
+			return err
+		}
+		return rdb.Close()
+	}
+	return nemesis.New(nil).Apply(ctx, k, nemesis.Target{Name: "redis", Container: s.c, Ready: ready}, 0)
+}
+
+// Sync reads the server's persistence settings (CONFIG GET).
+func (s *OwnServer) Sync(ctx context.Context) (string, bool, error) {
+	rdb, err := dial(ctx, s.url)
+	if err != nil {
+		return "", false, err
+	}
+	defer rdb.Close()
+	cfg := map[string]string{}
+	for _, p := range []string{"appendonly", "appendfsync"} {
+		v, err := rdb.ConfigGet(ctx, p).Result()
+		if err != nil {
+			return "", false, fmt.Errorf("CONFIG GET %s: %w", p, err)
+		}
+		cfg[p] = v[p]
+	}
+	return fmt.Sprintf("appendonly %s, appendfsync %s (read with CONFIG GET)", cfg["appendonly"], cfg["appendfsync"]), CanLoseAcked(cfg), nil
+}
+
+// Stop removes the container.
+func (s *OwnServer) Stop() error { return s.c.Remove(context.Background()) }

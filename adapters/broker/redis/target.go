@@ -54,7 +54,10 @@ type Target struct {
 	// Lacks says, per capability the server does not have, why, in
 	// Redis's own words.
 	Lacks map[string]string
-	Stop  func() error
+	// Private, when set, starts a server of a rule's own that the rule may
+	// restart (nil: the kit cannot restart this server).
+	Private func(ctx context.Context) (*OwnServer, error)
+	Stop    func() error
 }
 
 // Server is what Probe found.

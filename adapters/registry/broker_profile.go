@@ -104,6 +104,10 @@ func bindProfile(ctx context.Context, nt *nats.Target, ref target.Ref, t *broker
 		t.Budget = ref.Opts.MaxWait
 	}
 	info.Server = serverSettings(ctx, nt)
+	if v := info.Server["version"]; v != "" && ref.Mode() == target.External {
+		// A server the kit did not start: its version as it announced it.
+		info.Version = v + " (as the server announced it), " + nt.Version
+	}
 	p := ref.Opts.Profile
 	if p == nil {
 		return nil

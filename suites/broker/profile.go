@@ -113,6 +113,9 @@ func (t Target) declaredWaits() string {
 }
 
 func durations(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "none"
+	}
 	s := make([]string, len(ds))
 	for i, d := range ds {
 		s[i] = d.String()
@@ -171,9 +174,11 @@ func certify(f *fixture) judge {
 			f.ev.Notef("server %s: %s", k, si.Settings[k])
 		}
 	}
-	f.ev.Figure("settings compared", len(f.ev.Snapshot().Comparisons), "")
+	n := len(f.ev.Snapshot().Comparisons)
+	f.ev.Figure("settings compared", n, "")
 	return func(r *spec.R) {
 		r.Expect(diffs).To(gomega.BeEmpty(), "the server's settings differ from the declared ones (%s)", strings.Join(diffs, "; "))
+		r.Ev.Notef("%d declared settings of %d stream(s) compared with the server's: all equal", n, len(streams))
 	}
 }
 

@@ -67,17 +67,21 @@ func (p *plan) progressLine() string {
 		return ""
 	}
 	sort.Slice(ws, func(i, j int) bool { return ws[i].left > ws[j].left || ws[i].left == ws[j].left && ws[i].id < ws[j].id })
-	parts := make([]string, len(ws))
-	for i, w := range ws {
-		if w.left > 0 {
-			parts[i] = fmt.Sprintf("%s (%s)", w.id, w.left.Round(time.Second))
+	var parts []string
+	past := 0 // past their wait, to be judged in turn
+	for _, w := range ws {
+		if w.left >= time.Second {
+			parts = append(parts, fmt.Sprintf("%s (%s)", w.id, w.left.Round(time.Second)))
 		} else {
-			parts[i] = w.id + " (judging)"
+			past++
 		}
 	}
-	left := "finishing"
-	if ws[0].left > 0 {
-		left = fmt.Sprintf("about %s left", ws[0].left.Round(time.Second))
+	if len(parts) == 0 {
+		return fmt.Sprintf("%d rules past their waits, being judged", past)
 	}
-	return fmt.Sprintf("waiting: %s; %s", strings.Join(parts, ", "), left)
+	line := fmt.Sprintf("waiting: %s; about %s left", strings.Join(parts, ", "), ws[0].left.Round(time.Second))
+	if past > 0 {
+		line += fmt.Sprintf(" (%d more past their waits)", past)
+	}
+	return line
 }

@@ -35,17 +35,18 @@ func hasHan(s string) bool {
 }
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"counts": counts,
-	"when":   func(t time.Time) string { return t.Format("2006-01-02 15:04:05 MST") },
-	"secs":   func(ms int64) string { return runDuration(float64(ms)) },
-	"lang":   func(s string) string { return map[bool]string{true: "zh-Hans", false: "en"}[hasHan(s)] },
-	"n":      func(c map[verdict.Verdict]int, v string) int { return c[verdict.Verdict(v)] },
-	"font":   func() template.CSS { return template.CSS(FontStack) },
-	"mono":   func() template.CSS { return template.CSS(monoStack) },
-	"open":   func(v verdict.Verdict) bool { return v == verdict.Fail || v == verdict.Unknown },
-	"short":  shortVerdict,
-	"join":   strings.Join,
-	"absent": func(v verdict.Verdict) bool { return v == Absent },
+	"counts":    counts,
+	"when":      func(t time.Time) string { return t.Format("2006-01-02 15:04:05 MST") },
+	"secs":      func(ms int64) string { return runDuration(float64(ms)) },
+	"lang":      func(s string) string { return map[bool]string{true: "zh-Hans", false: "en"}[hasHan(s)] },
+	"n":         func(c map[verdict.Verdict]int, v string) int { return c[verdict.Verdict(v)] },
+	"font":      func() template.CSS { return template.CSS(FontStack) },
+	"mono":      func() template.CSS { return template.CSS(monoStack) },
+	"open":      func(v verdict.Verdict) bool { return v == verdict.Fail || v == verdict.Unknown },
+	"short":     shortVerdict,
+	"join":      strings.Join,
+	"multiline": func(s string) bool { return strings.Contains(s, "\n") },
+	"absent":    func(v verdict.Verdict) bool { return v == Absent },
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -98,7 +99,7 @@ Terms in <i>italics</i> below are explained in the <a href="#glossary">glossary<
 <tr><th>server version</th><td>{{.Version}}</td></tr>
 <tr><th>read from the server</th><td>{{range .Server}}{{.}}<br>{{else}}{{if not .Compared}}<span class="src">nothing read beyond the version</span>{{end}}{{end}}{{range .Compared}}{{.N}} settings compared in <a href="#{{.Anchor}}">{{.Rule}}</a><br>{{end}}</td></tr>
 <tr><th><i>time scale</i></th><td>{{.Scale}}</td></tr>
-<tr><th>settings under test</th><td><b>{{.SettingsFrom}}</b>{{if .Settings}}: {{.Settings}}{{end}}</td></tr>
+<tr><th>settings under test</th><td><b>{{.SettingsFrom}}</b>{{range .SettingsList}}<br>{{.}}{{end}}</td></tr>
 <tr><th>status</th><td>{{.Status}}{{range .Notes}}<br><span class="src">{{.}}</span>{{end}}</td></tr>
 </table>{{end}}{{end}}
 
@@ -137,7 +138,7 @@ Terms in <i>italics</i> below are explained in the <a href="#glossary">glossary<
 {{if .Shown}}{{.Timeline}}{{end}}
 {{if or .Figures .Notes .Ops}}<details{{if open .Verdict}} open{{end}}><summary>evidence: {{len .Figures}} figures{{if .Ops}}, {{.OpsLabel}} of {{.OpsTotal}} operations{{end}}</summary>
 {{if .Figures}}<table><tr><th>figure</th><th>value</th></tr>{{range .Figures}}<tr><td>{{.Name}}</td><td>{{.Value}}</td></tr>{{end}}</table>{{end}}
-{{range .Notes}}<pre>{{.}}</pre>{{end}}
+{{range .Notes}}{{if multiline .}}<pre>{{.}}</pre>{{else}}<p class="note">{{.}}</p>{{end}}{{end}}
 {{if not .Shown}}{{.Timeline}}{{end}}
 {{if .Ops}}<table class="ops"><tr><th>start</th><th>end</th><th>actor</th><th>action</th><th>value</th><th>outcome</th><th>result</th><th>drawn as</th></tr>{{range .Ops}}<tr><td class="t">{{.Start}}</td><td class="t">{{.End}}</td><td>{{.Actor}}</td><td>{{.Action}}</td><td>{{.Value}}</td><td>{{.Outcome}}</td><td>{{.Result}}</td><td>{{.Shape}}</td></tr>{{end}}</table>
 {{if gt .OpsTotal (len .Ops)}}<p class="src">the first {{len .Ops}} of {{.OpsTotal}} operations; all are in <code>{{.History}}</code></p>{{end}}{{end}}

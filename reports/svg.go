@@ -91,7 +91,9 @@ func opShape(op history.Op) shape {
 		return shRefused
 	case op.Outcome == history.Info || op.Outcome == "":
 		return shUnsure
-	case strings.Contains(res, "duplicate") || res == "not applied":
+	case strings.HasSuffix(a, "-info") || strings.HasSuffix(a, " info"):
+		return shRead
+	case strings.Contains(res, "pos=") && strings.Contains(res, "duplicate") || strings.Contains(res, "as a duplicate") || res == "not applied":
 		return shDuplicate
 	case a == "deliver":
 		if m := attemptRe.FindStringSubmatch(res); m != nil && m[1] != "1" {

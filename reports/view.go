@@ -55,6 +55,7 @@ type envRow struct {
 	Target, Mode, Version, Scale, Settings, SettingsFrom string
 	Server                                               []string // settings as read from the server
 	Compared                                             []comparedIn
+	SettingsList                                         []string
 	Notes                                                []string
 	Status                                               string
 }
@@ -116,7 +117,9 @@ func anchor(targetName, rule string) string {
 // kitSettings says whether a target's declared settings are the kit's own
 // test settings rather than the team's (a profile supplies the team's).
 // A profile-driven adapter also names the profile in Config["profile"].
-func kitSettings(t Target) bool { return t.ConfigFrom != ConfigFromProfile && t.Config["profile"] == "" }
+func kitSettings(t Target) bool {
+	return t.ConfigFrom != ConfigFromProfile && t.Config["profile"] == ""
+}
 
 func settingsFrom(t Target) string {
 	if kitSettings(t) {
@@ -134,7 +137,10 @@ func whose(h Hazard, t Target) string {
 		return "the pipeline profile (the team's declared design)"
 	}
 	if t.Mode == target.Embedded || t.Mode == target.Container {
-		return "the target's behaviour, on a server the kit started with kit test settings"
+		if kitSettings(t) {
+			return "the target's behaviour, on a server the kit started with kit test settings"
+		}
+		return "the target's behaviour, on a server the kit started with the profile's declared settings"
 	}
 	return "the target's configuration or behaviour"
 }
@@ -312,7 +318,7 @@ func envOf(t Target, results []verdict.Result) envRow {
 		}
 		own = append(own, k+"="+val)
 	}
-	e.Settings = strings.Join(own, ", ")
+	e.Settings, e.SettingsList = strings.Join(own, ", "), own
 	skeys := make([]string, 0, len(t.Server))
 	for k := range t.Server {
 		skeys = append(skeys, k)
@@ -390,7 +396,12 @@ func ruleOf(res verdict.Result, t Target, hz []Hazard) ruleView {
 		rv.OpsLabel, rv.OpsTotal = label, len(ops)
 		rv.Shown = res.Verdict == verdict.Fail || res.Verdict == verdict.Unknown
 		for _, f := range ev.Figures {
-			rv.Shown = rv.Shown || f.Name == "wait by definition"
+			if w, ok := f.Value.(float64); ok && f.Name == "wait by definition" && w > 0 {
+				rv.Shown = true
+			}
+			if w, ok := f.Value.(int); ok && f.Name == "wait by definition" && w > 0 {
+				rv.Shown = true
+			}
 		}
 		for _, op := range ops {
 			if s := opShape(op); s == shCrash || s == shLost || s == shRedeliver {

@@ -79,6 +79,12 @@ func TestAPITargetUnreachableOrMisdescribedIsExit4(t *testing.T) {
 	}
 	requireOneLine(t, "dead URL", stderr)
 
+	code, _, stderr = tck(t, "run", "--suite", "api", "--target", "api/http=cmd:sh -c 'echo no port here >&2; exit 3'", "--out", t.TempDir(), "--quiet")
+	if code != reports.ExitUnavailable || !strings.Contains(stderr, "api/http=cmd:") || !strings.Contains(stderr, "exited before it was ready") {
+		t.Errorf("a command that exits: exit %d, stderr %q; want 4 naming the target", code, stderr)
+	}
+	requireOneLine(t, "a command that exits", stderr)
+
 	srv, err := reference.Start(t.Context(), apidesc.Reject409)
 	if err != nil {
 		t.Fatal(err)

@@ -103,6 +103,7 @@ func natsBroker(startNATS func(ctx context.Context, ref target.Ref) (*nats.Targe
 		return &target.Started{
 			Info:     info,
 			Register: func() { broker.Register(t) },
+			Broker:   t.Open,
 			Stop:     nt.Stop,
 		}, nil
 	}

@@ -23,7 +23,7 @@ func consumers() []row {
 			Suite: "consumer", Name: "reference",
 			Summary: "the reference consumer (atomic claim of (message, version, scope), versioned upsert, ack last) and outbox, over NATS JetStream",
 			Needs:   "nothing (embedded NATS); a nats-server with JetStream for a URL",
-			Default: true, Reference: true,
+			Default: true, Reference: true, OverBroker: true,
 		},
 		modes: []mode{
 			{target.Embedded, consumerStarted(ref, outbox.Factory)},
@@ -40,7 +40,7 @@ func consumers() []row {
 				Suite: "consumer", Name: "mutant-" + m.Name,
 				Summary: "mutant: " + m.Summary,
 				Needs:   "nothing",
-				Mutant:  true, MustFail: m.MustFail,
+				Mutant:  true, MustFail: m.MustFail, OverBroker: true,
 			},
 			modes: []mode{{target.Embedded, consumerStarted(m.Design, box)}},
 		})
@@ -49,9 +49,13 @@ func consumers() []row {
 }
 
 // consumerStarted binds a consumer design and an outbox to the suite over
-// NATS JetStream: an embedded server, or the server at the ref's URL.
+// NATS JetStream: an embedded server, or the server at the ref's URL; or,
+// with tck run --broker, over that broker target (consumer_broker.go).
 func consumerStarted(d reference.Design, box co.Outbox) start {
 	return func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+		if ref.Opts.Broker != "" {
+			return consumerOverBroker(ctx, ref, d, box)
+		}
 		url, stop, version := ref.Address, func() error { return nil }, "nats.go "+nats.ClientVersion()
 		if ref.Mode() == target.Embedded {
 			e, err := nats.StartEmbedded(ctx)
@@ -75,26 +79,31 @@ func consumerStarted(d reference.Design, box co.Outbox) start {
 			Outbox:   box,
 			Seed:     ref.Opts.Seed,
 		}
-		life := "forever"
-		if d.Lifetime > 0 {
-			life = d.Lifetime.String()
-		}
 		return &target.Started{
 			Info: target.Info{
 				Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: target.Redact(url), Version: version,
-				Config: map[string]string{
-					"broker":               "NATS JetStream",
-					"scopes":               strings.Join(t.Declared.Scopes, ", "),
-					"dedupeRecordLifetime": life,
-					"clockScale":           "x1200 (a seed minute is 50ms real)",
-					"ackWait":              "2m seed (100ms real)",
-					"redeliveryHorizon":    "11m seed (550ms real)",
-					"schedule":             "200 events, seed in the CO-5.1 evidence",
-					"outbox":               boolString(box != nil),
-				},
+				Config: consumerConfig(d, box, "NATS JetStream"),
 			},
 			Register: func() { consumer.Register(t) },
 			Stop:     stop,
 		}, nil
+	}
+}
+
+// consumerConfig is what a consumer target declares, for the report.
+func consumerConfig(d reference.Design, box co.Outbox, broker string) map[string]string {
+	life := "forever"
+	if d.Lifetime > 0 {
+		life = d.Lifetime.String()
+	}
+	return map[string]string{
+		"broker":               broker,
+		"scopes":               strings.Join(d.Declared().Scopes, ", "),
+		"dedupeRecordLifetime": life,
+		"clockScale":           "x1200 (a seed minute is 50ms real)",
+		"ackWait":              "2m seed (100ms real)",
+		"redeliveryHorizon":    "11m seed (550ms real)",
+		"schedule":             "200 events, seed in the CO-5.1 evidence",
+		"outbox":               boolString(box != nil),
 	}
 }

@@ -73,6 +73,7 @@ func kafkaBroker(startKafka func(ctx context.Context, ref target.Ref) (*kafka.Ta
 				Version: kt.Version, Emulator: kt.Emulator, Config: cfg, Notes: kt.Notes,
 			},
 			Register: func() { broker.Register(t) },
+			Broker:   t.Open,
 			Stop:     kt.Stop,
 		}, nil
 	}

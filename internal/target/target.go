@@ -19,6 +19,7 @@ import (
 
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/redact"
+	"github.com/onceproof/tck/mq"
 )
 
 // Mode is how the target's backend is reached.
@@ -64,6 +65,9 @@ type Options struct {
 	MaxWait time.Duration
 	// Progress, when set, receives progress lines of long waits.
 	Progress func(line string)
+	// Broker is the broker target a consumer target reads from (tck run
+	// --broker SUITE/NAME[=ADDRESS]); "" is the consumer target's own.
+	Broker string
 }
 
 // Key is SUITE/NAME.
@@ -138,6 +142,9 @@ type Started struct {
 	Info     Info
 	Register func()
 	Stop     func() error
+	// Broker, for a broker target, opens a handle on it: the consumer
+	// suite reads from it (tck run --broker).
+	Broker func(ctx context.Context) (mq.Broker, error)
 }
 
 // Kind is one adapter the kit knows.
@@ -155,6 +162,9 @@ type Kind struct {
 	// Reference marks the suite's reference target: the self-test
 	// requires it to pass every rule.
 	Reference bool
+	// OverBroker marks a consumer kind that can read from any broker
+	// target (tck run --broker).
+	OverBroker bool
 	// AddressEnv, for a kind whose first mode is External, names the
 	// variable holding its default URL (broker/redis: TCK_REDIS_URL). A
 	// target named without an address takes it from there; with the

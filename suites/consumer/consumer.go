@@ -62,7 +62,9 @@ func newSet(t Target) *spec.Set {
 	if t.Outbox != nil {
 		caps = append(caps, catalog.CapOutbox)
 	}
+	caps = append(caps, brokerCaps(t)...)
 	s := spec.New("consumer", caps...)
+	s.Reasons = brokerReasons(t)
 	if t.Timeout > 0 {
 		s.Timeout = t.Timeout
 	} else if t.Service != nil {

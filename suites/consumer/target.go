@@ -13,6 +13,12 @@ type Target struct {
 	// Broker opens a handle on the broker deliveries come from; the kit
 	// creates (and deletes) its own topics on it, one per rule.
 	Broker func(ctx context.Context) (mq.Broker, error)
+	// BrokerCaps, when set, is what that broker has; the rules that need a
+	// mechanism it lacks are not-applicable with the reason (brokers.go).
+	// nil: a broker with NATS JetStream's mechanisms.
+	BrokerCaps *mq.Capabilities
+	// BrokerName names the broker in those reasons ("broker/kafka").
+	BrokerName string
 	// New builds consumer instances: at start and after every crash.
 	New co.Factory
 	// Declared is what the consumer says about itself (default: both scopes,

@@ -1,0 +1,87 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/onceproof/tck/adapters/consumer/reference"
+	"github.com/onceproof/tck/co"
+	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/suites/consumer"
+)
+
+// ConsumerBroker checks a --broker value for the consumer suite: a broker
+// target of the registry, not a mutant, in a mode it supports. The CLI
+// calls it before anything starts (a usage error, exit 3).
+func ConsumerBroker(reg *target.Registry, s string) (target.Ref, error) {
+	ref, err := target.Parse(s)
+	if err != nil {
+		return ref, err
+	}
+	if ref.Suite != "broker" {
+		return ref, fmt.Errorf("--broker %s: want a broker target, broker/NAME[=ADDRESS] (see tck targets --suite broker)", ref)
+	}
+	k, ref, err := reg.Resolve(ref)
+	if err != nil {
+		return ref, err
+	}
+	if k.Mutant {
+		return ref, fmt.Errorf("--broker %s: a mutant broker is for the self-test; name a real one", ref)
+	}
+	return ref, nil
+}
+
+// consumerOverBroker binds a consumer design and an outbox to the suite
+// over the broker target the run names (tck run --broker): the broker is
+// started as its own target would be, and the CO rules that need a
+// mechanism it lacks (an ack wait, a nak) are not-applicable with its
+// reason (consumer.Target.BrokerCaps).
+func consumerOverBroker(ctx context.Context, ref target.Ref, d reference.Design, box co.Outbox) (*target.Started, error) {
+	reg := Targets()
+	bref, err := ConsumerBroker(reg, ref.Opts.Broker)
+	if err != nil {
+		return nil, target.Unavailable(ref, err)
+	}
+	k, _ := reg.Get(bref.Key())
+	bref.Opts = target.Options{Seed: ref.Opts.Seed}
+	bst, err := k.Start(ctx, bref)
+	if err != nil {
+		return nil, target.Unavailable(ref, fmt.Errorf("its broker: %w", err))
+	}
+	if bst.Broker == nil {
+		_ = bst.Stop()
+		return nil, target.Unavailable(ref, fmt.Errorf("the broker target %s opens no handle for the consumer suite", bref))
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	b, err := bst.Broker(pctx)
+	if err != nil {
+		_ = bst.Stop()
+		return nil, target.Unavailable(ref, fmt.Errorf("its broker %s: %w", bref, err))
+	}
+	caps := b.Capabilities()
+	_ = b.Close()
+	t := consumer.Target{
+		Broker:     bst.Broker,
+		BrokerCaps: &caps,
+		BrokerName: bref.Key(),
+		New:        d.Factory(),
+		Declared:   d.Declared(),
+		Outbox:     box,
+		Seed:       ref.Opts.Seed,
+	}
+	cfg := consumerConfig(d, box, bref.String()+" ("+bst.Info.Version+")")
+	if !caps.AckWait {
+		cfg["ackWait"] = "none: the broker has no ack wait"
+	}
+	info := target.Info{
+		Name: ref.Key(), Suite: ref.Suite, Mode: bst.Info.Mode, Address: bst.Info.Address,
+		Version: bst.Info.Version, Emulator: bst.Info.Emulator, Config: cfg, Notes: bst.Info.Notes,
+	}
+	return &target.Started{
+		Info:     info,
+		Register: func() { consumer.Register(t) },
+		Stop:     bst.Stop,
+	}, nil
+}

@@ -1,0 +1,50 @@
+package consumer
+
+import (
+	"github.com/onceproof/tck/internal/catalog"
+)
+
+// brokerCaps are the broker mechanisms the rules provoke redeliveries
+// through, as Target.BrokerCaps declares them; without BrokerCaps the
+// broker is taken to have NATS JetStream's (ack wait and nak).
+func brokerCaps(t Target) []catalog.Capability {
+	c := t.BrokerCaps
+	var out []catalog.Capability
+	if c == nil || c.AckWait {
+		out = append(out, catalog.CapConsumerAckWait)
+	}
+	if c == nil || c.NakDelay {
+		out = append(out, catalog.CapConsumerNak)
+	}
+	return out
+}
+
+// brokerReasons says, for each rule that needs a mechanism the broker
+// lacks, why the rule cannot be run over it.
+func brokerReasons(t Target) map[string]string {
+	c := t.BrokerCaps
+	if c == nil {
+		return nil
+	}
+	name := t.BrokerName
+	if name == "" {
+		name = "the broker"
+	}
+	why := map[catalog.Capability]string{}
+	if !c.AckWait {
+		why[catalog.CapConsumerAckWait] = name + " has no ack wait: an unacknowledged delivery does not come back by itself (Kafka: only after a rebalance or a seek), so the kit cannot lose an ack and watch the redelivery, nor have a second worker take a delivery the first still holds"
+	}
+	if !c.NakDelay {
+		why[catalog.CapConsumerNak] = name + " has no nak: a delivery cannot be handed back for a later redelivery (Kafka: a commit covers every earlier offset), which the kit does after a failed effect and the reference consumer does while its claim is held by a crashed instance"
+	}
+	out := map[string]string{}
+	for _, r := range catalog.All("consumer") {
+		for _, n := range r.Needs {
+			if w, ok := why[n]; ok {
+				out[r.ID] = w
+				break
+			}
+		}
+	}
+	return out
+}

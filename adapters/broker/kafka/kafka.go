@@ -448,7 +448,9 @@ func (d *delivery) Ack(ctx context.Context) error {
 	var err error
 	d.c.cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{
 		d.r.Topic: {d.r.Partition: {Epoch: d.r.LeaderEpoch, Offset: off}},
-	}, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, e error) { err = commitErr(resp, e) })
+	}, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, e error) {
+		err = commitErr(resp, e)
+	})
 	return err
 }
 

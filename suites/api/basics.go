@@ -10,6 +10,7 @@ import (
 
 	"github.com/onceproof/tck/internal/apidesc"
 	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 // run is one rule's run: its client and the checks every rule shares.
@@ -80,6 +81,7 @@ func (u *run) unchanged(in intent, before []byte, after string) {
 // repeated requires the declared answer to a repeat of the first request,
 // whose answer was first.
 func (u *run) repeated(a, first answer, in intent, what string) {
+	u.compare(a, first)
 	u.r.Expect(a.Status).To(gomega.BeNumerically("<", 500), "%s must not be a server error, got %s", what, a)
 	if u.d.Contract == apidesc.Reject409 {
 		u.r.Expect(a.Status).To(gomega.BeElementOf(u.d.Answers.Repeat),
@@ -89,6 +91,28 @@ func (u *run) repeated(a, first answer, in intent, what string) {
 	u.r.Expect(a.Status).To(gomega.Equal(first.Status), "replay: %s (id %s) must get the first response's status %d, got %s", what, in.id, first.Status, a)
 	u.r.Expect(bytes.Equal(a.Body, first.Body)).To(gomega.BeTrue(),
 		"replay: %s (id %s) must get the first response byte for byte: first %q, now %q", what, in.id, clip(string(first.Body), 200), clip(string(a.Body), 200))
+}
+
+// compare records the declared answer to a repeat against the one seen.
+func (u *run) compare(a, first answer) {
+	replayed := a.Status == first.Status && bytes.Equal(a.Body, first.Body)
+	var actual string
+	switch {
+	case replayed:
+		actual = "the first response replayed byte for byte"
+	case slices.Contains(u.d.Answers.Repeat, a.Status):
+		actual = fmt.Sprintf("refused with %d", a.Status)
+	case u.d.IsCreated(a.Status):
+		actual = fmt.Sprintf("answered %d as a new creation", a.Status)
+	default:
+		actual = fmt.Sprintf("answered %d", a.Status)
+	}
+	declared := fmt.Sprintf("reject-409: refused with %s", statusList(u.d.Answers.Repeat))
+	match := u.d.Contract == apidesc.Reject409 && slices.Contains(u.d.Answers.Repeat, a.Status)
+	if u.d.Contract == apidesc.Replay {
+		declared, match = "replay: the first response byte for byte", replayed
+	}
+	u.r.Ev.Compare(verdict.Comparison{Setting: "answer to a repeated id", Declared: declared, Actual: actual, Source: "measured", Match: match})
 }
 
 func registerBasics(s *spec.Set, t Target) {

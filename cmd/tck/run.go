@@ -198,6 +198,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	restartWindow := fs.Duration("restart-window", 0, "BR-1.7's de-dupe window across a broker restart (0: chosen from the measured restart time)")
 	keep := fs.Bool("keep", false, "keep the data directories of consumer services (consumer/process) for debugging; their paths are in the evidence")
 	profFile := fs.String("profile", "", "a pipeline profile (YAML): certify its declared broker streams on the broker target and run the rules at its durations (docs/profile.md)")
+	apiDesc := fs.String("api-desc", "", "the endpoint description (YAML or JSON) of an api/http target (docs/api.md); default: the profile's http section, else the kit's default")
 	var brokers multi
 	fs.Var(&brokers, "broker", "the broker target SUITE/NAME[=ADDRESS] the consumer suite reads from (repeatable: the consumer targets run once per broker; default its own embedded NATS)")
 	maxWait := fs.Duration("max-wait", 0, "the longest wait a rule may need by definition; a longer one is unknown, never shortened (default 10m with --profile, else the suite's 60s)")
@@ -216,6 +217,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	prof, profPlan, err := loadRunProfile(*profFile, p)
 	if err != nil {
+		return err
+	}
+	if err := checkAPIDesc(*apiDesc, p); err != nil {
 		return err
 	}
 	started := time.Now()
@@ -249,7 +253,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		progress("%s: starting (%s)", t.name, t.ref.Mode())
 		sctx, cancel := context.WithTimeout(ctx, startTimeout)
 		ref := t.ref
-		ref.Opts = target.Options{Seed: *seed, RestartWindow: *restartWindow, Keep: *keep, Profile: prof, MaxWait: *maxWait,
+		ref.Opts = target.Options{Seed: *seed, RestartWindow: *restartWindow, Keep: *keep, Profile: prof, MaxWait: *maxWait, APIDesc: *apiDesc,
 			Progress: func(line string) { progress("  %s: %s", t.name, line) }}
 		ref.Opts.Broker = t.ref.Opts.Broker // --broker (brokerflag.go)
 		st, err := t.kind.Start(sctx, ref)

@@ -65,6 +65,9 @@ type Options struct {
 	MaxWait time.Duration
 	// Progress, when set, receives progress lines of long waits.
 	Progress func(line string)
+	// APIDesc is the endpoint description file of an api/http target (tck
+	// run --api-desc); "" takes the profile's http section or the default.
+	APIDesc string
 	// Broker is the broker target a consumer target reads from (tck run
 	// --broker SUITE/NAME[=ADDRESS]); "" is the consumer target's own.
 	Broker string

@@ -4,6 +4,9 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"math"
+
+	"github.com/onceproof/tck/internal/catalog"
 
 	"github.com/onceproof/tck/internal/verdict"
 )
@@ -68,7 +71,11 @@ func JUnit(w io.Writer, r *Report) error {
 			out.Suites = append(out.Suites, junitSuite{Name: res.Target})
 		}
 		s := &out.Suites[i]
-		c := junitCase{Name: res.Rule + " " + res.Title, Classname: res.Target, Time: res.DurationMs / 1000}
+		c := junitCase{Name: res.Rule + " " + res.Title, Classname: res.Target, Time: math.Round(res.DurationMs) / 1000}
+		if rule, ok := catalog.Lookup(res.Rule); ok {
+			// The contract sentence travels with the case, for a CI reader.
+			c.SystemOut = "contract: " + rule.Contract + "\nsource: " + rule.Source
+		}
 		msg := &junitMessage{Message: res.Reason, Type: string(res.Verdict)}
 		switch res.Verdict {
 		case verdict.Fail:

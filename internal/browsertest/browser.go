@@ -101,8 +101,11 @@ type Page struct {
 	Overlaps []string // pairs of SVG <text> labels whose boxes intersect
 	Labels   int      // SVG <text> labels measured
 	CJK      CJK
-	PNG      []byte   // screenshot of the top of the page (3000 px)
-	Pieces   [][]byte // the page in pieces of 3000 px, Options.Pieces of them
+	// NotApplicable are the not-applicable cells of the matrices, with
+	// their hover text and footnote.
+	NotApplicable []MatrixCell
+	PNG           []byte   // screenshot of the top of the page (3000 px), as it opens
+	Pieces        [][]byte // the page in pieces of 3000 px, Options.Pieces of them
 	// SVGPNG is a screenshot of the first element matched by Options.Shot.
 	SVGPNG []byte
 }
@@ -194,18 +197,7 @@ func (b *Browser) Load(path string, o Options) (*Page, error) {
 		if p.Text, err = chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`)); err != nil {
 			return err
 		}
-		if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('details').forEach(d => d.open = true)`)); err != nil {
-			return err
-		}
-		if p.Overlaps, err = chromedp.Run(ctx, chromedp.Evaluate[[]string](overlapJS)); err != nil {
-			return err
-		}
-		if p.Labels, err = chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('svg text').length`)); err != nil {
-			return err
-		}
-		if p.CJK, err = chromedp.Run(ctx, chromedp.Evaluate[CJK](cjkJS)); err != nil {
-			return err
-		}
+		// Screenshots as a reader first sees the page.
 		height, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`document.documentElement.scrollHeight`))
 		if err != nil {
 			return err
@@ -223,6 +215,21 @@ func (b *Browser) Load(path string, o Options) (*Page, error) {
 			p.Pieces = append(p.Pieces, shot.Data)
 		}
 		p.PNG = p.Pieces[0]
+		if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('details').forEach(d => d.open = true)`)); err != nil {
+			return err
+		}
+		if p.Overlaps, err = chromedp.Run(ctx, chromedp.Evaluate[[]string](overlapJS)); err != nil {
+			return err
+		}
+		if p.Labels, err = chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('svg text').length`)); err != nil {
+			return err
+		}
+		if p.CJK, err = chromedp.Run(ctx, chromedp.Evaluate[CJK](cjkJS)); err != nil {
+			return err
+		}
+		if p.NotApplicable, err = chromedp.Run(ctx, chromedp.Evaluate[[]MatrixCell](naJS)); err != nil {
+			return err
+		}
 		if o.Shot != "" {
 			if p.SVGPNG, err = chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(o.Shot), chromedp.NodeVisible)); err != nil {
 				return err
@@ -240,6 +247,28 @@ func (b *Browser) Load(path string, o Options) (*Page, error) {
 	out.Requests = append([]string(nil), p.Requests...)
 	return &out, nil
 }
+
+// MatrixCell is one not-applicable cell of a rules-by-targets matrix.
+type MatrixCell struct {
+	Rule     string `json:"rule"`
+	Title    string `json:"title"`    // the hover text
+	Footnote string `json:"footnote"` // the text of the footnote its number points to, "" if none
+}
+
+// naJS reads every not-applicable matrix cell: its title attribute and the
+// footnote (the list after the table) its <sup> number points to.
+const naJS = `(() => {
+  const out = [];
+  document.querySelectorAll('table.matrix').forEach(tb => {
+    let ol = tb.nextElementSibling; if (!ol || ol.tagName !== 'OL') ol = null;
+    tb.querySelectorAll('td.not-applicable').forEach(td => {
+      const sup = td.querySelector('sup'); const n = sup ? parseInt(sup.textContent, 10) : 0;
+      const li = ol && n > 0 ? ol.children[n - 1] : null;
+      out.push({rule: td.parentElement.cells[0].textContent, title: td.getAttribute('title') || '', footnote: li ? li.textContent : ''});
+    });
+  });
+  return out;
+})()`
 
 // overlapJS lists the pairs of <text> labels of one SVG whose bounding
 // boxes (getBBox, in the SVG's user space) intersect by more than half a

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/internal/profile"
+	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/reports"
 )
 
@@ -88,7 +89,9 @@ func seedPlanReport(t *testing.T) string {
 }
 
 // realRun builds the kit and runs it on several targets: two event stores
-// (for the matrix) and the embedded NATS broker (for timed timelines).
+// and two brokers (embedded NATS and Kafka on kfake), so both suites show a
+// matrix, the brokers' with not-applicable cells, and NATS gives timed
+// timelines.
 func realRun(t *testing.T) (html string, rep *reports.Report) {
 	t.Helper()
 	dir := t.TempDir()
@@ -99,7 +102,7 @@ func realRun(t *testing.T) (html string, rep *reports.Report) {
 	}
 	out := filepath.Join(dir, "run")
 	run := exec.Command(bin, "run", "--quiet", "--out", out,
-		"--target", "eventstore/sqlite", "--target", "eventstore/memory", "--target", "broker/nats")
+		"--target", "eventstore/sqlite", "--target", "eventstore/memory", "--target", "broker/nats", "--target", "broker/kafka")
 	msg, err := run.CombinedOutput()
 	var exit *exec.ExitError
 	// Exit 0, 1 or 2 all wrote a report; the verdicts are not this test's business.
@@ -162,8 +165,8 @@ func TestReportInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		clean(t, "run", p)
-		if len(rep.Targets) < 3 {
-			t.Fatalf("the run has %d targets, want 3", len(rep.Targets))
+		if len(rep.Targets) < 4 {
+			t.Fatalf("the run has %d targets, want 4", len(rep.Targets))
 		}
 		if len(rep.Results) == 0 {
 			t.Fatal("the run has no results")
@@ -175,6 +178,21 @@ func TestReportInBrowser(t *testing.T) {
 		}
 		if !strings.Contains(p.Text, "Rules by targets") {
 			t.Error("no matrix of rules by targets for a suite on two targets")
+		}
+		// Each not-applicable cell: its reason on hover and in a footnote.
+		na := 0
+		for _, r := range rep.Results {
+			if r.Verdict == verdict.NotApplicable {
+				na++
+			}
+		}
+		if na == 0 || len(p.NotApplicable) != na {
+			t.Errorf("%d not-applicable results, %d not-applicable matrix cells", na, len(p.NotApplicable))
+		}
+		for _, c := range p.NotApplicable {
+			if c.Title == "" || c.Footnote == "" || !strings.Contains(c.Footnote, c.Title) {
+				t.Errorf("%s: not-applicable cell without its reason on hover and in a footnote: %+v", c.Rule, c)
+			}
 		}
 		for i, png := range p.Pieces {
 			save(t, shots, fmt.Sprintf("run-%d.png", i), png)

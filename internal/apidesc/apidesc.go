@@ -113,6 +113,10 @@ type Answers struct {
 type Errors struct {
 	IDField    string `yaml:"idField" json:"idField,omitempty"`
 	ScopeField string `yaml:"scopeField" json:"scopeField,omitempty"`
+	// Fields are further members every refusal must hold, with any
+	// non-empty value (seed 000's CommandResult: stage, errorCode,
+	// aggregateId, commandId).
+	Fields []string `yaml:"fields" json:"fields,omitempty"`
 }
 
 // Default is the description the kit's reference service and the examples

@@ -47,6 +47,6 @@ func init() {
 		api("API-3.2", Must, Requirement, "identity is the id, not the payload: a fresh id with an identical payload is a new request",
 			"新的业务意图，使用新的 requestId: two ids with byte-identical payloads are two requests and create two resources; a service that de-dupes by content merges distinct intents.", srcAPIReqID),
 		api("API-4.1", Should, Requirement, "a refusal carries the stable identifiers as fields (problem+json), not only in text",
-			"诊断与 API 错误映射应读取这些字段，而不是解析异常文本。 A refused repeat is a JSON body (RFC 9457 application/problem+json) whose members hold the request id (and the scope, where declared), its status member (if any) equal to the HTTP status; a text message is not enough, and a 5xx is not a refusal.", srcAPIResult),
+			"诊断与 API 错误映射应读取这些字段，而不是解析异常文本。 A refused repeat is a JSON body (RFC 9457 application/problem+json) whose members hold the request id (and the scope, and any further members the description declares, such as stage and errorCode), its status member (if any) equal to the HTTP status; a text message is not enough, and a 5xx is not a refusal.", srcAPIResult),
 	)
 }

@@ -238,6 +238,10 @@ func (u *run) carries(a answer, in intent) {
 		r.Expect(member(body, d.Errors.ScopeField, in.scope)).To(gomega.BeTrue(),
 			"the refusal must carry the scope %s as a member%s: %s", in.scope, named(d.Errors.ScopeField), a)
 	}
+	for _, f := range d.Errors.Fields {
+		v, ok := body[f]
+		r.Expect(ok && v != nil && v != "").To(gomega.BeTrue(), "the refusal must carry the member %q the description declares (errors.fields): %s", f, a)
+	}
 }
 
 func named(field string) string {

@@ -110,6 +110,7 @@ func bindProfile(ctx context.Context, nt *nats.Target, ref target.Ref, t *broker
 	}
 	p := ref.Opts.Profile
 	if p == nil {
+		info.Notes = append(info.Notes, "the configuration shown is the kit's own test settings for its scratch streams (short windows so a run takes seconds), not a team's; tck run --profile FILE certifies a declared one")
 		return nil
 	}
 	d, err := DeclaredNATS(p, ref.Mode() == target.External)

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"strings"
 
 	"github.com/onceproof/tck/adapters/registry"
 	"github.com/onceproof/tck/internal/profile"
@@ -51,7 +52,7 @@ func loadRunProfile(file string, p plan) (*profile.Profile, *profile.Plan, error
 		return nil, nil, usagef("%v", err)
 	}
 	for _, t := range p.targets {
-		if t.kind.Key() == "broker/nats" {
+		if natsKind(t.kind.Key()) {
 			if _, err := registry.DeclaredNATS(prof, t.ref.Mode() == target.External); err != nil {
 				return nil, nil, usagef("%v", err)
 			}
@@ -59,4 +60,13 @@ func loadRunProfile(file string, p plan) (*profile.Profile, *profile.Plan, error
 	}
 	pl := profile.Analyze(prof)
 	return prof, &pl, nil
+}
+
+// natsKind says whether a target kind is NATS (broker/nats, the cluster,
+// the NATS mutants): the kinds that certify a profile's NATS streams.
+func natsKind(key string) bool {
+	if strings.HasPrefix(key, "broker/mutant-redis-") || strings.HasPrefix(key, "broker/mutant-kafka-") {
+		return false
+	}
+	return strings.HasPrefix(key, "broker/nats") || strings.HasPrefix(key, "broker/mutant-")
 }

@@ -237,6 +237,9 @@ func measureWindow(f *fixture) judge {
 	f.ev.Figure("declared window", W.Seconds(), "s")
 	f.ev.Figure("tolerance", tol.Seconds(), "s")
 	f.ev.Figure("probes", len(probes), "")
+	if f.t.Declared == nil {
+		f.ev.SetupHazard("the window measured is the kit's own test window (%s) on a scratch stream, not a team's configuration; tck run --profile measures the declared one", W)
+	}
 	if lastDropped >= 0 {
 		f.ev.Figure("last retry dropped at", lastDropped.Seconds(), "s")
 	}

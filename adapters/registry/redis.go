@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -23,11 +24,15 @@ const RedisURLEnv = "TCK_REDIS_URL"
 const redisNeeds = "a redis-server 6.2 or later at " + RedisURLEnv + " or redis://[user:password@]host:port/db (scripts/redis-local.sh starts one)"
 
 func redisBrokers() []row {
+	needs := redisNeeds
+	if os.Getenv(RedisURLEnv) == "" {
+		needs += "; " + RedisURLEnv + " is unset here, so a run without an address is unavailable (exit 4)"
+	}
 	rows := []row{{
 		Kind: target.Kind{
 			Suite: "broker", Name: "redis",
 			Summary:    "Redis Streams through go-redis v9: consumer groups, the pending entries list, XACK, redelivery by XAUTOCLAIM after the ack wait as min-idle-time; no nak, term or max-deliver; producer de-dupe only with XADD IDMP (Redis 8.6+)",
-			Needs:      redisNeeds + "; Docker and the image " + redis.DefaultImage + " (" + redis.ImageEnv + "; `make images` builds it) for =container",
+			Needs:      needs + "; Docker and the image " + redis.DefaultImage + " (" + redis.ImageEnv + "; `make images` builds it) for =container",
 			AddressEnv: RedisURLEnv,
 		},
 		modes: []mode{
@@ -50,7 +55,7 @@ func redisBrokers() []row {
 			Kind: target.Kind{
 				Suite: "broker", Name: "mutant-redis-" + m.Name,
 				Summary: "mutant: " + m.Summary,
-				Needs:   redisNeeds,
+				Needs:   needs,
 				Mutant:  true, MustFail: m.MustFail, AddressEnv: RedisURLEnv,
 			},
 			modes: []mode{{target.External, redisBroker(func(ctx context.Context, ref target.Ref) (*redis.Target, error) {

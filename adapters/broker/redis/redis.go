@@ -335,9 +335,6 @@ type consumer struct {
 	closeOnce sync.Once
 }
 
-// Name is the member's consumer name in its group.
-func (c *consumer) Name() string { return c.name }
-
 // Fetch claims entries idle past the ack wait, then reads new ones; it
 // waits up to wait for the first, looking again every Poll.
 func (c *consumer) Fetch(ctx context.Context, max int, wait time.Duration) ([]mq.Delivery, error) {

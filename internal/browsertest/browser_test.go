@@ -35,8 +35,9 @@ func start(t *testing.T, env ...string) *Browser {
 	return b
 }
 
-// artifacts is where screenshots go: $TCK_BROWSER_ARTIFACTS, or a
-// temporary directory named in the test log.
+// artifacts is where screenshots go: $TCK_BROWSER_ARTIFACTS, kept after
+// the test (CI uploads it, a developer looks at it), else the test's own
+// temporary directory, removed with it.
 func artifacts(t *testing.T) string {
 	if d := os.Getenv("TCK_BROWSER_ARTIFACTS"); d != "" {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -44,12 +45,7 @@ func artifacts(t *testing.T) string {
 		}
 		return d
 	}
-	d, err := os.MkdirTemp("", "tck-browser-artifacts-*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshots in %s", d)
-	return d
+	return t.TempDir()
 }
 
 // pieces is how many 3000 px screenshots to keep of a page:

@@ -122,3 +122,38 @@ func TestContainerNeedsImage(t *testing.T) {
 		t.Fatalf("want an unavailable target naming %s, got %v", kafka.ImageEnv, err)
 	}
 }
+
+// TestExternal runs the suite against a cluster reached by URL (a kfake
+// the test starts): everything but BR-5.1 runs as embedded; BR-5.1 is
+// not-applicable, saying why the lost reply cannot be injected there.
+func TestExternal(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	kt, err := kafka.URLTarget(context.Background(), "kafka://"+c.ListenAddrs()[0], kafka.Client{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := registry.KafkaBrokerTarget(kt)
+	if why := tg.NotApplicable["BR-5.1"]; !strings.Contains(why, "external cluster") {
+		t.Errorf("BR-5.1 on an external cluster: reason %q", why)
+	}
+	broker.Check(t, tg)
+}
+
+func TestParseURL(t *testing.T) {
+	o, err := kafka.ParseURL("kafka://u:p%40ss@h1:9092?bootstrap=h2:9093,h3&mechanism=SCRAM-SHA-512")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(o.Seeds, " ") != "h1:9092 h2:9093 h3:9092" || o.User != "u" || o.Password != "p@ss" || o.Mechanism != "SCRAM-SHA-512" {
+		t.Errorf("parsed %+v", o)
+	}
+	for _, bad := range []string{"nats://h:1", "kafka://", "kafka:///x"} {
+		if _, err := kafka.ParseURL(bad); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}

@@ -91,15 +91,16 @@ func EmbeddedTarget(ctx context.Context, client Client) (*Target, error) {
 // FranzVersion is the franz-go (kgo) the kit is built with (go.mod).
 const FranzVersion = "v1.22.3"
 
-// ParseURL reads kafka://[user:password@]host:port[,host:port...][?mechanism=SCRAM-SHA-256]
-// into options.
+// ParseURL reads kafka://[user:password@]host:port[?bootstrap=host:port,...][&mechanism=SCRAM-SHA-256]
+// into options. One bootstrap broker is enough (the client learns the
+// others from metadata); bootstrap= names more.
 func ParseURL(raw string) (Options, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "kafka" || u.Host == "" {
-		return Options{}, fmt.Errorf("address %q: want kafka://[user:password@]host:port[,host:port...]", redact.Text(raw))
+		return Options{}, fmt.Errorf("address %q: want kafka://[user:password@]host:port[?bootstrap=host:port,...]", redact.Text(raw))
 	}
 	var o Options
-	for _, h := range strings.Split(u.Host, ",") {
+	for _, h := range append([]string{u.Host}, strings.Split(u.Query().Get("bootstrap"), ",")...) {
 		if h = strings.TrimSpace(h); h != "" {
 			if !strings.Contains(h, ":") {
 				h += ":9092"

@@ -32,10 +32,10 @@ func brokerReasons(t Target) map[string]string {
 	}
 	why := map[catalog.Capability]string{}
 	if !c.AckWait {
-		why[catalog.CapConsumerAckWait] = name + " has no ack wait: an unacknowledged delivery does not come back by itself (Kafka: only after a rebalance or a seek), so the kit cannot lose an ack and watch the redelivery, nor have a second worker take a delivery the first still holds"
+		why[catalog.CapConsumerAckWait] = name + " has no ack wait: an unacknowledged delivery does not come back by itself, so the kit can neither lose an ack and watch the redelivery nor have a second worker take a delivery the first still holds"
 	}
 	if !c.NakDelay {
-		why[catalog.CapConsumerNak] = name + " has no nak: a delivery cannot be handed back for a later redelivery (Kafka: a commit covers every earlier offset), which the kit does after a failed effect and the reference consumer does while its claim is held by a crashed instance"
+		why[catalog.CapConsumerNak] = name + " has no nak: a delivery cannot be handed back for a later redelivery, which the kit does after a failed effect and the reference consumer does while its claim is held by a crashed instance"
 	}
 	out := map[string]string{}
 	for _, r := range catalog.All("consumer") {

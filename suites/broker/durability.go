@@ -23,14 +23,7 @@ const durableBatch = 100
 
 func registerDurability(p *plan) {
 	none := func(Windows, mq.Capabilities) time.Duration { return 0 }
-	// BR-1.7 waits inside its window: the run's, else at least the
-	// declared one.
-	p.add("BR-1.7", func(w Windows, c mq.Capabilities) time.Duration {
-		if w.RestartWindow > 0 {
-			return w.RestartWindow
-		}
-		return window(c)
-	}, dedupeAfterRestart)
+	p.add("BR-1.7", none, dedupeAfterRestart)
 	p.add("BR-3.1", none, survivesRestart)
 }
 

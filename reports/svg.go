@@ -416,7 +416,11 @@ func opsWindows(ops []history.Op, figs []verdict.Figure, cfg map[string]string) 
 			}
 			seen[id] = true
 			if len(seen) <= most {
-				out = append(out, window{op.End, op.End + ack, "ack wait " + durationText(ack)})
+				label := "ack wait " + durationText(ack)
+				if id != "" {
+					label += " of " + shortID(id)
+				}
+				out = append(out, window{op.End, op.End + ack, label})
 			}
 		}
 	}

@@ -4,7 +4,7 @@
 //	tck list      [--suite S] [--format text|json|markdown]
 //	tck targets   [--suite S] [--mutants] [--format text|json]
 //	tck plan      [--suite S]... [--target T]... [--rule ID]...
-//	tck plan      --profile FILE [--format text|json]
+//	tck plan      --profile FILE [--format text|json] [--out DIR]
 //	tck run       [--suite S]... [--target T]... [--rule ID]... [--out DIR] [--quiet]
 //	tck selftest  [--suite S]... [--out DIR]
 //	tck report    --in DIR

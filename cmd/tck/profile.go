@@ -2,8 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"path/filepath"
+	"runtime"
 	"strings"
+	"time"
 
 	"github.com/onceproof/tck/adapters/registry"
 	"github.com/onceproof/tck/internal/profile"
@@ -14,7 +18,8 @@ import (
 // planProfile is `tck plan --profile FILE`: the seed 002 analysis of a
 // declared pipeline, nothing started. Exit 0 with no hazard, 1 with any,
 // 3 on a malformed profile (file:line: field: what is wrong).
-func planProfile(file, format string, stdout io.Writer) error {
+// With --out it also writes the analysis as a report folder.
+func planProfile(file, format, out, command string, stdout io.Writer) error {
 	if err := checkFormat(format, "text", "json"); err != nil {
 		return err
 	}
@@ -23,6 +28,19 @@ func planProfile(file, format string, stdout io.Writer) error {
 		return usagef("%v", err)
 	}
 	plan := profile.Analyze(p)
+	if out != "" {
+		now := time.Now()
+		dir, unlock, err := claimOutDir(out, now)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		rep := reports.PlanReport(&plan, reports.Kit{Name: "onceproof", Version: kitVersion(), GoVersion: runtime.Version()}, command, now)
+		if err := reports.WriteAll(dir, rep); err != nil {
+			return fmt.Errorf("writing the report: %w", err)
+		}
+		defer fmt.Fprintf(stdout, "\nreport: %s\n", filepath.Join(dir, reports.FileHTML))
+	}
 	if format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -149,6 +149,7 @@ func cmdPlan(_ context.Context, args []string, stdout, _ io.Writer) error {
 	fs.Var(&sel.rules, "rule", "only these rule ids (repeatable)")
 	prof := fs.String("profile", "", "a pipeline profile (YAML): print its hazards and what each ack proves; exit 1 on any hazard")
 	format := fs.String("format", "text", "with --profile: text or json")
+	planOut := fs.String("out", "", "with --profile: also write the analysis as a report folder (report.html, report.md, results.json)")
 	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
@@ -156,10 +157,10 @@ func cmdPlan(_ context.Context, args []string, stdout, _ io.Writer) error {
 		if len(sel.suites)+len(sel.targets)+len(sel.rules) > 0 {
 			return usagef("--profile is a static analysis of the profile alone; it takes no --suite, --target or --rule")
 		}
-		return planProfile(*prof, *format, stdout)
+		return planProfile(*prof, *format, *planOut, target.Redact("tck plan "+strings.Join(args, " ")), stdout)
 	}
-	if *format != "text" {
-		return usagef("--format is for --profile only")
+	if *format != "text" || *planOut != "" {
+		return usagef("--format and --out are for --profile only")
 	}
 	p, err := makePlan(registry.Targets(), sel)
 	if err != nil {

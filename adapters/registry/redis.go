@@ -90,7 +90,7 @@ func redisBroker(startRedis func(ctx context.Context, ref target.Ref) (*redis.Ta
 		return &target.Started{
 			Info: target.Info{
 				Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: target.Redact(addr),
-				Version: rt.Version, Config: cfg, Notes: rt.Notes,
+				Version: rt.Version, Config: cfg, Server: rt.Server, Notes: rt.Notes,
 			},
 			Register: func() { broker.Register(t) },
 			Broker:   t.Open,

@@ -50,6 +50,9 @@ type Target struct {
 	// Config is what the server is set to and what the target declares
 	// beyond Caps, for the report.
 	Config map[string]string
+	// Server is the server's settings as the kit read them (INFO server,
+	// CONFIG GET), each value saying how.
+	Server map[string]string
 	Notes  []string
 	// Lacks says, per capability the server does not have, why, in
 	// Redis's own words.
@@ -241,11 +244,15 @@ func newTarget(ctx context.Context, url string, client Client, stop func() error
 		"ackWait":    "XAUTOCLAIM min-idle-time",
 		"inProgress": "XCLAIM JUSTID, min-idle 0, while the member holds the entry",
 	}
+	srv := map[string]string{}
+	if s.Version != "" {
+		srv["version"] = s.Version + " (INFO server)"
+	}
 	for k, v := range s.Config {
-		cfg[k] = v
+		srv[k] = v + " (CONFIG GET)"
 	}
 	t := &Target{
-		URL: url, Version: "redis-server " + s.Version, Client: client, Caps: caps, Config: cfg,
+		URL: url, Version: "redis-server " + s.Version, Client: client, Caps: caps, Config: cfg, Server: srv,
 		Notes: s.Notes, Lacks: lacks(s), Stop: stop,
 	}
 	if s.Version == "" {

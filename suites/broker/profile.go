@@ -215,6 +215,11 @@ func (f *fixture) scratchCopy() (DeclaredStream, error) {
 	}
 	group := f.name("g")
 	cc := mq.ConsumerConfig{AckWait: f.w.AckWait, MaxDeliver: f.w.MaxDeliver, Backoff: f.w.Backoff}
+	if d := f.t.Declared; d != nil && len(d.Streams) > 0 && len(d.Streams[0].Consumers) > 0 {
+		// The declared limit, unlimited included (the kit's own 3 is for
+		// BR-2.6 only, and may be shorter than a back-off list).
+		cc.MaxDeliver = d.Streams[0].Consumers[0].Config.MaxDeliver
+	}
 	if _, err := f.consumer(topic, group, cc); err != nil {
 		return DeclaredStream{}, err
 	}

@@ -64,7 +64,11 @@ func TestInterruptLeavesNothing(t *testing.T) {
 }
 
 func interruptOnce(t *testing.T, bin string, args []string, delay time.Duration) {
-	tmp := t.TempDir()
+	interruptOnceIn(t, bin, args, delay, t.TempDir())
+}
+
+// interruptOnceIn is interruptOnce with the run's TMPDIR given.
+func interruptOnceIn(t *testing.T, bin string, args []string, delay time.Duration, tmp string) {
 	out := filepath.Join(t.TempDir(), "report")
 	cmd := exec.Command(bin, append(args, "--out", out)...)
 	// Its own TMPDIR: anything left in it afterwards is a leftover.

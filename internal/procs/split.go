@@ -96,7 +96,13 @@ func BuildGoRun(ctx context.Context, argv []string, dir, workDir string) (out []
 	args := append(append([]string{"build", "-o", bin}, flags...), pkgs...)
 	cmd := exec.CommandContext(bctx, argv[0], args...)
 	cmd.Dir = workDir
-	cmd.Env = os.Environ()
+	// The build's scratch space inside dir, so that removing dir removes
+	// it even when the build was killed half-way (an interrupt).
+	gotmp := filepath.Join(dir, ".gotmp")
+	if err := os.MkdirAll(gotmp, 0o700); err != nil {
+		return nil, false, err
+	}
+	cmd.Env = append(os.Environ(), "GOTMPDIR="+gotmp)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return nil, false, fmt.Errorf("go build %s: %v: %s", strings.Join(pkgs, " "), err, strings.TrimSpace(string(b)))
 	}

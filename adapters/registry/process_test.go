@@ -1,0 +1,90 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/internal/verdict"
+)
+
+// runService starts a consumer/process kind as the CLI does (resolved from
+// SUITE/NAME[=ADDRESS]) and runs the consumer rules against it.
+func runService(t *testing.T, name, addr string, rules ...string) []verdict.Result {
+	t.Helper()
+	k, ref, err := Targets().Resolve(target.Ref{Suite: "consumer", Name: name, Address: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := k.Start(context.Background(), ref)
+	if err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	defer func() {
+		if err := st.Stop(); err != nil {
+			t.Errorf("stopping %s: %v", name, err)
+		}
+	}()
+	return runner.Run(ref.Key(), st.Register, runner.Options{Rules: rules})
+}
+
+func verdicts(rs []verdict.Result) (map[string]verdict.Verdict, string) {
+	got := map[string]verdict.Verdict{}
+	var b strings.Builder
+	for _, r := range rs {
+		got[r.Rule] = r.Verdict
+		fmt.Fprintf(&b, "\n  %-7s %-14s %6.0fms %s", r.Rule, r.Verdict, r.DurationMs, r.Reason)
+	}
+	return got, b.String()
+}
+
+// The Go reference service, run as its own process and killed with SIGKILL
+// at every crash point, passes every rule that applies to a black box; the
+// ack-first mutant fails the crash-after-ack rule; and nothing of either
+// run is left in the TMPDIR (the build, the data directories).
+func TestServiceReferencePassesAndMutantFails(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: runs a consumer service through every consumer rule (about a minute)")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(root)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+
+	got, sum := verdicts(runService(t, "process", "cmd:go run ./examples/consumer-service/go"))
+	t.Log(sum)
+	for id, v := range got {
+		want := verdict.Pass
+		if id == "CO-3.1" || id == "CO-4.1" {
+			want = verdict.NotApplicable // its own clock; no outbox the kit can reach
+		}
+		if v != want {
+			t.Errorf("reference service: %s is %s, want %s", id, v, want)
+		}
+	}
+	if len(got) < 15 {
+		t.Errorf("reference service: %d rules ran, want every consumer rule", len(got))
+	}
+
+	got, sum = verdicts(runService(t, "process-mutant-go-ack-first", "", "CO-2.2"))
+	t.Log(sum)
+	if got["CO-2.2"] != verdict.Fail {
+		t.Errorf("the ack-first service: CO-2.2 is %s, want fail", got["CO-2.2"])
+	}
+
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		var names []string
+		for _, e := range left {
+			names = append(names, e.Name())
+		}
+		t.Errorf("left in TMPDIR: %v", names)
+	}
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestInterruptLeavesNoService interrupts `tck run` against consumer
+// services run as processes (the Go reference, built once, and the Python
+// reference) at several points: before the build finished, while the
+// replicas start, deep into the crash rules. After each, on top of what
+// interruptOnce checks (the exit code, no half report, nothing in the run's
+// TMPDIR: the build directory and every rule's data directory), no process
+// may remain that was given one of the run's data directories.
+func TestInterruptLeavesNoService(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: runs the CLI against consumer services")
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	bin := filepath.Join(t.TempDir(), "tck")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building tck: %v\n%s", err, out)
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(root)
+	goRef := []string{"run", "--quiet", "--suite", "consumer", "--target", "consumer/process=cmd:go run ./examples/consumer-service/go"}
+	pyRef := []string{"run", "--quiet", "--suite", "consumer", "--target", "consumer/process-python"}
+	runs := []struct {
+		args  []string
+		delay time.Duration
+	}{
+		{goRef, 300 * time.Millisecond}, {goRef, 2 * time.Second}, {goRef, 5 * time.Second}, {goRef, 9 * time.Second},
+		{pyRef, 1500 * time.Millisecond}, {pyRef, 6 * time.Second},
+	}
+	for _, r := range runs {
+		name := strings.TrimPrefix(r.args[len(r.args)-1], "consumer/") + "@" + r.delay.String()
+		t.Run(name, func(t *testing.T) {
+			interruptService(t, bin, r.args, r.delay)
+		})
+	}
+}
+
+func interruptService(t *testing.T, bin string, args []string, delay time.Duration) {
+	tmp := t.TempDir()
+	interruptOnceIn(t, bin, args, delay, tmp)
+	// A replica is found by its environment: ONCEPROOF_DATA_DIR under tmp.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left := servicesUnder(tmp)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("consumer service processes left behind: %v", left)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// servicesUnder lists the pids whose environment holds a data directory
+// under tmp.
+func servicesUnder(tmp string) []string {
+	var out []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	needle := []byte("ONCEPROOF_DATA_DIR=" + tmp)
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && bytes.Contains(b, needle) {
+			out = append(out, filepath.Base(filepath.Dir(p)))
+		}
+	}
+	return out
+}

@@ -62,9 +62,10 @@ func TestTickText(t *testing.T) {
 // record are drawn as what happened: a dropped duplicate never as stored.
 func TestSeedMarkShapes(t *testing.T) {
 	cases := map[string]shape{
-		"first publish, event_id kept for every retry (its ack lost)":         shStored,
-		"branch A: retry, same id, inside the window: dropped as a duplicate": shDuplicate,
-		"the de-dupe window ends": shEnd,
+		"first publish, event_id kept for every retry (its ack lost)":                          shStored,
+		"branch A: retry, same id, inside the window: dropped as a duplicate":                  shDuplicate,
+		"retry, same id, inside the window: dropped":                                           shDuplicate,
+		"the de-dupe window ends":                                                              shEnd,
 		"branch B: retry, same id, past the window: stored again (a second copy)":              shAgain,
 		"delivery 1: effect done, record (messageId) written, the ack lost":                    shEffect,
 		"delivery 2: record found, skipped (the ack lost again)":                               shDuplicate,

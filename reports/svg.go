@@ -135,7 +135,7 @@ func markShape(text string) shape {
 		return shEnd
 	case has("crash"):
 		return shCrash
-	case has("dropped as a duplicate", "de-duped", "record found, skipped"):
+	case has("dropped as a duplicate", "de-duped", "record found, skipped", "inside the window: dropped"):
 		return shDuplicate
 	case has("again", "second copy", "back at v1"):
 		return shAgain

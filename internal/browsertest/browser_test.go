@@ -70,14 +70,20 @@ func save(t *testing.T, dir, name string, png []byte) {
 // seed-07-07.yaml) into a temporary directory and returns its report.html.
 func seedPlanReport(t *testing.T) string {
 	t.Helper()
-	p, err := profile.Load(filepath.Join("..", "..", "examples", "profiles", "seed-07-07.yaml"))
+	return planReport(t, filepath.Join("..", "..", "examples", "profiles", "seed-07-07.yaml"))
+}
+
+// planReport writes the plan report of one profile and returns its report.html.
+func planReport(t *testing.T, file string) string {
+	t.Helper()
+	p, err := profile.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pl := profile.Analyze(p)
 	dir := t.TempDir()
 	r := reports.PlanReport(&pl, reports.Kit{Name: "onceproof", Version: "test", GoVersion: runtime.Version()},
-		"tck plan --profile examples/profiles/seed-07-07.yaml", time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+		"tck plan --profile "+filepath.Base(file), time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
 	if err := reports.WriteAll(dir, r); err != nil {
 		t.Fatal(err)
 	}
@@ -154,6 +160,33 @@ func TestReportInBrowser(t *testing.T) {
 		save(t, shots, "seed-plan-H1-timeline.png", p.SVGPNG)
 	})
 
+	// Every example profile's timelines keep their labels apart.
+	t.Run("the other example profiles' plan reports", func(t *testing.T) {
+		files, err := filepath.Glob(filepath.Join("..", "..", "examples", "profiles", "*.yaml"))
+		if err != nil || len(files) < 2 {
+			t.Fatalf("example profiles: %v %v", files, err)
+		}
+		for _, f := range files {
+			if filepath.Base(f) == "seed-07-07.yaml" {
+				continue
+			}
+			p, err := b.Load(planReport(t, f), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := filepath.Base(f)
+			for _, e := range p.Errors {
+				t.Errorf("%s: console error: %s", name, e)
+			}
+			for _, r := range p.Requests {
+				t.Errorf("%s: network request: %s", name, r)
+			}
+			for _, o := range p.Overlaps {
+				t.Errorf("%s: SVG labels overlap: %s", name, o)
+			}
+		}
+	})
+
 	t.Run("report of a run on several targets", func(t *testing.T) {
 		file, rep := realRun(t)
 		p, err := b.Load(file, Options{Shot: "svg.tl", Pieces: pieces()})
@@ -196,15 +229,17 @@ func TestReportInBrowser(t *testing.T) {
 		save(t, shots, "run-first-timeline.png", p.SVGPNG)
 	})
 
-	// The checks can fail: a script error, a console.error and a fetched
-	// image injected into a copy of a clean report are each reported.
-	t.Run("a console error and a network request are caught", func(t *testing.T) {
+	// The checks can fail: a script error, a console.error, a fetched image
+	// and two overlapping labels injected into a copy of a clean report are
+	// each reported.
+	t.Run("a console error, a network request and overlapping labels are caught", func(t *testing.T) {
 		src, err := os.ReadFile(seedPlanReport(t))
 		if err != nil {
 			t.Fatal(err)
 		}
 		bad := strings.Replace(string(src), "</body>",
-			`<script>console.error("injected error"); null.boom();</script><img src="http://203.0.113.7/x.png" alt="">`+"</body>", 1)
+			`<script>console.error("injected error"); null.boom();</script><img src="http://203.0.113.7/x.png" alt="">`+
+				`<svg width="200" height="40"><text x="10" y="20">label one</text><text x="30" y="24">label two</text></svg>`+"</body>", 1)
 		file := filepath.Join(t.TempDir(), "report.html")
 		if err := os.WriteFile(file, []byte(bad), 0o644); err != nil {
 			t.Fatal(err)
@@ -219,6 +254,13 @@ func TestReportInBrowser(t *testing.T) {
 		}
 		if !strings.Contains(joined, "boom") && !strings.Contains(joined, "null") {
 			t.Errorf("uncaught exception not reported; errors: %q", p.Errors)
+		}
+		overlap := false
+		for _, o := range p.Overlaps {
+			overlap = overlap || strings.Contains(o, "label one") && strings.Contains(o, "label two")
+		}
+		if !overlap {
+			t.Errorf("two overlapping labels were not reported; overlaps: %q", p.Overlaps)
 		}
 		found := false
 		for _, r := range p.Requests {

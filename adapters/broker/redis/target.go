@@ -264,9 +264,13 @@ func newTarget(ctx context.Context, url string, client Client, stop func() error
 // lacks is why the server does not have each capability it lacks.
 func lacks(s *Server) map[string]string {
 	l := map[string]string{
-		"nak-delay":   "Redis Streams has no negative acknowledgement: an unacknowledged entry comes back only when a consumer claims it after its idle time (XAUTOCLAIM)",
-		"term":        "Redis Streams has no terminate: an entry stays claimable until XACK or XDEL removes it",
-		"max-deliver": "Redis Streams has no max-deliver: the delivery counter (XPENDING) grows without a limit the server enforces",
+		"nak-delay":          "Redis Streams has no negative acknowledgement: an unacknowledged entry comes back only when a consumer claims it after its idle time (XAUTOCLAIM)",
+		"term":               "Redis Streams has no terminate: an entry stays claimable until XACK or XDEL removes it",
+		"max-deliver":        "Redis Streams has no max-deliver: the delivery counter (XPENDING) grows without a limit the server enforces",
+		"producer-sessions":  "Redis has no idempotent producer session: a retried XADD is a new entry unless it carries IDMP",
+		"lost-produce-reply": "Redis has no idempotent producer session whose retries a lost reply would test",
+		"group-offsets":      "a Redis consumer group's progress is its last-delivered id and its pending list (BR-4.x), not a committed offset",
+		"inspect":            "the Redis adapter has no settings read-back (mq.Inspector): a stream key holds no declared de-dupe window, retention or ack wait to compare",
 	}
 	l["broker-restart"] = "the kit cannot restart a Redis server it did not start; its durability settings as read: " + durability(s)
 	if !s.IDMP {

@@ -71,7 +71,11 @@ func consumerOverBroker(ctx context.Context, ref target.Ref, d reference.Design,
 		Outbox:     box,
 		Seed:       ref.Opts.Seed,
 	}
-	cfg := consumerConfig(d, box, bref.String()+" ("+bst.Info.Version+")")
+	name := bref.String()
+	if bref.Address == string(k.Modes[0]) {
+		name = bref.Key()
+	}
+	cfg := consumerConfig(d, box, name+" ("+bst.Info.Version+")")
 	if !caps.AckWait {
 		cfg["ackWait"] = "none: the broker has no ack wait"
 	}

@@ -81,8 +81,8 @@ func EmbeddedTarget(ctx context.Context, client Client) (*Target, error) {
 	}
 	t.Embedded = e
 	t.Emulator = true
-	t.Address = "embedded kfake " + strings.Join(e.Seeds(), ",")
-	t.Version = KfakeVersion + " (embedded emulator), franz-go " + FranzVersion
+	t.Address = "kfake " + strings.Join(e.Seeds(), ",")
+	t.Version = KfakeVersion + ", franz-go " + FranzVersion // the report adds "(emulator)"
 	t.Notes = append(t.Notes, "emulator: franz-go's kfake, not a Kafka deployment; a pass certifies the client-side contract and the kit's rules, not a Kafka server's configuration")
 	t.Config["faults"] = "kfake request controls (a produce appended, then answered REQUEST_TIMED_OUT)"
 	return t, nil
@@ -183,7 +183,7 @@ func newTarget(ctx context.Context, client Client, stop func() error) (*Target, 
 		stop = func() error { return nil }
 	}
 	cfg := map[string]string{
-		"topics":      b.TopicName("<name>") + ", 1 partition, deleted after each rule",
+		"topics":      b.TopicName("") + "<name>, 1 partition, deleted after each rule",
 		"producer":    "idempotent (acks=all), one producer session per handle",
 		"consumer":    "consumer group member, auto-commit off, ack = commit of offset+1 confirmed by the commit response",
 		"crash":       "a member leaves the group without committing",

@@ -114,6 +114,10 @@ func serviceStarted(fixed string) start {
 			return nil, target.Unavailable(ref, err)
 		}
 		svc := &consumer.Service{Args: args, Dir: dir, Broker: process.Broker{URL: e.URL(), Addr: u.Host}, Keep: ref.Opts.Keep}
+		if fixed != "" {
+			// The kit's own examples write nothing into the source tree.
+			svc.Env = map[string]string{"PYTHONDONTWRITEBYTECODE": "1"}
+		}
 		t := consumer.Target{
 			Declared: co.Declared{Scopes: []string{co.ScopeIndex, co.ScopeNotify}},
 			Seed:     ref.Opts.Seed,

@@ -108,11 +108,10 @@ type svcDelivery struct {
 	run      int
 	doubt    uncertain
 
-	mu      sync.Mutex
-	calls   []string
-	ackN    int
-	ackOp   *history.Handle
-	settled bool
+	mu    sync.Mutex
+	calls []string
+	ackN  int
+	ackOp *history.Handle
 }
 
 func (d *svcDelivery) count(label string) int {

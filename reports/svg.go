@@ -671,6 +671,9 @@ func marksTimeline(marks []profile.Mark) template.HTML {
 	}
 	for i, l := range lanes {
 		y := laneY(i)
+		if l == "pipeline" && len(lanes) > 1 {
+			l = "first attempt" // the branches fork from it
+		}
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#cfd8dc" stroke-width="1.5"/>`, left, left+plotW, y, y)
 		text(&b, padLeft, y+4, "", "ln", fit(l, left-padLeft-8))
 	}

@@ -117,6 +117,11 @@ func registerDedupe(p *plan) {
 		refreshed := nHit == 1
 		f.ev.Figure("declared refresh on hit", f.t.Caps.DedupeRefreshOnHit, "")
 		f.ev.Figure("measured refresh on hit", refreshed, "")
+		if nAtHit == 1 && nCtl != 1 {
+			// Decided only with a hit and a lapsed control (see the judge).
+			f.ev.Compare(verdict.Comparison{Setting: "de-dupe window refreshed on a hit", Declared: fmt.Sprint(f.t.Caps.DedupeRefreshOnHit), Actual: fmt.Sprint(refreshed),
+				Source: "measured", Match: refreshed == f.t.Caps.DedupeRefreshOnHit})
+		}
 		return func(r *spec.R) {
 			for _, e := range []error{errHit, errLate, errCtl, errR0, errR1, errR2} {
 				r.Expect(e).To(succeeded(), "publishing and reading back")

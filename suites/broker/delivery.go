@@ -195,6 +195,8 @@ func registerDelivery(p *plan) {
 		}
 		f.ev.Figure("declared max deliver", max, "")
 		f.ev.Figure("deliveries seen", len(attempts), "")
+		f.ev.Compare(verdict.Comparison{Setting: "max deliver", Declared: fmt.Sprint(max), Actual: fmt.Sprintf("%d deliveries", len(attempts)),
+			Source: "measured", Match: len(attempts) == max})
 		return func(r *spec.R) {
 			r.Ev.Notef("attempts seen: %v", attempts)
 			r.Expect(len(attempts)).To(gomega.BeNumerically("<=", max), "no delivery beyond max-deliver %d; attempts seen %v", max, attempts)

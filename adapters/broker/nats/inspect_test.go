@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/mq"
 )
@@ -72,5 +74,40 @@ func TestInspect(t *testing.T) {
 	again, err := in.Topic(ctx, "insp")
 	if err != nil || again.Config != cfg {
 		t.Errorf("inspecting changed the stream: %+v %v", again, err)
+	}
+}
+
+// TestInspectSystemAccount: a connection of the system account reads the
+// server's sync and store settings through VARZ.
+func TestInspectSystemAccount(t *testing.T) {
+	sys, app := server.NewAccount("SYS"), server.NewAccount("APP")
+	dir := t.TempDir()
+	opts := &server.Options{
+		Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true,
+		JetStream: true, StoreDir: dir, SyncAlways: true,
+		Accounts: []*server.Account{sys, app}, SystemAccount: "SYS",
+		Users: []*server.User{{Username: "sys", Password: "s", Account: sys}, {Username: "app", Password: "a", Account: app}},
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	t.Cleanup(s.Shutdown)
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	url := "nats://sys:s@" + s.Addr().String()
+	in, err := nats.Inspect(context.Background(), url, nats.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	si, err := in.Server(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(si.Settings["sync"], "always") || !strings.Contains(si.Settings["store dir"], dir) {
+		t.Errorf("settings read as the system account: %+v", si.Settings)
 	}
 }

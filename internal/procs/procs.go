@@ -287,6 +287,18 @@ func (p *Proc) Kill() error {
 	return p.kill()
 }
 
+// KillRun is Kill for run number run only: it reports false, and does
+// nothing, when that run is no longer the current one (it ended and was
+// restarted meanwhile), so a late kill never hits the next run.
+func (p *Proc) KillRun(run int) (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.run != run {
+		return false, nil
+	}
+	return true, p.kill()
+}
+
 func (p *Proc) kill() error {
 	pid := p.cur.cmd.Process.Pid
 	killGroup(pid)

@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -51,6 +52,8 @@ type svcHarness struct {
 	rmDir   func()
 	workers []*svcWorker
 	sup     sync.WaitGroup
+	bg      sync.WaitGroup // random kills in flight
+	rnd     *rand.Rand     // the moments of CO-5.1's random kills
 
 	model   *model
 	replays int
@@ -69,6 +72,7 @@ type svcHarness struct {
 	faultsFired int
 	loseAnswer  map[int]bool // sink call seq -> lose its answer
 	crashes     int
+	randomKills int
 	kills       []svcKill
 	restarts    int
 	errs        []string // the service's own exits, failed restarts
@@ -91,11 +95,11 @@ type svcWorker struct {
 	name string
 	p    *procs.Proc
 
-	mu       sync.Mutex
-	killed   bool // the current run was killed by the kit
-	cur      *svcDelivery
-	pulled   int // the run that pulled last
-	selfExit int
+	mu        sync.Mutex
+	killedRun int // the run the kit killed last
+	cur       *svcDelivery
+	pulled    int // the run that pulled last
+	selfExit  int
 }
 
 // svcDelivery is one delivery to a replica as seen on the wire.
@@ -158,7 +162,13 @@ func newSvcHarness(r *spec.R, t Target) *svcHarness {
 		loseAnswer: map[int]bool{}, gates: map[string]*gate{}, first: map[string]*svcDelivery{},
 		callOps: map[int]history.Handle{},
 	}
+	seed := time.Now().UnixNano()
+	h.rnd = rand.New(rand.NewPCG(uint64(seed), 0))
 	r.DeferCleanup(func() { h.close(cancel) })
+	if r.ID == "CO-5.1" {
+		h.ev.Figure("random kills", fmt.Sprintf("%.0f%% of the steps also kill a random replica 0-40 ms after the publish", 100*pRandomKill), "")
+		h.ev.Figure("random kill seed", seed, "the moments, not the schedule (the schedule's seed is \"seed\")")
+	}
 	if err := h.makeDir(); err != nil {
 		r.Unknown("making the service's data directory: %v", err)
 	}
@@ -266,8 +276,7 @@ func (w *svcWorker) supervise() {
 			return
 		}
 		w.mu.Lock()
-		killed := w.killed
-		w.killed = false
+		killed := w.killedRun == w.p.Run() // only the supervisor restarts: this is the run that ended
 		w.mu.Unlock()
 		if !killed {
 			w.selfExit++
@@ -315,14 +324,19 @@ func (h *svcHarness) waitPulled(w *svcWorker, run int) {
 // crash kills w's current run (SIGKILL to its process group) and lets its
 // supervisor start it again.
 func (h *svcHarness) crash(w *svcWorker, why, event string) {
-	w.mu.Lock()
-	w.killed = true
-	w.mu.Unlock()
 	run, pid := w.p.Run(), w.p.Pid()
-	op := h.rec.Invoke(w.actor(), "SIGKILL", event)
-	if err := w.p.Kill(); err != nil {
+	w.mu.Lock()
+	w.killedRun = run
+	w.mu.Unlock()
+	op := h.rec.Invoke(fmt.Sprintf("%s#%d", w.name, run), "SIGKILL", event)
+	killed, err := w.p.KillRun(run)
+	switch {
+	case err != nil:
 		op.Info(err.Error())
-	} else {
+	case !killed:
+		op.Info(fmt.Sprintf("run %d had already ended: %s", run, why))
+		return
+	default:
 		op.OK(fmt.Sprintf("pid %d: %s", pid, why))
 	}
 	h.mu.Lock()
@@ -356,6 +370,7 @@ func (h *svcHarness) noteErr(msg string) {
 // kill in the evidence, and releases the stream and the sinks.
 func (h *svcHarness) close(cancel context.CancelFunc) {
 	cancel()
+	h.bg.Wait()
 	for _, w := range h.workers {
 		if w.p != nil {
 			_ = w.p.Stop(0)
@@ -365,6 +380,9 @@ func (h *svcHarness) close(cancel context.CancelFunc) {
 	h.mu.Lock()
 	kills, errs := append([]svcKill(nil), h.kills...), append([]string(nil), h.errs...)
 	h.ev.Figure("crashes injected", h.crashes, "SIGKILL of a replica's process group")
+	if h.randomKills > 0 {
+		h.ev.Figure("kills at random moments", h.randomKills, "included in the crashes")
+	}
 	h.ev.Figure("restarts", h.restarts, "same command, environment and data directory")
 	h.ev.Figure("broker messages published", len(h.order), "")
 	if h.lostAcks > 0 {

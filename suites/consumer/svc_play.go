@@ -53,6 +53,9 @@ func (h *svcHarness) play(s step) {
 			h.publish(s.older, s.older.EventID+"#dup")
 		}
 	}
+	if h.r.ID == "CO-5.1" && h.rnd.Float64() < pRandomKill {
+		h.randomKill(s.event.EventID)
+	}
 	h.settle()
 	if s.kind == stepPair {
 		h.model.apply(s.older)
@@ -590,4 +593,27 @@ func (h *svcHarness) markSeqAcked(seq uint64) {
 	if id != "" {
 		h.markAcked(id)
 	}
+}
+
+// pRandomKill is the chance that a CO-5.1 step also kills a random replica
+// at a random moment (0 to 40 ms after its publish), wherever it is: inside
+// its own transaction, between two calls, idle.
+const pRandomKill = 0.05
+
+// randomKill kills a random replica after a random delay, in the
+// background; the step's settle waits for whatever it interrupted.
+func (h *svcHarness) randomKill(event string) {
+	w := h.workers[h.rnd.IntN(len(h.workers))]
+	delay := time.Duration(h.rnd.IntN(40)) * time.Millisecond
+	h.mu.Lock()
+	h.randomKills++
+	h.mu.Unlock()
+	h.bg.Add(1)
+	go func() {
+		defer h.bg.Done()
+		sleep(h.ctx, delay)
+		if h.ctx.Err() == nil {
+			h.crash(w, fmt.Sprintf("a random moment, %s after the publish", delay), event)
+		}
+	}()
 }

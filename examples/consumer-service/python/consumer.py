@@ -161,6 +161,14 @@ class HTTPStatus(Exception):
     pass
 
 
+class Busy(Exception):
+    """A claim held by another live replica; wait is its lease's remainder."""
+
+    def __init__(self, msg, wait):
+        super().__init__(msg)
+        self.wait = wait
+
+
 def call(method, url, body=None):
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
@@ -212,6 +220,9 @@ class Service:
             log(f"{self.worker}: {e['eventId']} attempt {attempt}")
             try:
                 self.handle(e, lambda: self.nats.ack(ack))
+            except Busy as err:  # another replica's live claim: come back when its lease runs out
+                print(f"{self.worker}: {e['eventId']}: {err}; nak", file=sys.stderr, flush=True)
+                self.nats.nak(ack, err.wait)
             except Exception as err:  # any failure before the ack: have it back
                 print(f"{self.worker}: {e['eventId']}: {err}; nak", file=sys.stderr, flush=True)
                 self.nats.nak(ack, 0.2)
@@ -259,8 +270,9 @@ class Service:
             if state == "sent":
                 return
             if owner != self.owner:
-                if (now - claimed) / 1e9 < self.lease:
-                    raise RuntimeError(f"the notification of {e['eventId']} is being sent by {owner}")
+                left = self.lease - (now - claimed) / 1e9
+                if left > 0:
+                    raise Busy(f"the notification of {e['eventId']} is being sent by {owner}", left + 0.05)
                 cur = db.execute("UPDATE notification SET owner = ?, claimed_ns = ? WHERE message_id = ? AND version = ? AND owner = ? AND claimed_ns = ?",
                                  (self.owner, now, m, v, owner, claimed))
                 if cur.rowcount == 0:

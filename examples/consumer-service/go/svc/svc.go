@@ -180,7 +180,12 @@ func (s *service) deliver(ctx context.Context, msg jetstream.Msg) {
 	if err := s.handle(ctx, e); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %s: %v; nak\n", s.worker, e.EventID, err)
 		if !s.d.AckFirst {
-			_ = msg.NakWithDelay(200 * time.Millisecond)
+			delay := 200 * time.Millisecond
+			var busy *busyError
+			if errors.As(err, &busy) {
+				delay = busy.wait // come back when the other claim's lease runs out
+			}
+			_ = msg.NakWithDelay(delay)
 		}
 		return
 	}
@@ -278,8 +283,8 @@ func (s *service) notifyOnce(ctx context.Context, e co.Event) error {
 			return nil
 		}
 		if owner != s.owner {
-			if time.Duration(now-claimed) < s.lease {
-				return fmt.Errorf("the notification of %s is being sent by %s", e.EventID, owner)
+			if left := s.lease - time.Duration(now-claimed); left > 0 {
+				return &busyError{wait: left + 50*time.Millisecond, msg: fmt.Sprintf("the notification of %s is being sent by %s", e.EventID, owner)}
 			}
 			// The claimer's lease ran out: take the claim over, atomically.
 			res, err := s.db.ExecContext(ctx, `UPDATE notification SET owner = ?, claimed_ns = ? WHERE message_id = ? AND version = ? AND owner = ? AND claimed_ns = ?`,
@@ -305,6 +310,14 @@ func (s *service) notifyOnce(ctx context.Context, e co.Event) error {
 	}
 	return s.markSent(ctx, e, version)
 }
+
+// busyError is a claim held by another live replica: come back after wait.
+type busyError struct {
+	wait time.Duration
+	msg  string
+}
+
+func (e *busyError) Error() string { return e.msg }
 
 func (s *service) markSent(ctx context.Context, e co.Event, version int) error {
 	_, err := s.db.ExecContext(ctx, `UPDATE notification SET state = 'sent' WHERE message_id = ? AND version = ?`, e.MessageID, version)

@@ -76,6 +76,10 @@ func TestLifecycle(t *testing.T) {
 
 	g.Expect(p.Restart(ctx)).To(gomega.Succeed())
 	g.Expect(p.Run()).To(gomega.Equal(2))
+	killed, err := p.KillRun(1)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(killed).To(gomega.BeFalse(), "a kill meant for run 1 hit run 2")
+	g.Expect(p.Running()).To(gomega.BeTrue())
 	g.Expect(p.WaitListening(ctx, "127.0.0.1:"+strconv.Itoa(port))).To(gomega.Succeed())
 	g.Eventually(p.Tail).WithArguments(4096).Should(gomega.ContainSubstring("[run 2 stdout] hello world"))
 	second := p.Pid()

@@ -41,6 +41,11 @@ func DeclaredNATS(p *profile.Profile, onServer bool) (*broker.Declared, error) {
 		return nil, fmt.Errorf("profile %s declares %d NATS brokers (%s); a run certifies one server: keep one NATS broker in the profile", p.File(), len(nb), strings.Join(names, ", "))
 	}
 	d := &broker.Declared{Source: fmt.Sprintf("%s (profile %s, broker %s)", p.File(), p.Name, nb[0].Name), OnServer: onServer}
+	for _, pr := range p.Producers {
+		if pr.Broker == nb[0].Name {
+			d.Producers = append(d.Producers, broker.DeclaredProducer{Name: pr.Name, Stream: pr.Stream, KeepsID: pr.KeepsMessageID})
+		}
+	}
 	for _, s := range nb[0].Streams {
 		ds := broker.DeclaredStream{Topic: mq.TopicInfo{Name: s.Name, Subjects: s.Subjects, Config: mq.TopicConfig{
 			DedupeWindow: or(s.Duplicates.D(), profile.NATSDefaultDuplicates),

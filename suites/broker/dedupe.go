@@ -340,6 +340,6 @@ func lostPublishAck(f *fixture) judge {
 			r.Unknown("the publish whose ack was lost was not stored (%d copies of the fresh-id intent), so the lost-ack case did not happen as staged", byPayload["intent-2"])
 		}
 		r.Expect(byPayload["intent-2"]).To(gomega.Equal(2), "a retry with a fresh id after a lost ack leaves two copies")
-		r.Ev.Hazard("a producer that retries a lost publish ack with a fresh message id stores the same intent twice (%d copies): keep the id stable across retries (seed 002, 二)", byPayload["intent-2"])
+		f.t.Declared.freshIDHazard(r, byPayload["intent-2"])
 	}
 }

@@ -41,6 +41,39 @@ type Declared struct {
 	// the declaration (replicas on a single server, an unlimited max
 	// deliver); they are recorded as the kit's, not the team's.
 	SetupHazards []string
+	// Producers are the declared producers publishing to these streams:
+	// BR-1.6's fresh-id copy is a hazard of the team's only where one of
+	// them mints a fresh id per retry.
+	Producers []DeclaredProducer
+}
+
+// DeclaredProducer is a producer as a profile declares it.
+type DeclaredProducer struct {
+	Name    string
+	Stream  string
+	KeepsID bool // every retry carries the first attempt's message id
+}
+
+// freshIDHazard records what BR-1.6's staged fresh-id retry showed: a
+// hazard for any producer that retries with fresh ids, unless the
+// declaration says every producer keeps its id, which makes it a note (the
+// kit's own demonstration, not the team's finding).
+func (d *Declared) freshIDHazard(r *spec.R, copies int) {
+	if d == nil || len(d.Producers) == 0 {
+		r.Ev.Hazard("a producer that retries a lost publish ack with a fresh message id stores the same intent twice (%d copies): keep the id stable across retries (seed 002, 二)", copies)
+		return
+	}
+	var fresh []string
+	for _, p := range d.Producers {
+		if !p.KeepsID {
+			fresh = append(fresh, fmt.Sprintf("%s (stream %s)", p.Name, p.Stream))
+		}
+	}
+	if len(fresh) > 0 {
+		r.Ev.Hazard("the declared producer %s mints a fresh message id per retry: after a lost publish ack it stores the same intent twice, as the kit's fresh-id retry did (%d copies); keep the id stable across retries (seed 002, 二)", strings.Join(fresh, ", "), copies)
+		return
+	}
+	r.Ev.Notef("the kit's staged fresh-id retry stored the intent twice (%d copies), as expected; every declared producer keeps its message id across retries, so this is no hazard of the declared pipeline", copies)
 }
 
 // DeclaredStream is one declared stream and its consumers.

@@ -32,6 +32,12 @@ const (
 
 const teamProfile = `schema: onceproof.profile/v1
 name: certify-test
+producers:
+  - name: orders-api
+    broker: main
+    stream: ORDERS
+    keepsMessageId: true
+    retries: [1s]
 brokers:
   - name: main
     kind: nats
@@ -170,6 +176,11 @@ func TestCertifyTeamConfiguration(t *testing.T) {
 				t.Errorf("BR-6.1 comparison %+v", c)
 			}
 		}
+	}
+	// The declared producer keeps its ids: BR-1.6's fresh-id copy is the
+	// kit's demonstration, not the team's hazard.
+	if r := res["BR-1.6"]; len(r.Evidence.Hazards) != 0 {
+		t.Errorf("BR-1.6 names a hazard though every declared producer keeps its id: %v", r.Evidence.Hazards)
 	}
 	c, ok := comparison(res["BR-1.2"], "de-dupe window")
 	if !ok || !c.Match || c.Declared != "6s" || c.Source != "measured" {

@@ -222,7 +222,10 @@ class Service:
                 self.handle(e, lambda: self.nats.ack(ack))
             except Busy as err:  # another replica's live claim: come back when its lease runs out
                 print(f"{self.worker}: {e['eventId']}: {err}; nak", file=sys.stderr, flush=True)
-                self.nats.nak(ack, err.wait)
+                # Likely done in a moment; if its claimer died, its lease runs
+                # out: back off, at most until then, well under max deliver.
+                n = int(attempt) if attempt.isdigit() else 1
+                self.nats.nak(ack, min(err.wait, 0.2 * n))
             except Exception as err:  # any failure before the ack: have it back
                 print(f"{self.worker}: {e['eventId']}: {err}; nak", file=sys.stderr, flush=True)
                 self.nats.nak(ack, 0.2)

@@ -183,7 +183,10 @@ func (s *service) deliver(ctx context.Context, msg jetstream.Msg) {
 			delay := 200 * time.Millisecond
 			var busy *busyError
 			if errors.As(err, &busy) {
-				delay = busy.wait // come back when the other claim's lease runs out
+				// Another replica's claim: it is likely done in a moment; if
+				// its claimer died, its lease runs out. Back off, at most
+				// until then, so the redeliveries stay well under max deliver.
+				delay = min(busy.wait, time.Duration(max(attempt, 1))*200*time.Millisecond)
 			}
 			_ = msg.NakWithDelay(delay)
 		}

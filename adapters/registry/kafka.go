@@ -9,6 +9,7 @@ import (
 	kafkamutants "github.com/onceproof/tck/adapters/broker/kafka/mutants"
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/mq"
 	"github.com/onceproof/tck/suites/broker"
 )
 
@@ -97,8 +98,6 @@ var kafkaLacks = map[catalog.Capability]string{
 	catalog.CapBrokerInProgress: "Kafka has no per-record deadline to push back: a member's liveness is its group session (heartbeats), not a per-message timer",
 	catalog.CapBrokerRestart:    "the kit cannot restart a Kafka broker: kfake runs inside the kit's own process and an external cluster is not the kit's to restart",
 	catalog.CapBrokerFaultProxy: "the kit's fault proxy cannot stand before a Kafka cluster: clients follow the brokers' advertised addresses from metadata",
-	catalog.CapBrokerLostProduceReply: "on an external cluster the kit cannot make a broker append a produce and then lose its reply (that needs kfake's request controls, embedded only, or a proxy before every broker the metadata names); " +
-		"run broker/kafka embedded for BR-5.1; BR-5.2, BR-5.3 and BR-5.4 run here",
 }
 
 // KafkaBrokerTarget is the broker suite's view of a Kafka target, however
@@ -110,22 +109,42 @@ func KafkaBrokerTarget(kt *kafka.Target) broker.Target {
 		Caps:    kt.Caps,
 		Windows: broker.Windows{AckWait: kafkaRedeliveryBound},
 	}
-	if e := kt.Embedded; e != nil {
-		names := kafka.Options{Prefix: client.Options.Prefix, Run: client.Options.Run}
-		t.LoseProduceReply = func(topic string) (broker.LostReply, error) {
-			return lostReply{e.LoseNextProduceReply(names.TopicName(topic))}, nil
+	e := kt.Embedded
+	t.LoseProduceReply = func(ctx context.Context, topic string) (mq.Producer, broker.LostReply, error) {
+		if e == nil {
+			// Any cluster: the reply is swallowed in the kit's own client.
+			d, err := kafka.DropNextProduceReply(ctx, client.Options)
+			if err != nil {
+				return nil, nil, err
+			}
+			return d, d, nil
 		}
+		// kfake: its request controls lose the reply at the broker.
+		b, err := client.Open(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		sb, ok := b.(mq.SessionBroker)
+		if !ok {
+			_ = b.Close()
+			return nil, nil, fmt.Errorf("the handle (%T) starts no producer session", b)
+		}
+		p, err := sb.Producer(ctx)
+		if err != nil {
+			_ = b.Close()
+			return nil, nil, err
+		}
+		return sessionOn{p, b}, lostReply{e.LoseNextProduceReply(client.Options.TopicName(topic))}, nil
 	}
 	// Kafka's reasons for what it lacks, on the rules that need it (a
 	// mutant may declare what Kafka lacks: then the rule runs).
 	have := map[catalog.Capability]bool{
-		catalog.CapBrokerDedupe:           kt.Caps.DedupeWindow > 0,
-		catalog.CapBrokerAckWait:          kt.Caps.AckWait,
-		catalog.CapBrokerNakDelay:         kt.Caps.NakDelay,
-		catalog.CapBrokerTerm:             kt.Caps.Term,
-		catalog.CapBrokerMaxDeliver:       kt.Caps.MaxDeliver,
-		catalog.CapBrokerInProgress:       kt.Caps.InProgress,
-		catalog.CapBrokerLostProduceReply: t.LoseProduceReply != nil,
+		catalog.CapBrokerDedupe:     kt.Caps.DedupeWindow > 0,
+		catalog.CapBrokerAckWait:    kt.Caps.AckWait,
+		catalog.CapBrokerNakDelay:   kt.Caps.NakDelay,
+		catalog.CapBrokerTerm:       kt.Caps.Term,
+		catalog.CapBrokerMaxDeliver: kt.Caps.MaxDeliver,
+		catalog.CapBrokerInProgress: kt.Caps.InProgress,
 	}
 	for _, r := range catalog.All("broker") {
 		for _, c := range r.Needs {
@@ -152,4 +171,15 @@ func (l lostReply) Seen() []string {
 		out = append(out, a.String())
 	}
 	return out
+}
+
+// sessionOn is a producer session that closes its handle with it.
+type sessionOn struct {
+	mq.Producer
+	b mq.Broker
+}
+
+func (s sessionOn) Close() error {
+	_ = s.Producer.Close()
+	return s.b.Close()
 }

@@ -73,10 +73,11 @@ type Target struct {
 	// reason (naming the capability it lacks); they are reported
 	// not-applicable with it and start no workload.
 	NotApplicable map[string]string
-	// LoseProduceReply, when set, arms a fault that makes the broker store
-	// the next produce to topic and lose its reply, so the client retries
-	// (BR-5.1; Kafka embedded: kfake's request controls).
-	LoseProduceReply func(topic string) (LostReply, error)
+	// LoseProduceReply, when set, starts a producer session whose next
+	// produce to topic the broker stores while its reply is lost, so the
+	// client retries (BR-5.1; Kafka: kfake's request controls embedded, the
+	// reply swallowed in the kit's own client connection elsewhere).
+	LoseProduceReply func(ctx context.Context, topic string) (mq.Producer, LostReply, error)
 	// Inspect, when set, opens a read-only view of the broker's own
 	// settings (the capability "inspect"): BR-6.1 compares what is
 	// declared with what the server holds.

@@ -31,6 +31,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"regexp"
 	"strconv"
 	"strings"
@@ -68,6 +69,9 @@ type Options struct {
 	Timeout time.Duration
 	// Defects are a mutant's (zero: none).
 	Defects Defects
+
+	dial           func(ctx context.Context, network, host string) (net.Conn, error) // the kit's own dialer (dropreply.go)
+	produceTimeout time.Duration                                                     // 0: kgo's default
 }
 
 // Defects are the deliberate faults a mutant puts in the client path; the
@@ -145,6 +149,7 @@ func (o Options) baseOpts() ([]kgo.Opt, error) {
 		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
 		kgo.MetadataMinAge(50 * time.Millisecond),
 	}
+	opts = append(opts, o.dialOpts()...)
 	if o.User != "" {
 		m, err := mechanism(o.Mechanism, o.User, o.Password)
 		if err != nil {

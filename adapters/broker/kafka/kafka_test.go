@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -13,7 +14,9 @@ import (
 
 	"github.com/onceproof/tck/adapters/broker/kafka"
 	"github.com/onceproof/tck/adapters/registry"
+	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/suites/broker"
 )
 
@@ -124,8 +127,8 @@ func TestContainerNeedsImage(t *testing.T) {
 }
 
 // TestExternal runs the suite against a cluster reached by URL (a kfake
-// the test starts): everything but BR-5.1 runs as embedded; BR-5.1 is
-// not-applicable, saying why the lost reply cannot be injected there.
+// the test starts): the same rules as embedded, BR-5.1 with the reply
+// swallowed in the kit's own client instead of kfake's request controls.
 func TestExternal(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
@@ -136,11 +139,7 @@ func TestExternal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg := registry.KafkaBrokerTarget(kt)
-	if why := tg.NotApplicable["BR-5.1"]; !strings.Contains(why, "external cluster") {
-		t.Errorf("BR-5.1 on an external cluster: reason %q", why)
-	}
-	broker.Check(t, tg)
+	broker.Check(t, registry.KafkaBrokerTarget(kt))
 }
 
 func TestParseURL(t *testing.T) {
@@ -154,6 +153,50 @@ func TestParseURL(t *testing.T) {
 	for _, bad := range []string{"nats://h:1", "kafka://", "kafka:///x"} {
 		if _, err := kafka.ParseURL(bad); err == nil {
 			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+// TestExternalLostReply: on a cluster reached by URL, the reply swallowed
+// in the kit's client makes the client retry; an idempotent producer
+// leaves one record (BR-5.1 passes), a producer without idempotence two
+// (BR-5.1 fails).
+func TestExternalLostReply(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	for _, tc := range []struct {
+		name   string
+		client kafka.Client
+		want   verdict.Verdict
+	}{
+		{"idempotent", kafka.Client{}, verdict.Pass},
+		{"not idempotent", kafka.Client{Options: kafka.Options{Defects: kafka.Defects{NoIdempotence: true}}}, verdict.Fail},
+	} {
+		kt, err := kafka.URLTarget(context.Background(), "kafka://"+c.ListenAddrs()[0], tc.client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tg := registry.KafkaBrokerTarget(kt)
+		res := runner.Run("broker/kafka", func() { broker.Register(tg) }, runner.Options{Rules: []string{"BR-5.1"}})
+		for _, r := range res {
+			if r.Rule != "BR-5.1" {
+				continue
+			}
+			if r.Verdict != tc.want {
+				t.Errorf("%s: BR-5.1 is %s, want %s: %s", tc.name, r.Verdict, tc.want, r.Reason)
+			}
+			fired := false
+			for _, f := range r.Evidence.Figures {
+				if f.Name == "produce requests seen" {
+					fired = fmt.Sprint(f.Value) == "2"
+				}
+			}
+			if !fired {
+				t.Errorf("%s: the lost reply did not make the client retry once: %v", tc.name, r.Evidence.Figures)
+			}
 		}
 	}
 }

@@ -67,6 +67,15 @@ func TestUnreachable(t *testing.T) {
 	checkRefusal(t, startErr(t, "broker/redis", "redis://tck:"+secret+"@"+addr+"/0"), "cannot reach Redis at "+addr)
 }
 
+// A wrong password is refused as a login, the password never shown.
+func TestWrongPassword(t *testing.T) {
+	o, err := goredis.ParseURL(serverURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRefusal(t, startErr(t, "broker/redis", "redis://default:"+secret+"@"+o.Addr+"/0"), "refused the login")
+}
+
 func TestNoAddress(t *testing.T) {
 	t.Setenv(registry.RedisURLEnv, "")
 	k, ref, err := registry.Targets().Resolve(target.Ref{Suite: "broker", Name: "mutant-redis-ack-unsent"})

@@ -148,7 +148,11 @@ func dial(ctx context.Context, url string) (*goredis.Client, error) {
 	rdb := goredis.NewClient(o)
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		_ = rdb.Close()
-		return nil, fmt.Errorf("cannot reach Redis at %s: %s", o.Addr, scrub(err.Error(), url))
+		msg := scrub(err.Error(), url)
+		if strings.HasPrefix(msg, "NOAUTH") || strings.HasPrefix(msg, "WRONGPASS") {
+			return nil, fmt.Errorf("the Redis server at %s refused the login: %s", o.Addr, msg)
+		}
+		return nil, fmt.Errorf("cannot reach Redis at %s: %s", o.Addr, msg)
 	}
 	return rdb, nil
 }

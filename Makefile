@@ -2,7 +2,7 @@
 # targets; `make test` is what CI runs (see .ci/run for what it starts first).
 GO ?= go
 
-.PHONY: run test check rules selftest images postgres bench race-rate clean-containers stress
+.PHONY: run test check rules selftest images postgres redis bench race-rate clean-containers stress
 
 run:
 	$(GO) run ./cmd/tck run
@@ -38,6 +38,10 @@ images:
 # A PostgreSQL server on 127.0.0.1:5432 from Debian packages; prints the URL.
 postgres:
 	scripts/postgres-local.sh
+
+# A redis-server on 127.0.0.1:16379 from Debian packages; prints TCK_REDIS_URL.
+redis:
+	scripts/redis-local.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./cmd/tck/ ./suites/...

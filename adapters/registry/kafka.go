@@ -96,7 +96,7 @@ var kafkaLacks = map[catalog.Capability]string{
 	catalog.CapBrokerTerm:       "Kafka has no term: a record is never retired on its own, only passed by a commit of a later offset",
 	catalog.CapBrokerMaxDeliver: "Kafka keeps no delivery counter and no delivery limit: a record that always fails is the application's to park (a dead-letter topic)",
 	catalog.CapBrokerInProgress: "Kafka has no per-record deadline to push back: a member's liveness is its group session (heartbeats), not a per-message timer",
-	catalog.CapBrokerRestart:    "the kit cannot restart a Kafka broker: kfake runs inside the kit's own process and an external cluster is not the kit's to restart",
+	catalog.CapBrokerRestart:    "the kit cannot restart a Kafka cluster it did not start",
 	catalog.CapBrokerFaultProxy: "the kit's fault proxy cannot stand before a Kafka cluster: clients follow the brokers' advertised addresses from metadata",
 }
 
@@ -108,6 +108,15 @@ func KafkaBrokerTarget(kt *kafka.Target) broker.Target {
 		Open:    client.Open,
 		Caps:    kt.Caps,
 		Windows: broker.Windows{AckWait: kafkaRedeliveryBound},
+	}
+	if private := kt.Private; private != nil {
+		t.Private = func(ctx context.Context) (broker.Server, error) {
+			p, err := private(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return kafkaServer{p}, nil
+		}
 	}
 	e := kt.Embedded
 	t.LoseProduceReply = func(ctx context.Context, topic string) (mq.Producer, broker.LostReply, error) {
@@ -145,6 +154,7 @@ func KafkaBrokerTarget(kt *kafka.Target) broker.Target {
 		catalog.CapBrokerTerm:       kt.Caps.Term,
 		catalog.CapBrokerMaxDeliver: kt.Caps.MaxDeliver,
 		catalog.CapBrokerInProgress: kt.Caps.InProgress,
+		catalog.CapBrokerRestart:    t.Private != nil,
 	}
 	for _, r := range catalog.All("broker") {
 		for _, c := range r.Needs {
@@ -182,4 +192,11 @@ type sessionOn struct {
 func (s sessionOn) Close() error {
 	_ = s.Producer.Close()
 	return s.b.Close()
+}
+
+// kafkaServer is a rule's own kfake cluster as the suite restarts it.
+type kafkaServer struct{ *kafka.Private }
+
+func (s kafkaServer) Restart(ctx context.Context, how broker.Restart) error {
+	return s.Private.Restart(ctx, how == broker.Abrupt)
 }

@@ -83,6 +83,9 @@ type Defects struct {
 	// CommitShift is added to the offset a commit stores (-1: the record's
 	// own offset instead of the next one).
 	CommitShift int64
+	// NoPersistence runs a rule's own cluster without a data directory:
+	// everything acknowledged is gone after a restart.
+	NoPersistence bool
 }
 
 func (o Options) withDefaults() Options {

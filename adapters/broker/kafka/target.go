@@ -60,9 +60,11 @@ type Target struct {
 	Config map[string]string
 	Notes  []string
 	// Embedded, when set, is the kit's own kfake cluster: its request
-	// controls inject the faults an external cluster cannot be made to
-	// show (BR-5.1).
+	// controls lose a produce reply at the broker (BR-5.1).
 	Embedded *Embedded
+	// Private, when set, starts a cluster of a rule's own that the rule
+	// may restart (BR-3.1).
+	Private func(ctx context.Context) (*Private, error)
 	// Stop releases everything the start created.
 	Stop func() error
 }
@@ -81,6 +83,9 @@ func EmbeddedTarget(ctx context.Context, client Client) (*Target, error) {
 	}
 	t.Embedded = e
 	t.Emulator = true
+	own := t.Client
+	t.Private = func(context.Context) (*Private, error) { return StartPrivate(own, !own.Options.Defects.NoPersistence) }
+	t.Config["restartable"] = "a rule's own kfake with a data directory, gracefully"
 	t.Address = "kfake " + strings.Join(e.Seeds(), ",")
 	t.Version = KfakeVersion + ", franz-go " + FranzVersion // the report adds "(emulator)"
 	t.Notes = append(t.Notes, "emulator: franz-go's kfake, not a Kafka deployment; a pass certifies the client-side contract and the kit's rules, not a Kafka server's configuration")

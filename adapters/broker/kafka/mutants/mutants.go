@@ -3,7 +3,8 @@
 // one defect in the client path (or in what the target declares), the kind
 // of mistake seed 002 warns about for Kafka: a producer without idempotence,
 // a commit before the handler ran, a commit of the wrong offset, a shutdown
-// that commits what it never processed, a reset that does nothing, a claim
+// that commits what it never processed, a reset that does nothing, a broker
+// that keeps nothing across a restart, a claim
 // that the idempotent producer is business de-dupe. Each names the BR rules
 // it must fail; the package test and `tck selftest --suite broker` check
 // that it does.
@@ -66,6 +67,11 @@ func All() []Mutant {
 			Name: "close-commits", Summary: "a member that ends commits every record it was handed, processed or not (auto-commit on leave)",
 			MustFail: []string{"BR-2.3", "BR-5.3"},
 			Wrap:     with(hooks{commitOnClose: true}),
+		},
+		{
+			Name: "no-persistence", Summary: "runs a rule's own cluster without a data directory: what was acknowledged is gone after a restart",
+			MustFail: []string{"BR-3.1"},
+			Defects:  kafka.Defects{NoPersistence: true},
 		},
 		{
 			Name: "reset-noop", Summary: "resetting a group's offset reports success without committing it",

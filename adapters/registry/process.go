@@ -30,7 +30,7 @@ var serviceMutants = []serviceMutant{
 	{"go-ack-first", "acks each delivery as it arrives, before its effects (Go)",
 		"go run ./examples/consumer-service/mutants/go-ack-first", []string{"CO-2.2"}},
 	{"go-no-claim", "sends the notification on every delivery, without a claim record (Go)",
-		"go run ./examples/consumer-service/mutants/go-no-claim", []string{"CO-1.1", "CO-2.1"}},
+		"go run ./examples/consumer-service/mutants/go-no-claim", []string{"CO-1.1", "CO-1.5", "CO-2.1"}},
 	{"go-unversioned-index", "writes the index without an external version, so a stale replay wins (Go)",
 		"go run ./examples/consumer-service/mutants/go-unversioned-index", []string{"CO-1.4"}},
 	{"go-dedupe-by-message", "keys its processed row and notification claim by message id only (Go)",

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -52,7 +53,20 @@ func kafkaCaps(t Target) []catalog.Capability {
 	return out
 }
 
+// kafkaOnly is why a BR-5 rule does not apply to a broker without Kafka's
+// model (the target's own reason, when it gives one, comes first).
+var kafkaOnly = map[string]string{
+	"BR-5.1": "a Kafka rule: it needs producer sessions, a producer that de-dupes its own retries by producer id and sequence (mq.SessionBroker), and a produce reply the kit can lose; this broker's de-dupe, if any, is by message id (BR-1)",
+	"BR-5.2": "a Kafka rule: it needs producer sessions (mq.SessionBroker); this broker's de-dupe, if any, is by message id inside a window (BR-1)",
+	"BR-5.3": "a Kafka rule: it needs a group's committed offset (mq.GroupOffsets) and redelivery by a rebalance; this broker acknowledges each delivery (BR-2.3 checks a crash before the ack)",
+	"BR-5.4": "a Kafka rule: it needs a group's committed offset to read and reset (mq.GroupOffsets), which this broker's adapter does not offer",
+}
+
 func registerKafka(p *plan) {
+	reasons := map[string]string{}
+	maps.Copy(reasons, kafkaOnly)
+	maps.Copy(reasons, p.set.Reasons)
+	p.set.Reasons = reasons
 	none := func(Windows, mq.Capabilities) time.Duration { return 0 }
 	p.add("BR-5.1", none, idempotentRetry)
 	p.add("BR-5.2", none, resendAfterRestart)

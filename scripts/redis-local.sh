@@ -26,9 +26,10 @@ log() { echo "redis-local: $*" >&2; }
 cli() { REDISCLI_AUTH=$password redis-cli -h 127.0.0.1 -p "$port" "$@"; }
 
 if [ "${1:-}" = stop ]; then
-	if [ -f "$dir/redis.pid" ] && kill -0 "$(cat "$dir/redis.pid")" 2>/dev/null; then
-		cli shutdown nosave >/dev/null 2>&1 || kill "$(cat "$dir/redis.pid")"
-		for _ in $(seq 1 40); do kill -0 "$(cat "$dir/redis.pid")" 2>/dev/null || break; sleep 0.25; done
+	pid=$(cat "$dir/redis.pid" 2>/dev/null || true)
+	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+		cli shutdown nosave >/dev/null 2>&1 || kill "$pid"
+		for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
 	fi
 	exit 0
 fi

@@ -43,8 +43,10 @@ func TestTables(t *testing.T) {
 				}
 			}
 		}
-		if refs != 1 || mutants == 0 {
-			t.Errorf("%s: %d reference targets and %d mutants, want 1 and some", suite, refs, mutants)
+		// A suite may hold one reference per backend its mutants sit in
+		// front of (broker: NATS and Kafka).
+		if refs == 0 || mutants == 0 {
+			t.Errorf("%s: %d reference targets and %d mutants, want at least one of each", suite, refs, mutants)
 		}
 	}
 }

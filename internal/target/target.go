@@ -162,8 +162,9 @@ type Kind struct {
 	// fails (it may fail more).
 	MustFail []string
 	Default  bool // run by `tck run` when no --target names this suite
-	// Reference marks the suite's reference target: the self-test
-	// requires it to pass every rule.
+	// Reference marks a reference target of the suite: the self-test
+	// requires it to pass every rule that applies. A suite may have one
+	// per backend its mutants sit in front of (broker: NATS and Kafka).
 	Reference bool
 	// OverBroker marks a consumer kind that can read from any broker
 	// target (tck run --broker).

@@ -417,7 +417,7 @@ func (h *svcHarness) close(cancel context.CancelFunc) {
 		}
 	}
 	if h.s.Keep {
-		h.ev.Notef("the data directory is kept: %s", h.dir)
+		h.ev.Figure("data directory (kept)", h.dir, "tck run --keep")
 	}
 	h.ev.Record(h.rec.Ops())
 	if h.ch != nil {

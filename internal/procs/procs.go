@@ -223,6 +223,12 @@ func (p *Proc) start(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
+		if errors.Is(err, leftovers.ErrClosing) {
+			// create never ran: the pipes are still ours to close.
+			for _, f := range []*os.File{outR, outW, errR, errW} {
+				_ = f.Close()
+			}
+		}
 		return fmt.Errorf("starting %s (%s): %w", p.cfg.Name, p.argv[0], err)
 	}
 	p.run, p.cur = run, rs

@@ -14,6 +14,8 @@
 //     id travels as the record key and the header onceproof-id;
 //   - Consumer is a new member of a consumer group on its own client, with
 //     auto-commit disabled; it returns once the member has joined the group;
+//     the group's Kafka name is in the kit's namespace too, and it is
+//     deleted with the topic;
 //   - Ack commits that record's offset+1 for the group and returns once the
 //     commit response confirmed it; Kafka has no per-message nak, term,
 //     in-progress or delivery limit (those return mq.ErrUnsupported);
@@ -120,7 +122,8 @@ type Broker struct {
 	prod  *producer
 
 	mu       sync.Mutex
-	attempts map[string]int // group|topic|partition/offset -> times handed out
+	attempts map[string]int             // group|topic|partition/offset -> times handed out
+	groups   map[string]map[string]bool // topic -> groups of the members opened on it
 	members  map[*consumer]bool
 	closed   bool
 }
@@ -197,7 +200,7 @@ func Connect(ctx context.Context, opts Options) (*Broker, error) {
 		admin.Close()
 		return nil, fmt.Errorf("no broker of %s answered: %w", strings.Join(opts.Seeds, ","), err)
 	}
-	b := &Broker{opts: opts, admin: admin, adm: kadm.NewClient(admin), attempts: map[string]int{}, members: map[*consumer]bool{}}
+	b := &Broker{opts: opts, admin: admin, adm: kadm.NewClient(admin), attempts: map[string]int{}, groups: map[string]map[string]bool{}, members: map[*consumer]bool{}}
 	p, err := b.newProducer()
 	if err != nil {
 		admin.Close()
@@ -259,12 +262,38 @@ func (b *Broker) CreateTopic(ctx context.Context, name string, cfg mq.TopicConfi
 	}
 }
 
-// DeleteTopic deletes the kit's topic.
+// DeleteTopic deletes the kit's topic and the groups this handle opened
+// members of on it (a group that still has members stays).
 func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
 	actx, cancel := b.adminCtx(ctx)
 	defer cancel()
 	_, err := b.adm.DeleteTopic(actx, b.TopicName(name))
+	b.mu.Lock()
+	var groups []string
+	for g := range b.groups[name] {
+		groups = append(groups, b.GroupName(g))
+	}
+	delete(b.groups, name)
+	b.mu.Unlock()
+	if len(groups) > 0 {
+		_, _ = b.adm.DeleteGroups(actx, groups...)
+	}
 	return err
+}
+
+// GroupName is the Kafka consumer group behind the kit's group name: in the
+// kit's namespace, like its topics, so a shared cluster's groups are never
+// touched.
+func (b *Broker) GroupName(group string) string { return b.opts.TopicName(group) }
+
+// usedGroup notes that the handle opened a member of group on topic.
+func (b *Broker) usedGroup(topic, group string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.groups[topic] == nil {
+		b.groups[topic] = map[string]bool{}
+	}
+	b.groups[topic][group] = true
 }
 
 // Publish produces m on the handle's own producer session.
@@ -346,7 +375,7 @@ func (b *Broker) Consumer(ctx context.Context, topic string, cfg mq.ConsumerConf
 	joined := make(chan struct{})
 	var once sync.Once
 	opts = append(opts,
-		kgo.ConsumerGroup(cfg.Group),
+		kgo.ConsumerGroup(b.GroupName(cfg.Group)),
 		kgo.ConsumeTopics(b.TopicName(topic)),
 		kgo.DisableAutoCommit(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -361,6 +390,7 @@ func (b *Broker) Consumer(ctx context.Context, topic string, cfg mq.ConsumerConf
 		return nil, fmt.Errorf("kafka consumer: %w", err)
 	}
 	c := &consumer{b: b, cl: cl, group: cfg.Group}
+	b.usedGroup(topic, cfg.Group)
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -561,7 +591,7 @@ func (b *Broker) ReadAll(ctx context.Context, topic string) ([]mq.Stored, error)
 func (b *Broker) Committed(ctx context.Context, topic, group string) (string, error) {
 	actx, cancel := b.adminCtx(ctx)
 	defer cancel()
-	resp, err := b.adm.FetchOffsets(actx, group)
+	resp, err := b.adm.FetchOffsets(actx, b.GroupName(group))
 	if err == nil {
 		err = resp.Error()
 	}
@@ -586,7 +616,7 @@ func (b *Broker) Reset(ctx context.Context, topic, group, position string) error
 	defer cancel()
 	os := kadm.Offsets{}
 	os.Add(kadm.Offset{Topic: b.TopicName(topic), Partition: p, At: off, LeaderEpoch: -1})
-	resp, err := b.adm.CommitOffsets(actx, group, os)
+	resp, err := b.adm.CommitOffsets(actx, b.GroupName(group), os)
 	if err == nil {
 		err = resp.Error()
 	}

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/onceproof/tck/adapters/broker/kafka"
@@ -139,6 +141,27 @@ func TestExternal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// After every rule: the kit left no topic and no group of its own.
+	t.Cleanup(func() {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		adm := kadm.NewClient(cl)
+		ctx := context.Background()
+		topics, err := adm.ListTopics(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		groups, err := adm.ListGroups(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if names := append(topics.Names(), groups.Groups()...); len(names) > 0 {
+			t.Errorf("left behind on the cluster: %v", names)
+		}
+	})
 	broker.Check(t, registry.KafkaBrokerTarget(kt))
 }
 

@@ -188,7 +188,7 @@ func newTarget(ctx context.Context, client Client, stop func() error) (*Target, 
 		stop = func() error { return nil }
 	}
 	cfg := map[string]string{
-		"topics":      b.TopicName("") + "<name>, 1 partition, deleted after each rule",
+		"topics":      b.TopicName("") + "<name>, 1 partition, deleted after each rule with the kit's groups (" + b.GroupName("") + "<group>)",
 		"producer":    "idempotent (acks=all), one producer session per handle",
 		"consumer":    "consumer group member, auto-commit off, ack = commit of offset+1 confirmed by the commit response",
 		"crash":       "a member leaves the group without committing",

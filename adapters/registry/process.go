@@ -45,10 +45,11 @@ func services() []row {
 	rows := []row{{
 		Kind: target.Kind{
 			Suite: "consumer", Name: "process",
-			Summary: "a consumer service run as its own process (cmd:COMMAND), killed with SIGKILL and restarted, over embedded NATS JetStream and HTTP sinks",
-			Needs:   "the service's command (a `go run` is built once); nothing else",
+			Summary:    "a consumer service run as its own process (cmd:COMMAND) or container (container:IMAGE), killed with SIGKILL and restarted, over embedded NATS JetStream and HTTP sinks",
+			Needs:      "the service's command (a `go run` is built once), or a local image and Docker",
+			TakesImage: true,
 		},
-		modes: []mode{{target.Command, serviceStarted("")}},
+		modes: []mode{{target.Command, serviceStarted("")}, {target.Container, serviceStarted("")}},
 	}, {
 		Kind: target.Kind{
 			Suite: "consumer", Name: "process-python",
@@ -75,6 +76,9 @@ func services() []row {
 // ref's command (or fixed, relative to the module root) to the suite.
 func serviceStarted(fixed string) start {
 	return func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+		if ref.Mode() == target.Container {
+			return containerStarted(ctx, ref)
+		}
 		line, dir := ref.Command(), ""
 		if fixed != "" {
 			root, err := moduleRoot()
@@ -102,60 +106,67 @@ func serviceStarted(fixed string) start {
 				return nil, target.Unavailable(ref, err)
 			}
 		}
-		e, err := nats.StartEmbedded(ctx)
-		if err != nil {
-			_ = rmBuild()
-			return nil, target.Unavailable(ref, err)
-		}
-		u, err := url.Parse(e.URL())
-		if err != nil {
-			_ = e.Stop()
-			_ = rmBuild()
-			return nil, target.Unavailable(ref, err)
-		}
-		svc := &consumer.Service{Args: args, Dir: dir, Broker: process.Broker{URL: e.URL(), Addr: u.Host}, Keep: ref.Opts.Keep}
+		svc := &consumer.Service{Args: args, Dir: dir}
 		if fixed != "" {
 			// The kit's own examples write nothing into the source tree.
 			svc.Env = map[string]string{"PYTHONDONTWRITEBYTECODE": "1"}
-		}
-		t := consumer.Target{
-			Declared: co.Declared{Scopes: []string{co.ScopeIndex, co.ScopeNotify}},
-			Seed:     ref.Opts.Seed,
-			Service:  svc,
 		}
 		how := "run as given"
 		if built {
 			how = "built once with go build, the binary run at every start"
 		}
-		return &target.Started{
-			Info: target.Info{
-				Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: target.Redact(line),
-				Version: "nats-server " + nats.Version + " (embedded)",
-				Config: map[string]string{
-					"command":      target.Redact(line) + " (" + how + ")",
-					"broker":       "NATS JetStream, a durable pull consumer per rule, reached through the kit's proxy",
-					"scopes":       strings.Join(t.Declared.Scopes, ", "),
-					"replicas":     "2, sharing the data directory",
-					"ackWait":      "2s real (declared on the durable consumer)",
-					"maxDeliver":   "20",
-					"crashes":      "SIGKILL of the process group at sink calls (before / after applying) and acks (before / after forwarding), then a restart with the same configuration",
-					"sinks":        "HTTP on loopback: a search index with external versions (409 when not newer), a notifier that counts every call",
-					"dataDirs":     keepString(ref.Opts.Keep),
-					"environment":  "see docs/consumer-service.md",
-					"clock":        "real time (a black box runs on its own clock)",
-					"eventPayload": `JSON {"eventId","messageId","version","body"}`,
-				},
-			},
-			Register: func() { consumer.Register(t) },
-			Stop: func() error {
-				err := e.Stop()
-				if rerr := rmBuild(); err == nil {
-					err = rerr
-				}
-				return err
-			},
-		}, nil
+		return bindService(ctx, ref, svc, target.Redact(line), "command", target.Redact(line)+" ("+how+")", rmBuild)
 	}
+}
+
+// bindService starts embedded NATS and binds svc to the suite; release is
+// called at Stop (and on a failed start).
+func bindService(ctx context.Context, ref target.Ref, svc *consumer.Service, address, what, how string, release func() error) (*target.Started, error) {
+	e, err := nats.StartEmbedded(ctx)
+	if err != nil {
+		_ = release()
+		return nil, target.Unavailable(ref, err)
+	}
+	u, err := url.Parse(e.URL())
+	if err != nil {
+		_ = e.Stop()
+		_ = release()
+		return nil, target.Unavailable(ref, err)
+	}
+	svc.Broker, svc.Keep = process.Broker{URL: e.URL(), Addr: u.Host}, ref.Opts.Keep
+	t := consumer.Target{
+		Declared: co.Declared{Scopes: []string{co.ScopeIndex, co.ScopeNotify}},
+		Seed:     ref.Opts.Seed,
+		Service:  svc,
+	}
+	return &target.Started{
+		Info: target.Info{
+			Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: address,
+			Version: "nats-server " + nats.Version + " (embedded)",
+			Config: map[string]string{
+				what:           how,
+				"broker":       "NATS JetStream, a durable pull consumer per rule, reached through the kit's proxy",
+				"scopes":       strings.Join(t.Declared.Scopes, ", "),
+				"replicas":     "2, sharing the data directory",
+				"ackWait":      "2s real (declared on the durable consumer)",
+				"maxDeliver":   "20",
+				"crashes":      "SIGKILL at sink calls (before / after applying) and acks (before / after forwarding), then a restart with the same configuration",
+				"sinks":        "HTTP on loopback: a search index with external versions (409 when not newer), a notifier that counts every call",
+				"dataDirs":     keepString(ref.Opts.Keep),
+				"environment":  "see docs/consumer-service.md",
+				"clock":        "real time (a black box runs on its own clock)",
+				"eventPayload": `JSON {"eventId","messageId","version","body"}`,
+			},
+		},
+		Register: func() { consumer.Register(t) },
+		Stop: func() error {
+			err := e.Stop()
+			if rerr := release(); err == nil {
+				err = rerr
+			}
+			return err
+		},
+	}, nil
 }
 
 func keepString(keep bool) string {

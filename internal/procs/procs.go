@@ -59,6 +59,11 @@ type Config struct {
 	Port int
 	// Lines bounds the output ring (default 2000 lines, across restarts).
 	Lines int
+	// Kill, when set, ends what a run stands for where a signal to its
+	// process group cannot reach (a container the docker CLI runs: `docker
+	// kill`). It is called with the run's pid before every SIGKILL of the
+	// group: Kill, Restart, Stop and the leftovers registry's removal.
+	Kill func(pid int)
 }
 
 // Line is one line the process wrote.
@@ -191,7 +196,7 @@ func (p *Proc) start(ctx context.Context) error {
 		}
 		pid := cmd.Process.Pid
 		untrack := leftovers.Track(fmt.Sprintf("%s process %d (%s)", p.cfg.Name, pid, p.argv[0]), func() error {
-			killGroup(pid)
+			p.endRun(pid)
 			select {
 			case <-done:
 			case <-time.After(5 * time.Second):
@@ -305,9 +310,21 @@ func (p *Proc) KillRun(run int) (bool, error) {
 	return true, p.kill()
 }
 
+// endRun ends the run pid: the configured Kill, then SIGKILL of its group.
+func (p *Proc) endRun(pid int) {
+	if p.cfg.Kill != nil {
+		p.cfg.Kill(pid)
+	}
+	killGroup(pid)
+}
+
 func (p *Proc) kill() error {
 	pid := p.cur.cmd.Process.Pid
-	killGroup(pid)
+	select {
+	case <-p.cur.done: // already ended: nothing of it to kill
+	default:
+		p.endRun(pid)
+	}
 	select {
 	case <-p.cur.done:
 		return nil

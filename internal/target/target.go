@@ -37,6 +37,10 @@ const (
 // CommandPrefix starts the address of a Command target.
 const CommandPrefix = "cmd:"
 
+// ImagePrefix starts a Container address naming its image
+// ("container:IMAGE"), for a kind that takes one (Kind.TakesImage).
+const ImagePrefix = "container:"
+
 // Ref is a parsed --target value.
 type Ref struct {
 	Suite   string
@@ -95,7 +99,18 @@ func (r Ref) Mode() Mode {
 	if strings.HasPrefix(r.Address, CommandPrefix) {
 		return Command
 	}
+	if strings.HasPrefix(r.Address, ImagePrefix) {
+		return Container
+	}
 	return External
+}
+
+// Image is the image of a "container:IMAGE" address ("" otherwise).
+func (r Ref) Image() string {
+	if !strings.HasPrefix(r.Address, ImagePrefix) {
+		return ""
+	}
+	return strings.TrimSpace(strings.TrimPrefix(r.Address, ImagePrefix))
 }
 
 // Command is the command line of a Command target ("" for other modes).
@@ -175,6 +190,9 @@ type Kind struct {
 	// variable unset it is left empty and Start reports the target
 	// unavailable (exit 4), naming the variable.
 	AddressEnv string
+	// TakesImage: the kind's Container mode is "container:IMAGE" (a
+	// consumer service's image), not the kit's own image.
+	TakesImage bool
 	Start      func(ctx context.Context, ref Ref) (*Started, error)
 }
 
@@ -276,6 +294,12 @@ func (r *Registry) Resolve(ref Ref) (Kind, Ref, error) {
 	}
 	if ref.Mode() == Command && ref.Command() == "" {
 		return Kind{}, ref, fmt.Errorf("target %s: empty command after %s", ref.Key(), CommandPrefix)
+	}
+	if ref.Mode() == Container && k.TakesImage != (ref.Image() != "") {
+		if k.TakesImage {
+			return Kind{}, ref, fmt.Errorf("target %s needs an image: %s=%sIMAGE", ref.Key(), ref.Key(), ImagePrefix)
+		}
+		return Kind{}, ref, fmt.Errorf("target %s takes no image: %s=container", ref.Key(), ref.Key())
 	}
 	if ref.Mode() == External {
 		if _, err := url.Parse(ref.Address); err != nil || !strings.Contains(ref.Address, "://") {

@@ -24,6 +24,10 @@ type Service struct {
 	Dir string
 	// Env is added to the variables the kit sets.
 	Env map[string]string
+	// Kill, when set, ends a run where SIGKILL of its process group cannot
+	// reach (a container: `docker kill --signal KILL`); called with the
+	// run's pid before that SIGKILL.
+	Kill func(pid int)
 	// Broker opens one rule's stream, durable consumer and proxy.
 	Broker ServiceBroker
 	// Workers is how many replicas run at once (default 2), sharing the

@@ -245,7 +245,7 @@ func (h *svcHarness) startWorker(name string) (*svcWorker, error) {
 	env[EnvRule] = h.r.ID
 	w := &svcWorker{h: h, name: name}
 	op := h.rec.Invoke(name, "start", "")
-	p, err := procs.Start(h.ctx, procs.Config{Name: "consumer service " + name, Args: h.s.Args, Dir: h.s.Dir, Env: env})
+	p, err := procs.Start(h.ctx, procs.Config{Name: "consumer service " + name, Args: h.s.Args, Dir: h.s.Dir, Env: env, Kill: h.s.Kill})
 	if err != nil {
 		op.Info(err.Error())
 		return nil, err

@@ -1,0 +1,100 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/onceproof/tck/internal/containers"
+	"github.com/onceproof/tck/internal/leftovers"
+	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/suites/consumer"
+)
+
+// serviceRole labels the containers of consumer services.
+const serviceRole = "consumer-service"
+
+// serviceEnv is every variable the kit gives a service, forwarded into its
+// container by name.
+var serviceEnv = []string{consumer.EnvNATSURL, consumer.EnvStream, consumer.EnvSubject, consumer.EnvConsumer,
+	consumer.EnvAckWait, consumer.EnvMaxDeliver, consumer.EnvDataDir, consumer.EnvIndexURL, consumer.EnvNotifyURL,
+	consumer.EnvWorker, consumer.EnvRule}
+
+// containerStarted is consumer/process=container:IMAGE: each run of a
+// replica is `docker run --rm` of the local image on the host's network
+// (the proxy and the sinks listen on loopback), with the data directory
+// mounted at the same path and the kit's variables forwarded. The docker
+// CLI is the supervised process; a kill is `docker kill --signal KILL` of
+// the run's container, then SIGKILL of the CLI; a restart runs the same
+// command again.
+func containerStarted(ctx context.Context, ref target.Ref) (*target.Started, error) {
+	image := ref.Image()
+	if err := containers.Available(ctx); err != nil {
+		return nil, target.Unavailable(ref, err)
+	}
+	if out, err := exec.CommandContext(ctx, "docker", "image", "inspect", "--format", "{{.Id}}", image).CombinedOutput(); err != nil {
+		return nil, target.Unavailable(ref, fmt.Errorf("%w: %s (the kit pulls nothing; build it locally, e.g. examples/consumer-service/go/build-image.sh): %s",
+			containers.ErrNoImage, image, strings.TrimSpace(string(out))))
+	}
+	// Whatever a run left (a container whose create was on its way when
+	// its CLI was killed) goes at the end, by this session's label.
+	untrack := leftovers.Track("consumer service containers (session "+containers.SessionID()+")", removeServiceContainers)
+	labels := containers.Labels(serviceRole)
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	// $$ is the pid of this shell, which exec makes the docker CLI: the
+	// container's name is known from the pid the kit supervises.
+	b.WriteString(`exec docker run --rm --name "onceproof-svc-$$" --network host -v "$ONCEPROOF_DATA_DIR:$ONCEPROOF_DATA_DIR"`)
+	for _, k := range keys {
+		fmt.Fprintf(&b, " --label %s=%s", k, labels[k])
+	}
+	for _, v := range serviceEnv {
+		b.WriteString(" -e " + v)
+	}
+	b.WriteString(` "$0"`)
+	svc := &consumer.Service{Args: []string{"sh", "-c", b.String(), image}, Kill: killServiceContainer}
+	release := func() error {
+		err := removeServiceContainers()
+		if err == nil {
+			untrack()
+		}
+		return err
+	}
+	return bindService(ctx, ref, svc, target.Redact(ref.Address), "image", image+" (docker run --rm on the host network, one container per run)", release)
+}
+
+// killServiceContainer ends the container of the run whose docker CLI is
+// pid, at once (SIGKILL). A container not there (yet, or any more) is fine.
+func killServiceContainer(pid int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = exec.CommandContext(ctx, "docker", "kill", "--signal", "KILL", fmt.Sprintf("onceproof-svc-%d", pid)).Run()
+}
+
+// removeServiceContainers removes every service container of this session.
+func removeServiceContainers() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "docker", "ps", "-aq",
+		"--filter", "label="+containers.LabelSession+"="+containers.SessionID(),
+		"--filter", "label="+containers.LabelRole+"="+serviceRole).Output()
+	if err != nil {
+		return fmt.Errorf("listing consumer service containers: %w", err)
+	}
+	ids := strings.Fields(string(out))
+	if len(ids) == 0 {
+		return nil
+	}
+	if b, err := exec.CommandContext(ctx, "docker", append([]string{"rm", "-f"}, ids...)...).CombinedOutput(); err != nil {
+		return errors.New("removing consumer service containers: " + strings.TrimSpace(string(b)))
+	}
+	return nil
+}

@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/onceproof/tck/internal/containers"
 )
 
 // TestInterruptLeavesNoService interrupts `tck run` against consumer
@@ -41,6 +44,24 @@ func TestInterruptLeavesNoService(t *testing.T) {
 	}{
 		{goRef, 300 * time.Millisecond}, {goRef, 2 * time.Second}, {goRef, 5 * time.Second}, {goRef, 9 * time.Second},
 		{pyRef, 1500 * time.Millisecond}, {pyRef, 6 * time.Second},
+	}
+	if containers.Available(context.Background()) == nil {
+		// The same reference as a container: its containers must go too
+		// (interruptOnce checks by the kit's pid label).
+		const image = "onceproof/consumer-service-go:sigint-test"
+		if out, err := exec.Command("examples/consumer-service/go/build-image.sh", image).CombinedOutput(); err != nil {
+			t.Fatalf("building %s: %v\n%s", image, err, out)
+		}
+		ctr := []string{"run", "--quiet", "--suite", "consumer", "--target", "consumer/process=container:" + image}
+		runs = append(runs, struct {
+			args  []string
+			delay time.Duration
+		}{ctr, 2 * time.Second}, struct {
+			args  []string
+			delay time.Duration
+		}{ctr, 7 * time.Second})
+	} else {
+		t.Log("Docker is not available: no container service interrupted")
 	}
 	for _, r := range runs {
 		name := strings.TrimPrefix(r.args[len(r.args)-1], "consumer/") + "@" + r.delay.String()

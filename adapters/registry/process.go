@@ -61,7 +61,7 @@ func services() []row {
 	for _, m := range serviceMutants {
 		rows = append(rows, row{
 			Kind: target.Kind{
-				Suite: "consumer", Name: "process-mutant-" + m.name,
+				Suite: "consumer", Name: "mutant-process-" + m.name,
 				Summary: "mutant service: " + m.summary,
 				Needs:   "the go toolchain or python3",
 				Mutant:  true, MustFail: m.mustFail,

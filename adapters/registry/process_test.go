@@ -74,7 +74,7 @@ func TestServiceReferencePassesAndMutantFails(t *testing.T) {
 		t.Errorf("reference service: %d rules ran, want every consumer rule", len(got))
 	}
 
-	got, sum = verdicts(runService(t, "process-mutant-go-ack-first", "", "CO-2.2"))
+	got, sum = verdicts(runService(t, "mutant-process-go-ack-first", "", "CO-2.2"))
 	t.Log(sum)
 	if got["CO-2.2"] != verdict.Fail {
 		t.Errorf("the ack-first service: CO-2.2 is %s, want fail", got["CO-2.2"])

@@ -26,7 +26,10 @@ const redisNeeds = "a redis-server 6.2 or later at " + RedisURLEnv + " or redis:
 func redisBrokers() []row {
 	needs := redisNeeds
 	if os.Getenv(RedisURLEnv) == "" {
-		needs += "; " + RedisURLEnv + " is unset here, so a run without an address is unavailable (exit 4)"
+		needs += "; " + RedisURLEnv + " is unset here, so a run without an address starts a " + redis.ServerBinary + " from PATH"
+		if !redis.HaveServerBinary() {
+			needs += " (not installed here: such a run is unavailable, exit 4)"
+		}
 	}
 	rows := []row{{
 		Kind: target.Kind{
@@ -36,9 +39,7 @@ func redisBrokers() []row {
 			AddressEnv: RedisURLEnv,
 		},
 		modes: []mode{
-			{target.External, redisBroker(func(ctx context.Context, ref target.Ref) (*redis.Target, error) {
-				return redis.URLTarget(ctx, ref.Address, redis.Client{})
-			})},
+			{target.External, redisBroker(redisAt(redis.Client{}))},
 			{target.Container, redisBroker(func(ctx context.Context, _ target.Ref) (*redis.Target, error) {
 				return redis.ContainerTarget(ctx, redis.Client{})
 			})},
@@ -58,24 +59,34 @@ func redisBrokers() []row {
 				Needs:   needs,
 				Mutant:  true, MustFail: m.MustFail, AddressEnv: RedisURLEnv,
 			},
-			modes: []mode{{target.External, redisBroker(func(ctx context.Context, ref target.Ref) (*redis.Target, error) {
-				return redis.URLTarget(ctx, ref.Address, client)
-			})}},
+			modes: []mode{{target.External, redisBroker(redisAt(client))}},
 			note: "mutant: " + m.Summary,
 		})
 	}
 	return rows
 }
 
+// redisAt reaches the server at the ref's URL, or, with no address
+// (TCK_REDIS_URL unset), starts a redis-server of the kit's own from PATH.
+func redisAt(client redis.Client) func(ctx context.Context, ref target.Ref) (*redis.Target, error) {
+	return func(ctx context.Context, ref target.Ref) (*redis.Target, error) {
+		if ref.Address == "" {
+			return redis.LocalTarget(ctx, client)
+		}
+		return redis.URLTarget(ctx, ref.Address, client)
+	}
+}
+
 // redisBroker binds a Redis target, however started, to the broker suite.
-// A failure to start is target.Unavailable (exit 4); so is a URL target
-// named without an address while TCK_REDIS_URL is unset.
+// A failure to start is target.Unavailable (exit 4); so is a target named
+// without an address while TCK_REDIS_URL is unset and no redis-server is on
+// PATH.
 func redisBroker(startRedis func(ctx context.Context, ref target.Ref) (*redis.Target, error)) start {
 	return func(ctx context.Context, ref target.Ref) (*target.Started, error) {
-		if ref.Mode() == target.External && ref.Address == "" {
-			return nil, target.Unavailable(ref, errors.New("no Redis server: set "+RedisURLEnv+"=redis://host:port/db or name one, "+ref.Key()+"=redis://... (scripts/redis-local.sh starts one)"))
-		}
 		rt, err := startRedis(ctx, ref)
+		if errors.Is(err, redis.ErrNoServerBinary) {
+			return nil, target.Unavailable(ref, errors.New("no Redis server: "+RedisURLEnv+" is unset and "+redis.ServerBinary+" is not on PATH; set "+RedisURLEnv+"=redis://host:port/db, name one ("+ref.Key()+"=redis://...), or install redis-server"))
+		}
 		if err != nil {
 			return nil, target.Unavailable(ref, err)
 		}
@@ -87,9 +98,13 @@ func redisBroker(startRedis func(ctx context.Context, ref target.Ref) (*redis.Ta
 			addr = rt.URL
 		}
 		cfg := redisConfig(rt)
+		m := ref.Mode()
+		if ref.Address == "" {
+			m = target.Embedded // a server of the kit's own, started from PATH
+		}
 		return &target.Started{
 			Info: target.Info{
-				Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: target.Redact(addr),
+				Name: ref.Key(), Suite: ref.Suite, Mode: m, Address: target.Redact(addr),
 				Version: rt.Version, Config: cfg, Server: rt.Server, Notes: rt.Notes,
 			},
 			Register: func() { broker.Register(t) },

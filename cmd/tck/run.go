@@ -251,7 +251,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			rep.Results = append(rep.Results, skippedAll(t, "the run was interrupted before this target started")...)
 			continue
 		}
-		progress("%s: starting (%s)", t.name, t.ref.Mode())
+		if t.ref.Address == "" {
+			// No address and none in the kind's variable: the kind decides
+			// (broker/redis starts a server of its own).
+			progress("%s: starting", t.name)
+		} else {
+			progress("%s: starting (%s)", t.name, t.ref.Mode())
+		}
 		sctx, cancel := context.WithTimeout(ctx, startTimeout)
 		ref := t.ref
 		ref.Opts = target.Options{Seed: *seed, RestartWindow: *restartWindow, Keep: *keep, Profile: prof, MaxWait: *maxWait, APIDesc: *apiDesc,

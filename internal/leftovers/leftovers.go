@@ -171,6 +171,32 @@ func RemoveAll() error { return std.RemoveAll() }
 // Pending is Registry.Pending on the process-wide registry.
 func Pending() []string { return std.Pending() }
 
+// TempDir creates a temporary directory (os.MkdirTemp("", pattern))
+// registered with the process-wide registry; remove deletes it and
+// untracks it.
+func TempDir(pattern string) (dir string, remove func() error, err error) {
+	err = Create(func() error {
+		d, err := os.MkdirTemp("", pattern)
+		if err != nil {
+			return err
+		}
+		untrack := Track("directory "+d, func() error { return os.RemoveAll(d) })
+		dir = d
+		remove = func() error {
+			err := os.RemoveAll(d)
+			if err == nil {
+				untrack()
+			}
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("creating a temporary directory: %w", err)
+	}
+	return dir, remove, nil
+}
+
 // Exit code of the hard exit on a second signal: the documented exit code of
 // an interrupted run.
 const interruptedExit = 2

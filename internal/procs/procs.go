@@ -347,6 +347,26 @@ func (p *Proc) Restart(ctx context.Context) error {
 	return p.start(ctx)
 }
 
+// Terminate ends the current run gracefully: SIGTERM to its group, SIGKILL
+// after grace, and waits until it is reaped. Unlike Stop, the process can be
+// started again with Restart (a server restarted the way an operator would).
+func (p *Proc) Terminate(grace time.Duration) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.cur.done:
+		return nil
+	default:
+	}
+	_ = syscall.Kill(-p.cur.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.cur.done:
+		return nil
+	case <-time.After(grace):
+	}
+	return p.kill()
+}
+
 // Stop ends the process for good: SIGTERM to its group, SIGKILL after
 // grace (0: at once), and waits until it is reaped.
 func (p *Proc) Stop(grace time.Duration) error {

@@ -187,8 +187,9 @@ type Kind struct {
 	// AddressEnv, for a kind whose first mode is External, names the
 	// variable holding its default URL (broker/redis: TCK_REDIS_URL). A
 	// target named without an address takes it from there; with the
-	// variable unset it is left empty and Start reports the target
-	// unavailable (exit 4), naming the variable.
+	// variable unset it is left empty and Start decides (broker/redis
+	// starts a redis-server of its own from PATH, or reports the target
+	// unavailable, exit 4, naming the variable).
 	AddressEnv string
 	// TakesImage: the kind's Container mode is "container:IMAGE" (a
 	// consumer service's image), not the kit's own image.

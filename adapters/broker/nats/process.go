@@ -127,26 +127,7 @@ func StartProcess(ctx context.Context, bin string, sync Sync) (*Process, error) 
 // tempDir creates a temporary directory registered with leftovers; remove
 // deletes it and untracks it.
 func tempDir(pattern string) (dir string, remove func() error, err error) {
-	err = leftovers.Create(func() error {
-		d, err := os.MkdirTemp("", pattern)
-		if err != nil {
-			return err
-		}
-		untrack := leftovers.Track("directory "+d, func() error { return os.RemoveAll(d) })
-		dir = d
-		remove = func() error {
-			err := os.RemoveAll(d)
-			if err == nil {
-				untrack()
-			}
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		return "", nil, fmt.Errorf("creating a temporary directory: %w", err)
-	}
-	return dir, remove, nil
+	return leftovers.TempDir(pattern)
 }
 
 func freePort() (int, error) {

@@ -76,8 +76,11 @@ func TestWrongPassword(t *testing.T) {
 	checkRefusal(t, startErr(t, "broker/redis", "redis://default:"+secret+"@"+o.Addr+"/0"), "refused the login")
 }
 
+// With no address, no TCK_REDIS_URL and no redis-server on PATH, a Redis
+// target is unavailable, naming the variable.
 func TestNoAddress(t *testing.T) {
 	t.Setenv(registry.RedisURLEnv, "")
+	t.Setenv("PATH", t.TempDir())
 	k, ref, err := registry.Targets().Resolve(target.Ref{Suite: "broker", Name: "mutant-redis-ack-unsent"})
 	if err != nil {
 		t.Fatal(err)

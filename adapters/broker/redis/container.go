@@ -81,12 +81,12 @@ func ContainerTarget(ctx context.Context, client Client) (*Target, error) {
 	}
 	delete(t.Lacks, "broker-restart")
 	t.Private = func(ctx context.Context) (*OwnServer, error) {
-		s, err := startOwn(ctx, t.Client)
+		s, c, err := startOwn(ctx, t.Client)
 		if err != nil {
 			return nil, err
 		}
 		mu.Lock()
-		owned = append(owned, s.c)
+		owned = append(owned, c)
 		mu.Unlock()
 		return s, nil
 	}
@@ -97,41 +97,49 @@ func ContainerTarget(ctx context.Context, client Client) (*Target, error) {
 	return t, nil
 }
 
-// OwnServer is a redis-server container of a rule's own.
+// OwnServer is a redis-server of a rule's own (a container, or a child
+// process of the kit), which the rule may restart.
 type OwnServer struct {
-	c      *containers.Container
-	url    string
-	client Client
+	url     string
+	client  Client
+	restart func(ctx context.Context, abrupt bool) error
+	stop    func() error
 }
 
-func startOwn(ctx context.Context, client Client) (*OwnServer, error) {
+func startOwn(ctx context.Context, client Client) (*OwnServer, *containers.Container, error) {
 	c, url, err := StartContainer(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &OwnServer{c: c, url: url, client: client}, nil
+	s := &OwnServer{url: url, client: client, stop: func() error { return c.Remove(context.Background()) }}
+	// Restart stops the container (SIGTERM) or kills it (SIGKILL), starts it
+	// again on the same data directory and loopback port, and waits until
+	// the server answers.
+	s.restart = func(ctx context.Context, abrupt bool) error {
+		k := nemesis.Restart
+		if abrupt {
+			k = nemesis.Kill
+		}
+		return nemesis.New(nil).Apply(ctx, k, nemesis.Target{Name: "redis", Container: c, Ready: s.ready}, 0)
+	}
+	return s, c, nil
+}
+
+// ready is nil once the server answers.
+func (s *OwnServer) ready(ctx context.Context) error {
+	rdb, err := dial(ctx, s.url)
+	if err != nil {
+		return err
+	}
+	return rdb.Close()
 }
 
 // Open opens a handle on the rule's own server.
 func (s *OwnServer) Open(ctx context.Context) (mq.Broker, error) { return s.client.Open(ctx, s.url) }
 
-// Restart stops the container (SIGTERM) or kills it (SIGKILL), starts it
-// again on the same data directory and loopback port, and waits until the
-// server answers.
-func (s *OwnServer) Restart(ctx context.Context, abrupt bool) error {
-	k := nemesis.Restart
-	if abrupt {
-		k = nemesis.Kill
-	}
-	ready := func(ctx context.Context) error {
-		rdb, err := dial(ctx, s.url)
-		if err != nil {
-			return err
-		}
-		return rdb.Close()
-	}
-	return nemesis.New(nil).Apply(ctx, k, nemesis.Target{Name: "redis", Container: s.c, Ready: ready}, 0)
-}
+// Restart restarts the server gracefully, or abruptly (SIGKILL), on the
+// same data directory and port, and waits until it answers.
+func (s *OwnServer) Restart(ctx context.Context, abrupt bool) error { return s.restart(ctx, abrupt) }
 
 // Sync reads the server's persistence settings (CONFIG GET).
 func (s *OwnServer) Sync(ctx context.Context) (string, bool, error) {
@@ -151,5 +159,5 @@ func (s *OwnServer) Sync(ctx context.Context) (string, bool, error) {
 	return fmt.Sprintf("appendonly %s, appendfsync %s (read with CONFIG GET)", cfg["appendonly"], cfg["appendfsync"]), CanLoseAcked(cfg), nil
 }
 
-// Stop removes the container.
-func (s *OwnServer) Stop() error { return s.c.Remove(context.Background()) }
+// Stop removes the server and its data.
+func (s *OwnServer) Stop() error { return s.stop() }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/onceproof/tck/adapters/broker/redis"
 	"github.com/onceproof/tck/adapters/registry"
+	"github.com/onceproof/tck/internal/leftovers"
 	"github.com/onceproof/tck/suites/broker"
 )
 
@@ -35,4 +36,30 @@ func TestBrokerSuite(t *testing.T) {
 	defer rt.Stop()
 	t.Logf("%s, config %v, notes %v", rt.Version, rt.Config, rt.Notes)
 	broker.Check(t, registry.RedisBrokerTarget(rt))
+}
+
+// With no URL the kit starts a redis-server of its own from PATH: the suite
+// passes on it, BR-3.1 included (a rule's own server, SIGKILLed and
+// restarted), and nothing of it is left afterwards.
+func TestLocalServerPassesBrokerSuite(t *testing.T) {
+	if !redis.HaveServerBinary() {
+		if os.Getenv("TCK_REQUIRE_REDIS") == "1" {
+			t.Fatalf("TCK_REQUIRE_REDIS=1 but %s is not on PATH", redis.ServerBinary)
+		}
+		t.Skipf("%s is not on PATH", redis.ServerBinary)
+	}
+	rt, err := redis.LocalTarget(context.Background(), redis.Client{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rt.Private == nil {
+		t.Fatal("a local server declares no restartable server of a rule's own")
+	}
+	t.Run("suite", func(t *testing.T) { broker.Check(t, registry.RedisBrokerTarget(rt)) })
+	if err := rt.Stop(); err != nil {
+		t.Errorf("stop: %v", err)
+	}
+	if left := leftovers.Pending(); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
 }

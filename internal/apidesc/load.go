@@ -6,32 +6,16 @@ import (
 	"fmt"
 	"os"
 	"reflect"
-	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/onceproof/tck/internal/strictyaml"
 )
 
-// Error is a malformed description: one line naming the file, line and field.
-type Error struct {
-	File  string
-	Line  int
-	Field string // path such as create.id.in; "" for the document
-	Msg   string
-}
-
-func (e *Error) Error() string {
-	if e.Line == 0 {
-		return fmt.Sprintf("%s: %s", e.File, e.Msg)
-	}
-	field := e.Field
-	if field == "" {
-		field = "(document)"
-	}
-	return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, field, e.Msg)
-}
+// Error is a malformed description: one line naming the file, line and
+// field (the same type as every strictly decoded file's error).
+type Error = strictyaml.Error
 
 // Load reads and validates a description file (YAML or JSON).
 func Load(path string) (*Description, error) {
@@ -46,29 +30,35 @@ func Load(path string) (*Description, error) {
 	return Parse(path, data)
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+// decodeOptions decode a description strictly: `apidesc:"required"` marks
+// the fields it must give; a body is a free-form JSON object.
+var decodeOptions = strictyaml.Options{
+	RequiredTag: "apidesc",
+	Empty:       "empty endpoint description",
+	Types:       map[reflect.Type]strictyaml.DecodeFunc{reflect.TypeFor[map[string]any](): decodeObject},
+}
+
+func decodeObject(n *yaml.Node, v reflect.Value) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("want a mapping (a JSON object), got %s", strictyaml.Describe(n))
+	}
+	var m map[string]any
+	if err := n.Decode(&m); err != nil {
+		return err
+	}
+	v.Set(reflect.ValueOf(m))
+	return nil
+}
 
 // Parse decodes and validates a description; name is used in errors and as
 // the description's File.
 func Parse(name string, data []byte) (*Description, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		e := &Error{File: name, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
-		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-			e.Line, _ = strconv.Atoi(m[1])
-			e.Msg = m[2]
-		}
-		return nil, e
-	}
-	if len(doc.Content) == 0 {
-		return nil, &Error{File: name, Line: 1, Msg: "empty endpoint description"}
-	}
 	d := &Description{}
-	dec := decoder{file: name, pos: map[string]int{}}
-	if err := dec.decode(doc.Content[0], reflect.ValueOf(d).Elem(), ""); err != nil {
+	pos, err := strictyaml.Decode(name, data, d, decodeOptions)
+	if err != nil {
 		return nil, err
 	}
-	if err := d.validate(dec); err != nil {
+	if err := d.validate(decoded{file: name, pos: pos}); err != nil {
 		return nil, err
 	}
 	d.File = name
@@ -77,7 +67,7 @@ func Parse(name string, data []byte) (*Description, error) {
 }
 
 // validate checks what the types cannot: placements, placeholders, statuses.
-func (d *Description) validate(dec decoder) error {
+func (d *Description) validate(dec decoded) error {
 	errf := func(field, format string, args ...any) error {
 		return &Error{File: dec.file, Line: dec.line(field), Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -141,7 +131,7 @@ func (d *Description) validate(dec decoder) error {
 	return nil
 }
 
-func (d *Description) place(dec decoder, field string, p Place, placeholder string, isID bool) error {
+func (d *Description) place(dec decoded, field string, p Place, placeholder string, isID bool) error {
 	errf := func(f, format string, args ...any) error {
 		return &Error{File: dec.file, Line: dec.line(f), Field: f, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -170,14 +160,14 @@ func (d *Description) place(dec decoder, field string, p Place, placeholder stri
 	return nil
 }
 
-// decoder maps YAML nodes onto the model strictly: an unknown field, a
-// wrong type or a missing required field is an error at its line.
-type decoder struct {
+// decoded is where a decoded description's fields are, for validate.
+type decoded struct {
 	file string
 	pos  map[string]int
 }
 
-func (dec decoder) line(field string) int {
+// line is the line of field, else of its nearest parent given, else 1.
+func (dec decoded) line(field string) int {
 	for f := field; f != ""; {
 		if l, ok := dec.pos[f]; ok {
 			return l
@@ -189,145 +179,4 @@ func (dec decoder) line(field string) int {
 		f = f[:i]
 	}
 	return 1
-}
-
-func (dec decoder) errf(n *yaml.Node, path, format string, args ...any) error {
-	return &Error{File: dec.file, Line: n.Line, Field: path, Msg: fmt.Sprintf(format, args...)}
-}
-
-func (dec decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
-	if n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	if _, ok := dec.pos[path]; !ok {
-		dec.pos[path] = n.Line
-	}
-	if n.Tag == "!!null" {
-		return dec.errf(n, path, "empty value; give one or leave the field out")
-	}
-	t := v.Type()
-	switch t.Kind() {
-	case reflect.Pointer:
-		nv := reflect.New(t.Elem())
-		if err := dec.decode(n, nv.Elem(), path); err != nil {
-			return err
-		}
-		v.Set(nv)
-		return nil
-	case reflect.Struct:
-		return dec.mapping(n, v, path)
-	case reflect.Map:
-		if n.Kind != yaml.MappingNode {
-			return dec.errf(n, path, "want a mapping (a JSON object), got %s", describe(n))
-		}
-		var m map[string]any
-		if err := n.Decode(&m); err != nil {
-			return dec.errf(n, path, "%v", err)
-		}
-		v.Set(reflect.ValueOf(m))
-		return nil
-	case reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			return dec.errf(n, path, "want a list, got %s", describe(n))
-		}
-		s := reflect.MakeSlice(t, len(n.Content), len(n.Content))
-		for i, item := range n.Content {
-			if err := dec.decode(item, s.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
-				return err
-			}
-		}
-		v.Set(s)
-		return nil
-	case reflect.String:
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
-			return dec.errf(n, path, "want a string, got %s", describe(n))
-		}
-		v.SetString(n.Value)
-		return nil
-	case reflect.Int:
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
-			return dec.errf(n, path, "want a whole number, got %s", describe(n))
-		}
-		i, err := strconv.Atoi(n.Value)
-		if err != nil {
-			return dec.errf(n, path, "want a whole number, got %q", n.Value)
-		}
-		v.SetInt(int64(i))
-		return nil
-	}
-	return dec.errf(n, path, "the kit cannot decode a %s (a bug)", t)
-}
-
-func (dec decoder) mapping(n *yaml.Node, v reflect.Value, path string) error {
-	if n.Kind != yaml.MappingNode {
-		return dec.errf(n, path, "want a mapping of fields, got %s", describe(n))
-	}
-	fields := fieldsOf(v.Type())
-	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, val := n.Content[i], n.Content[i+1]
-		fp := join(path, k.Value)
-		f, ok := fields[k.Value]
-		if !ok {
-			return dec.errf(k, fp, "unknown field (fields here: %s)", strings.Join(fieldNames(v.Type()), ", "))
-		}
-		if seen[k.Value] {
-			return dec.errf(k, fp, "given twice")
-		}
-		seen[k.Value] = true
-		dec.pos[fp] = k.Line
-		if err := dec.decode(val, v.FieldByIndex(f.index), fp); err != nil {
-			return err
-		}
-	}
-	for _, name := range fieldNames(v.Type()) {
-		if fields[name].required && !seen[name] {
-			return dec.errf(n, join(path, name), "required field missing")
-		}
-	}
-	return nil
-}
-
-func join(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
-}
-
-func describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	}
-	return fmt.Sprintf("%s %q", strings.TrimPrefix(n.Tag, "!!"), n.Value)
-}
-
-type field struct {
-	index    []int
-	required bool
-}
-
-func fieldsOf(t reflect.Type) map[string]field {
-	out := map[string]field{}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if name == "" || name == "-" || !f.IsExported() {
-			continue
-		}
-		out[name] = field{index: f.Index, required: f.Tag.Get("apidesc") == "required"}
-	}
-	return out
-}
-
-func fieldNames(t reflect.Type) []string {
-	var names []string
-	for n := range fieldsOf(t) {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }

@@ -5,33 +5,13 @@ import (
 	"fmt"
 	"os"
 	"reflect"
-	"regexp"
-	"sort"
-	"strconv"
-	"strings"
-	"time"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/onceproof/tck/internal/strictyaml"
 )
 
-// Error is a malformed profile: one line naming the file, line and field.
-type Error struct {
-	File  string
-	Line  int
-	Field string // path such as producers[0].retries[1]; "" for the document
-	Msg   string
-}
-
-func (e *Error) Error() string {
-	if e.Line == 0 {
-		return fmt.Sprintf("%s: %s", e.File, e.Msg)
-	}
-	field := e.Field
-	if field == "" {
-		field = "(document)"
-	}
-	return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, field, e.Msg)
-}
+// Error is a malformed profile: one line naming the file, line and field
+// (the same type as every strictly decoded file's error).
+type Error = strictyaml.Error
 
 // Load reads and validates a profile file.
 func Load(path string) (*Profile, error) {
@@ -46,202 +26,29 @@ func Load(path string) (*Profile, error) {
 	return Parse(path, data)
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
 // Parse decodes and validates a profile; name is used in errors only.
 func Parse(name string, data []byte) (*Profile, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		e := &Error{File: name, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
-		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-			e.Line, _ = strconv.Atoi(m[1])
-			e.Msg = m[2]
-		}
-		return nil, e
-	}
-	if len(doc.Content) == 0 {
-		return nil, &Error{File: name, Line: 1, Msg: "empty profile"}
-	}
-	p := &Profile{file: name, pos: map[string]int{}}
-	d := decoder{file: name, pos: p.pos}
-	if err := d.decode(doc.Content[0], reflect.ValueOf(p).Elem(), ""); err != nil {
+	p := &Profile{file: name}
+	pos, err := strictyaml.Decode(name, data, p, decodeOptions)
+	if err != nil {
 		return nil, err
 	}
+	p.pos = pos
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// decoder maps YAML nodes onto the model by its yaml tags, strictly: an
-// unknown field, a wrong type or a value outside an enum is an error at its
-// line. It records every field's line for the checks that follow.
-type decoder struct {
-	file string
-	pos  map[string]int
-}
-
-func (d decoder) errf(n *yaml.Node, path, format string, args ...any) error {
-	return &Error{File: d.file, Line: n.Line, Field: path, Msg: fmt.Sprintf(format, args...)}
-}
-
 var durationType = reflect.TypeFor[Duration]()
 
-func (d decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
-	if n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	if _, ok := d.pos[path]; !ok {
-		d.pos[path] = n.Line
-	}
-	if n.Tag == "!!null" {
-		return d.errf(n, path, "empty value; give one or leave the field out")
-	}
-	t := v.Type()
-	switch {
-	case t == durationType:
-		return d.duration(n, v, path)
-	case t.Kind() == reflect.Pointer:
-		nv := reflect.New(t.Elem())
-		if err := d.decode(n, nv.Elem(), path); err != nil {
-			return err
-		}
-		v.Set(nv)
-		return nil
-	case t.Kind() == reflect.Struct:
-		return d.mapping(n, v, path)
-	case t.Kind() == reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			return d.errf(n, path, "want a list, got %s", describe(n))
-		}
-		s := reflect.MakeSlice(t, len(n.Content), len(n.Content))
-		for i, item := range n.Content {
-			if err := d.decode(item, s.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
-				return err
-			}
-		}
-		v.Set(s)
-		return nil
-	case t.Kind() == reflect.String:
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
-			return d.errf(n, path, "want a string, got %s", describe(n))
-		}
-		if allowed, ok := enums[t]; ok && !contains(allowed, n.Value) {
-			return d.errf(n, path, "%q is not one of %s", n.Value, strings.Join(allowed, ", "))
-		}
-		v.SetString(n.Value)
-		return nil
-	case t.Kind() == reflect.Bool:
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
-			return d.errf(n, path, "want true or false, got %s", describe(n))
-		}
-		b, _ := strconv.ParseBool(strings.ToLower(n.Value))
-		v.SetBool(b)
-		return nil
-	case t.Kind() == reflect.Int:
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
-			return d.errf(n, path, "want a whole number, got %s", describe(n))
-		}
-		i, err := strconv.Atoi(n.Value)
-		if err != nil {
-			return d.errf(n, path, "want a whole number, got %q", n.Value)
-		}
-		v.SetInt(int64(i))
-		return nil
-	}
-	return d.errf(n, path, "the kit cannot decode a %s (a bug)", t)
-}
-
-func (d decoder) duration(n *yaml.Node, v reflect.Value, path string) error {
-	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
-		// A bare 300 could mean seconds or nanoseconds: refuse to guess.
-		return d.errf(n, path, "want a duration with its unit such as 5m, 30s or 1h30m, got %s", describe(n))
-	}
-	dur, err := time.ParseDuration(n.Value)
-	if err != nil {
-		return d.errf(n, path, "want a duration with its unit such as 5m, 30s or 1h30m, got %q", n.Value)
-	}
-	if dur < 0 {
-		return d.errf(n, path, "a duration must not be negative, got %s", n.Value)
-	}
-	v.SetInt(int64(dur))
-	return nil
-}
-
-func (d decoder) mapping(n *yaml.Node, v reflect.Value, path string) error {
-	if n.Kind != yaml.MappingNode {
-		return d.errf(n, path, "want a mapping of fields, got %s", describe(n))
-	}
-	fields := fieldsOf(v.Type())
-	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, val := n.Content[i], n.Content[i+1]
-		fp := join(path, k.Value)
-		f, ok := fields[k.Value]
-		if !ok {
-			return d.errf(k, fp, "unknown field (fields here: %s)", strings.Join(fieldNames(v.Type()), ", "))
-		}
-		if seen[k.Value] {
-			return d.errf(k, fp, "given twice")
-		}
-		seen[k.Value] = true
-		d.pos[fp] = k.Line
-		if err := d.decode(val, v.FieldByIndex(f.index), fp); err != nil {
-			return err
-		}
-	}
-	for _, name := range fieldNames(v.Type()) {
-		if fields[name].required && !seen[name] {
-			return d.errf(n, join(path, name), "required field missing")
-		}
-	}
-	return nil
-}
-
-func join(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
-}
-
-func describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	}
-	return fmt.Sprintf("%s %q", strings.TrimPrefix(n.Tag, "!!"), n.Value)
-}
-
-type field struct {
-	index    []int
-	required bool
-}
-
-// fieldsOf maps yaml names to struct fields; `profile:"required"` marks the
+// decodeOptions decode a profile strictly: `profile:"required"` marks the
 // fields a profile must give.
-func fieldsOf(t reflect.Type) map[string]field {
-	out := map[string]field{}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if name == "" || name == "-" || !f.IsExported() {
-			continue
-		}
-		out[name] = field{index: f.Index, required: f.Tag.Get("profile") == "required"}
-	}
-	return out
-}
-
-func fieldNames(t reflect.Type) []string {
-	var names []string
-	for n := range fieldsOf(t) {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+var decodeOptions = strictyaml.Options{
+	RequiredTag: "profile",
+	Empty:       "empty profile",
+	Enums:       enums,
+	Types:       map[reflect.Type]strictyaml.DecodeFunc{durationType: strictyaml.Duration},
 }
 
 // enums lists the values each enum type takes; the schema test keeps the

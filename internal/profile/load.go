@@ -180,7 +180,7 @@ func (p *Profile) validate() error {
 			}
 		}
 	}
-	return nil
+	return p.validateEnvelopes()
 }
 
 // checkRef checks that a broker, stream and (if named) broker consumer exist.

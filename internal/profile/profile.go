@@ -188,6 +188,22 @@ type Consumer struct {
 	// MaxReplayAge bounds how old a message an operator may replay to it;
 	// absent: whatever the stream's retention keeps; 0s: never replayed.
 	MaxReplayAge *Duration `yaml:"maxReplayAge" json:"maxReplayAge,omitempty"`
+	// Envelope is where this consumer's events carry the kit's fields
+	// (consumer/process publishes its events in that shape); absent: the
+	// kit's documented envelope (docs/consumer-service.md).
+	Envelope *Envelope `yaml:"envelope" json:"envelope,omitempty"`
+}
+
+// Envelope maps each field of the kit's event to where the service reads
+// it: a dotted JSON path into the payload ("meta.id": key id of object
+// meta) or "header:NAME" (a NATS message header, its text). messageId and
+// version are the business identity and always mapped; eventId and body
+// are left out of the event when not mapped. envelope.go has the syntax.
+type Envelope struct {
+	MessageID string `yaml:"messageId" json:"messageId" profile:"required"`
+	Version   string `yaml:"version" json:"version" profile:"required"`
+	EventID   string `yaml:"eventId" json:"eventId,omitempty"`
+	Body      string `yaml:"body" json:"body,omitempty"`
 }
 
 // EffectScope is one side effect of a consumer.

@@ -14,6 +14,7 @@ import (
 	"github.com/onceproof/tck/co"
 	"github.com/onceproof/tck/internal/leftovers"
 	"github.com/onceproof/tck/internal/procs"
+	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/suites/consumer"
 )
@@ -134,6 +135,21 @@ func bindService(ctx context.Context, ref target.Ref, svc *consumer.Service, add
 		return nil, target.Unavailable(ref, err)
 	}
 	svc.Broker, svc.Keep = process.Broker{URL: e.URL(), Addr: u.Host}, ref.Opts.Keep
+	envelope := "the kit's (no profile consumer maps it)"
+	if ref.Name == "process" {
+		// Only a team's service takes the profile's shape: the kit's
+		// own references and mutants read the documented envelope.
+		env, from, err := ServiceEnvelope(ref.Opts.Profile)
+		if err != nil {
+			_ = e.Stop()
+			_ = release()
+			return nil, err
+		}
+		svc.Envelope = env
+		if from != "" {
+			envelope = "the profile's consumer " + from
+		}
+	}
 	t := consumer.Target{
 		Declared: co.Declared{Scopes: []string{co.ScopeIndex, co.ScopeNotify}},
 		Seed:     ref.Opts.Seed,
@@ -155,7 +171,7 @@ func bindService(ctx context.Context, ref target.Ref, svc *consumer.Service, add
 				"dataDirs":     keepString(ref.Opts.Keep),
 				"environment":  "see docs/consumer-service.md",
 				"clock":        "real time (a black box runs on its own clock)",
-				"eventPayload": `JSON {"eventId","messageId","version","body"}`,
+				"eventPayload": svc.Envelope.String() + ": " + envelope,
 			},
 		},
 		Register: func() { consumer.Register(t) },
@@ -167,6 +183,37 @@ func bindService(ctx context.Context, ref target.Ref, svc *consumer.Service, add
 			return err
 		},
 	}, nil
+}
+
+// ServiceEnvelope is the envelope a consumer/process service reads: the
+// envelope of the profile's consumer, matched as the profile's only
+// consumer (from names it); with no profile, or no consumer that maps
+// one, the kit's envelope. A profile that declares several consumers and
+// maps an envelope for any cannot say which one the service is: a usage
+// error (exit 3).
+func ServiceEnvelope(p *profile.Profile) (env consumer.Envelope, from string, err error) {
+	if p == nil {
+		return consumer.Envelope{}, "", nil
+	}
+	var mapped []string
+	for _, c := range p.Consumers {
+		if c.Envelope != nil {
+			mapped = append(mapped, c.Name)
+		}
+	}
+	switch {
+	case len(mapped) == 0:
+		return consumer.Envelope{}, "", nil
+	case len(p.Consumers) > 1:
+		return consumer.Envelope{}, "", fmt.Errorf("%s: consumer/process takes its event envelope from the profile's only consumer, and this profile declares %d consumers (an envelope for %s): give a profile with the service's consumer alone",
+			p.File(), len(p.Consumers), strings.Join(mapped, ", "))
+	}
+	c := p.Consumers[0]
+	env = consumer.Envelope(*c.Envelope)
+	if err := env.Check(); err != nil { // the loader checked it; a profile built in code may not be
+		return consumer.Envelope{}, "", fmt.Errorf("%s: consumer %s: %v", p.File(), c.Name, err)
+	}
+	return env, c.Name, nil
 }
 
 func keepString(keep bool) string {

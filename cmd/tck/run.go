@@ -220,6 +220,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	for _, t := range p.targets {
+		if t.kind.Key() == "consumer/process" {
+			if _, _, err := registry.ServiceEnvelope(prof); err != nil {
+				return usagef("%v", err)
+			}
+		}
+	}
 	if err := checkAPIDesc(*apiDesc, p); err != nil {
 		return err
 	}

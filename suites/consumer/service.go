@@ -30,6 +30,9 @@ type Service struct {
 	Kill func(pid int)
 	// Broker opens one rule's stream, durable consumer and proxy.
 	Broker ServiceBroker
+	// Envelope is the shape of every event the kit publishes to the
+	// service (the zero value: the documented envelope).
+	Envelope Envelope
 	// Workers is how many replicas run at once (default 2), sharing the
 	// data directory as replicas share a database.
 	Workers int

@@ -78,6 +78,7 @@ type svcHarness struct {
 	errs        []string // the service's own exits, failed restarts
 	setupErrs   []string // the kit's own failures
 	ackedFailed []string
+	terms       []string // the kit's events the service terminated (+TERM): lost
 	gates       map[string]*gate
 	first       map[string]*svcDelivery
 	callOps     map[int]history.Handle // sink call seq -> its op
@@ -169,6 +170,10 @@ func newSvcHarness(r *spec.R, t Target) *svcHarness {
 		h.ev.Figure("random kills", fmt.Sprintf("%.0f%% of the steps also kill a random replica 0-40 ms after the publish", 100*pRandomKill), "")
 		h.ev.Figure("random kill seed", seed, "the moments, not the schedule (the schedule's seed is \"seed\")")
 	}
+	if err := s.Envelope.Check(); err != nil {
+		r.Unknown("the service's event envelope: %v", err)
+	}
+	h.ev.Figure("event envelope", s.Envelope.String(), "")
 	if err := h.makeDir(); err != nil {
 		r.Unknown("making the service's data directory: %v", err)
 	}

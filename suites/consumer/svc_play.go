@@ -57,6 +57,7 @@ func (h *svcHarness) play(s step) {
 		h.randomKill(s.event.EventID)
 	}
 	h.settle()
+	h.expectNoTerm()
 	if s.kind == stepPair {
 		h.model.apply(s.older)
 	}
@@ -74,8 +75,13 @@ func (h *svcHarness) publish(e co.Event, brokerID string) {
 	op := h.rec.Invoke("kit", "publish", brokerID)
 	// The delivery may reach the proxy before Publish returns: the wire
 	// hook waits on pubMu to learn the sequence.
+	m, err := h.s.Envelope.Message(e, brokerID)
+	if err != nil {
+		op.Info(err.Error())
+		h.r.Unknown("the kit cannot shape %s in the service's envelope: %v", brokerID, err)
+	}
 	h.pubMu.Lock()
-	seq, dup, err := h.ch.Publish(h.ctx, co.Message(e, brokerID))
+	seq, dup, err := h.ch.Publish(h.ctx, m)
 	if err == nil && !dup {
 		h.mu.Lock()
 		h.bySeq[seq] = brokerID
@@ -92,6 +98,18 @@ func (h *svcHarness) publish(e co.Event, brokerID string) {
 		return
 	}
 	op.OK(fmt.Sprintf("at stream sequence %d", seq))
+}
+
+// expectNoTerm fails the rule when the service terminated an event: every
+// event the kit publishes is well formed in the service's envelope, and a
+// terminated one is never redelivered, so it is lost (a service that cannot
+// find its fields, such as one reading another envelope, rejects them all).
+func (h *svcHarness) expectNoTerm() {
+	h.mu.Lock()
+	terms := append([]string(nil), h.terms...)
+	h.mu.Unlock()
+	h.r.Expect(terms).To(gomega.BeEmpty(), "the service terminated (+TERM) %d of the kit's events, which the broker never redelivers, so they are lost: %s; they were in the envelope %s (the service's output is in the evidence)",
+		len(terms), strings.Join(terms, ", "), h.s.Envelope)
 }
 
 func (h *svcHarness) markAcked(brokerID string) {
@@ -512,7 +530,10 @@ func (h *svcHarness) wireHook(ev WireEvent, st WireStage) bool {
 		} else {
 			h.rec.Note(w.actor(), ev.Kind, kd.brokerID, "forwarded to the broker")
 			if ev.Kind == WireTerm {
-				h.markAcked(kd.brokerID) // never redelivered: settled (an effect it skipped shows in the model)
+				h.markAcked(kd.brokerID) // never redelivered: settled
+				h.mu.Lock()
+				h.terms = append(h.terms, fmt.Sprintf("%s by %s (delivery %d)", kd.brokerID, w.actor(), kd.attempt))
+				h.mu.Unlock()
 			}
 		}
 		return true

@@ -26,6 +26,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -55,6 +56,7 @@ type Defects struct {
 
 type service struct {
 	d      Defects
+	nested bool
 	worker string
 	owner  string // this run's claim identity: worker and pid
 	lease  time.Duration
@@ -66,10 +68,21 @@ type service struct {
 
 // Main runs the service until SIGTERM or SIGINT and exits non-zero on a
 // configuration or start-up error.
+//
+// The flag -envelope nested makes it read the event shape that
+// examples/profiles/consumer-envelope.yaml maps (a team's own shape, for
+// the kit's envelope mapping): {"meta":{"id":M,"rev":V},"data":{"text":B}}
+// with the event id in the Event-Id header.
 func Main(d Defects) {
+	envelope := flag.String("envelope", "", `the event shape to read: "" the kit's envelope, "nested" the shape of examples/profiles/consumer-envelope.yaml`)
+	flag.Parse()
+	if *envelope != "" && *envelope != "nested" {
+		fmt.Fprintf(os.Stderr, "consumer service: -envelope %q: want nested or nothing\n", *envelope)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := Run(ctx, d); err != nil && ctx.Err() == nil {
+	if err := Run(ctx, d, *envelope == "nested"); err != nil && ctx.Err() == nil {
 		fmt.Fprintln(os.Stderr, "consumer service:", err)
 		os.Exit(1)
 	}
@@ -83,8 +96,9 @@ func env(name string) (string, error) {
 	return v, nil
 }
 
-// Run reads deliveries until ctx ends.
-func Run(ctx context.Context, d Defects) error {
+// Run reads deliveries until ctx ends; nested: in the shape -envelope
+// nested names (see Main).
+func Run(ctx context.Context, d Defects, nested bool) error {
 	var cfg [7]string
 	for i, n := range []string{"ONCEPROOF_NATS_URL", "ONCEPROOF_STREAM", "ONCEPROOF_CONSUMER", "ONCEPROOF_DATA_DIR",
 		"ONCEPROOF_INDEX_URL", "ONCEPROOF_NOTIFY_URL", "ONCEPROOF_ACK_WAIT"} {
@@ -118,7 +132,7 @@ func Run(ctx context.Context, d Defects) error {
 	if err != nil {
 		return fmt.Errorf("opening consumer %s on %s: %w", durable, stream, err)
 	}
-	s := &service{d: d, worker: worker, owner: fmt.Sprintf("%s/%d", worker, os.Getpid()), lease: ackWait, db: db,
+	s := &service{d: d, nested: nested, worker: worker, owner: fmt.Sprintf("%s/%d", worker, os.Getpid()), lease: ackWait, db: db,
 		index: indexURL, notify: notifyURL, http: &http.Client{Timeout: 5 * time.Second}}
 	fmt.Printf("%s: started (pid %d), reading %s/%s\n", worker, os.Getpid(), stream, durable)
 	for ctx.Err() == nil {
@@ -160,8 +174,33 @@ func openDB(path string) (*sql.DB, error) {
 	return db, nil
 }
 
+// decode reads the event from the kit's envelope or, nested, from
+// meta.id, meta.rev, data.text and the Event-Id header.
+func (s *service) decode(msg jetstream.Msg) (co.Event, error) {
+	if !s.nested {
+		return co.Decode(msg.Data())
+	}
+	var n struct {
+		Meta struct {
+			ID  string `json:"id"`
+			Rev int    `json:"rev"`
+		} `json:"meta"`
+		Data struct {
+			Text string `json:"text"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(msg.Data(), &n); err != nil {
+		return co.Event{}, fmt.Errorf("not a nested event: %w", err)
+	}
+	e := co.Event{EventID: msg.Headers().Get("Event-Id"), MessageID: n.Meta.ID, Version: n.Meta.Rev, Body: n.Data.Text}
+	if e.EventID == "" || e.MessageID == "" || e.Version <= 0 {
+		return co.Event{}, fmt.Errorf("not a nested event (meta.id, meta.rev and the Event-Id header): %q", msg.Data())
+	}
+	return e, nil
+}
+
 func (s *service) deliver(ctx context.Context, msg jetstream.Msg) {
-	e, err := co.Decode(msg.Data())
+	e, err := s.decode(msg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v; terminating it\n", s.worker, err)
 		_ = msg.Term()

@@ -1,0 +1,123 @@
+package registry
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/onceproof/tck/internal/profile"
+	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/internal/verdict"
+)
+
+// runServiceProfile is runService with a profile, as `tck run --profile`.
+func runServiceProfile(t *testing.T, addr string, p *profile.Profile, rules ...string) []verdict.Result {
+	t.Helper()
+	k, ref, err := Targets().Resolve(target.Ref{Suite: "consumer", Name: "process", Address: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.Opts.Profile = p
+	st, err := k.Start(context.Background(), ref)
+	if err != nil {
+		t.Fatalf("starting %s: %v", addr, err)
+	}
+	defer func() {
+		if err := st.Stop(); err != nil {
+			t.Errorf("stopping %s: %v", addr, err)
+		}
+	}()
+	return runner.Run(ref.Key(), st.Register, runner.Options{Rules: rules})
+}
+
+// A service reading its own event shape passes the crash rule when the
+// profile maps the kit's envelope onto that shape; without the mapping (or
+// the kit's reference reading the documented envelope under the mapping)
+// it cannot find its fields, terminates every event, and the rules fail
+// naming the lost events, never pass.
+func TestServiceEnvelopeMapping(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: runs a consumer service as its own process (a few seconds)")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(root)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	prof, err := profile.Load("examples/profiles/consumer-envelope.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const nested = "cmd:go run ./examples/consumer-service/go -envelope nested"
+	rules := []string{"CO-1.1", "CO-2.2"}
+
+	got, sum := verdicts(runServiceProfile(t, nested, prof, rules...))
+	t.Log("mapped:", sum)
+	for _, id := range rules {
+		if got[id] != verdict.Pass {
+			t.Errorf("the nested service with the profile's envelope: %s is %s, want pass", id, got[id])
+		}
+	}
+
+	for _, c := range []struct {
+		name, addr string
+		p          *profile.Profile
+	}{
+		{"the nested service without the mapping", nested, nil},
+		{"the reference (documented envelope) with the mapping", "cmd:go run ./examples/consumer-service/go", prof},
+	} {
+		rs := runServiceProfile(t, c.addr, c.p, rules...)
+		got, sum := verdicts(rs)
+		t.Log(c.name+":", sum)
+		for _, r := range rs {
+			if r.Verdict == verdict.Skipped {
+				continue
+			}
+			if r.Verdict != verdict.Fail || !strings.Contains(r.Reason, "terminated (+TERM)") {
+				t.Errorf("%s: %s is %s (%s), want fail naming the terminated events", c.name, r.Rule, r.Verdict, r.Reason)
+			}
+		}
+		if len(got) == 0 {
+			t.Errorf("%s: no rule ran", c.name)
+		}
+	}
+
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		var names []string
+		for _, e := range left {
+			names = append(names, e.Name())
+		}
+		t.Errorf("left in TMPDIR: %v", names)
+	}
+}
+
+// The profile's consumer is the service only when it is the profile's one
+// consumer: with several, a mapped envelope is a usage error.
+func TestServiceEnvelopeMatching(t *testing.T) {
+	prof, err := profile.Load("../../examples/profiles/consumer-envelope.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, from, err := ServiceEnvelope(prof)
+	if err != nil || from != "search-notify-worker" || env.MessageID != "meta.id" || env.EventID != "header:Event-Id" {
+		t.Errorf("one consumer: %+v %q %v", env, from, err)
+	}
+	if env, from, err := ServiceEnvelope(nil); err != nil || from != "" || !env.IsDefault() {
+		t.Errorf("no profile: %+v %q %v", env, from, err)
+	}
+	two := *prof
+	two.Consumers = append(append([]profile.Consumer(nil), prof.Consumers...), prof.Consumers[0])
+	two.Consumers[1].Name, two.Consumers[1].Envelope = "other", nil
+	if _, _, err := ServiceEnvelope(&two); err == nil || !strings.Contains(err.Error(), "declares 2 consumers (an envelope for search-notify-worker)") {
+		t.Errorf("two consumers, one mapped: %v", err)
+	}
+	two.Consumers[0].Envelope = nil
+	if env, _, err := ServiceEnvelope(&two); err != nil || !env.IsDefault() {
+		t.Errorf("two consumers, none mapped: %+v %v", env, err)
+	}
+}

@@ -213,6 +213,9 @@ type watcher struct {
 	ch       chan os.Signal
 	stop     chan struct{}
 	signaled bool // a signal came: stay armed until the process ends
+	// reported is closed once the first signal's removal was reported
+	// (tests wait on it; the message must not be lost to an early exit).
+	reported chan struct{}
 }
 
 // arm and disarm run under the registry's lock.
@@ -221,8 +224,11 @@ func (w *watcher) arm(r *Registry) {
 		return
 	}
 	w.ch, w.stop = make(chan os.Signal, 2), make(chan struct{})
+	if w.reported == nil {
+		w.reported = make(chan struct{})
+	}
 	signal.Notify(w.ch, os.Interrupt, syscall.SIGTERM)
-	go w.run(r, w.ch, w.stop)
+	go w.run(r, w.ch, w.stop, w.reported)
 }
 
 func (w *watcher) disarm() {
@@ -234,7 +240,7 @@ func (w *watcher) disarm() {
 	w.ch, w.stop = nil, nil
 }
 
-func (w *watcher) run(r *Registry, ch chan os.Signal, stop chan struct{}) {
+func (w *watcher) run(r *Registry, ch chan os.Signal, stop, reported chan struct{}) {
 	var sig os.Signal
 	select {
 	case sig = <-ch:
@@ -245,6 +251,7 @@ func (w *watcher) run(r *Registry, ch chan os.Signal, stop chan struct{}) {
 	w.signaled = true
 	r.mu.Unlock()
 	report(sig, r.RemoveAll())
+	close(reported)
 	sig = <-ch
 	report(sig, r.RemoveAll())
 	os.Exit(interruptedExit)

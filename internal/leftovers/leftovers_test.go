@@ -148,6 +148,16 @@ func child() {
 	// report); it notices the removal and ends normally, unless told to stay.
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if _, err := os.Stat(dir); os.IsNotExist(err) && os.Getenv("LEFTOVERS_STAY") == "" {
+			// The watcher reports right after the removal; a program that
+			// ends at once must not lose that line (the CLI writes its
+			// report first, which takes longer).
+			std.mu.Lock()
+			reported := std.watch.reported
+			std.mu.Unlock()
+			select {
+			case <-reported:
+			case <-time.After(10 * time.Second):
+			}
 			os.Exit(0)
 		}
 	}

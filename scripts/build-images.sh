@@ -8,12 +8,16 @@
 #                 libraries its binaries link (ldd), and a static entrypoint
 #   redis:7       redis-server from this host's Debian redis-server package,
 #                 with the libraries it links (ldd)
+#   onceproof/kfake-broker:local
+#                 the kit's stand-in for a Kafka image (TCK_KAFKA_IMAGE):
+#                 franz-go's kfake, an emulator, static (internal/images/kfakebroker)
 #
 # The images are tagged with the official names, so the kit's defaults resolve
 # locally without a pull. Repeatable and cached: an image whose inputs did not
 # change (its org.onceproof.tck.inputs label) is not rebuilt; the Go build
 # cache keeps the compiles. Override names with TCK_NATS_IMAGE,
-# TCK_POSTGRES_IMAGE and TCK_REDIS_IMAGE (the same variables the kit reads),
+# TCK_POSTGRES_IMAGE and TCK_REDIS_IMAGE (the same variables the kit reads)
+# and TCK_KFAKE_IMAGE,
 # the versions with NATS_SERVER_VERSION; FORCE=1 rebuilds.
 set -euo pipefail
 
@@ -23,6 +27,7 @@ NATS_SERVER_VERSION=${NATS_SERVER_VERSION:-$(cd "$root" && go list -m -f '{{.Ver
 NATS_IMAGE=${TCK_NATS_IMAGE:-nats:${NATS_SERVER_VERSION#v}}
 POSTGRES_IMAGE=${TCK_POSTGRES_IMAGE:-postgres:15}
 REDIS_IMAGE=${TCK_REDIS_IMAGE:-redis:7}
+KFAKE_IMAGE=${TCK_KFAKE_IMAGE:-onceproof/kfake-broker:local}
 PG_MAJOR=${PG_MAJOR:-15}
 work=${TCK_IMAGE_WORK:-${XDG_CACHE_HOME:-$HOME/.cache}/onceproof/images}
 # The legacy builder: it needs no buildx plugin and FROM scratch pulls nothing.
@@ -144,16 +149,35 @@ build_redis() {
 	log "built $REDIS_IMAGE"
 }
 
+build_kfake() {
+	local inputs
+	inputs=$( (cd "$root" && go list -m -f '{{.Version}}' github.com/twmb/franz-go/pkg/kfake; go version; cat "$root/images/kfake/Dockerfile" "$root/internal/images/kfakebroker/main.go") | sha256sum | cut -c1-16)
+	if [[ "${FORCE:-}" != 1 && "$(current "$KFAKE_IMAGE")" == "$inputs" ]]; then
+		log "$KFAKE_IMAGE is up to date ($inputs)"
+		return
+	fi
+	log "building $KFAKE_IMAGE (kfake, an emulator)"
+	local ctx=$work/kfake
+	rm -rf "$ctx" && mkdir -p "$ctx"
+	(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$ctx/kfakebroker" ./internal/images/kfakebroker)
+	cp "$root/images/kfake/Dockerfile" "$ctx/"
+	docker build -q --label "org.onceproof.tck.image=1" --label "org.onceproof.tck.inputs=$inputs" \
+		-t "$KFAKE_IMAGE" "$ctx" >/dev/null
+	prune
+	log "built $KFAKE_IMAGE"
+}
+
 # prune drops the kit's images a rebuild left untagged.
 prune() { docker image prune -f --filter "label=org.onceproof.tck.image=1" >/dev/null; }
 
 which=${1:-all}
 start=$(date +%s)
 case $which in
-all) build_nats; build_postgres; build_redis ;;
+all) build_nats; build_postgres; build_redis; build_kfake ;;
 nats) build_nats ;;
 postgres) build_postgres ;;
 redis) build_redis ;;
-*) log "usage: $0 [all|nats|postgres|redis]"; exit 3 ;;
+kfake) build_kfake ;;
+*) log "usage: $0 [all|nats|postgres|redis|kfake]"; exit 3 ;;
 esac
 log "done in $(( $(date +%s) - start ))s"

@@ -19,7 +19,7 @@ func kafkaBrokers() []row {
 	rows := []row{{
 		Kind: target.Kind{
 			Suite: "broker", Name: "kafka",
-			Summary: "Apache Kafka through franz-go (kgo, kadm): embedded kfake (an emulator) or a cluster at kafka://host:port; the idempotent producer, consumer groups with explicit offset commits; no ack wait, nak, term or max-deliver",
+			Summary: "Apache Kafka through franz-go (kgo, kadm): embedded kfake (an emulator), a cluster at kafka://host:port, or a container from the local image in TCK_KAFKA_IMAGE; the idempotent producer, consumer groups with explicit offset commits; no ack wait, nak, term or max-deliver",
 			Needs:   kafkaNeeds,
 			// The self-test holds the Kafka adapter to passing every rule
 			// that applies, as its mutants are measured against it.
@@ -96,7 +96,7 @@ var kafkaLacks = map[catalog.Capability]string{
 	catalog.CapBrokerTerm:       "Kafka has no term: a record is never retired on its own, only passed by a commit of a later offset",
 	catalog.CapBrokerMaxDeliver: "Kafka keeps no delivery counter and no delivery limit: a record that always fails is the application's to park (a dead-letter topic)",
 	catalog.CapBrokerInProgress: "Kafka has no per-record deadline to push back: a member's liveness is its group session (heartbeats), not a per-message timer",
-	catalog.CapBrokerRestart:    "the kit cannot restart a Kafka cluster it did not start",
+	catalog.CapBrokerRestart:    "the kit cannot restart a Kafka cluster it did not start (broker/kafka=container or the embedded kfake can)",
 	catalog.CapBrokerFaultProxy: "the kit's fault proxy cannot stand before a Kafka cluster: clients follow the brokers' advertised addresses from metadata",
 }
 
@@ -194,9 +194,10 @@ func (s sessionOn) Close() error {
 	return s.b.Close()
 }
 
-// kafkaServer is a rule's own kfake cluster as the suite restarts it.
-type kafkaServer struct{ *kafka.Private }
+// kafkaServer is a rule's own cluster (kfake, or a container) as the suite
+// restarts it.
+type kafkaServer struct{ kafka.Server }
 
 func (s kafkaServer) Restart(ctx context.Context, how broker.Restart) error {
-	return s.Private.Restart(ctx, how == broker.Abrupt)
+	return s.Server.Restart(ctx, how == broker.Abrupt)
 }

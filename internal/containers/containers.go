@@ -155,6 +155,10 @@ type Spec struct {
 	// bound to a fixed free port on 127.0.0.1, so it survives a restart of
 	// the container (the nemesis restarts them) and is reached on loopback.
 	Ports []string
+	// HostPorts binds a container port to a loopback port the caller chose
+	// (FreePort), for a server that must advertise it (Kafka's advertised
+	// listener); the other Ports get one each.
+	HostPorts map[string]int
 	// Network, with Aliases, attaches the container to a private network
 	// (the cluster); otherwise it is on Docker's default bridge.
 	Network *Network
@@ -209,9 +213,12 @@ func Start(ctx context.Context, spec Spec) (*Container, error) {
 	bindings := network.PortMap{}
 	ports := map[string]string{}
 	for _, p := range spec.Ports {
-		hp, err := freePort()
-		if err != nil {
-			return nil, err
+		hp, ok := spec.HostPorts[p]
+		if !ok {
+			var err error
+			if hp, err = FreePort(); err != nil {
+				return nil, err
+			}
 		}
 		cp, err := network.ParsePort(p)
 		if err != nil {
@@ -445,9 +452,9 @@ func Retry(ctx context.Context, f func() error) error {
 
 const loopback = "127.0.0.1"
 
-// freePort asks the kernel for a free port on loopback. Another process
+// FreePort asks the kernel for a free port on loopback. Another process
 // could take it before Docker binds it; the start then fails and says so.
-func freePort() (int, error) {
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", loopback+":0")
 	if err != nil {
 		return 0, err

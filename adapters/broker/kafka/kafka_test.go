@@ -119,12 +119,12 @@ func TestCreateForbidden(t *testing.T) {
 }
 
 // TestContainerNeedsImage: =container without TCK_KAFKA_IMAGE says how to
-// get one.
+// get one, in one line, without a Docker call.
 func TestContainerNeedsImage(t *testing.T) {
 	t.Setenv(kafka.ImageEnv, "")
 	err := start(t, "container")
-	if !errors.Is(err, target.ErrUnavailable) || !strings.Contains(err.Error(), kafka.ImageEnv) {
-		t.Fatalf("want an unavailable target naming %s, got %v", kafka.ImageEnv, err)
+	if !errors.Is(err, target.ErrUnavailable) || !strings.Contains(err.Error(), kafka.ImageEnv) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("want an unavailable target naming %s in one line, got %v", kafka.ImageEnv, err)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -14,17 +13,18 @@ import (
 )
 
 // This file is the broker/kafka target as the kit starts it: an embedded
-// kfake cluster, or a cluster at a bootstrap address; the client the kit
+// kfake cluster, or a cluster at a bootstrap address (container.go: or in a
+// container); the client the kit
 // reaches it with; and what the kit may do to it. The registry binds a
 // Target to the broker suite; nothing here knows the CLI.
 
-// ImageEnv names the variable holding a Kafka image for =container: none
-// can be built here (no Kafka server package), so the kit starts one only
-// from an image the user names.
+// ImageEnv names the variable holding a Kafka image for =container: no
+// Kafka server can be built here, so the kit starts one only from a local
+// image the user names (StandInImage is the kit's kfake stand-in).
 const ImageEnv = "TCK_KAFKA_IMAGE"
 
 // ErrNoImage is the error of =container without ImageEnv.
-var ErrNoImage = errors.New("no Kafka image: the kit cannot build one here; set " + ImageEnv + " to a local Kafka image, or give a bootstrap address (broker/kafka=kafka://host:port)")
+var ErrNoImage = errors.New("no Kafka image: set " + ImageEnv + " to a local Kafka image (the kit builds none but its kfake stand-in, an emulator: scripts/build-images.sh kfake, " + StandInImage + "), or give a bootstrap address (broker/kafka=kafka://host:port)")
 
 // Client is how the kit's handles talk to a cluster: the adapter's options
 // and, for a mutant, the defect wrapped around every handle.
@@ -64,7 +64,7 @@ type Target struct {
 	Embedded *Embedded
 	// Private, when set, starts a cluster of a rule's own that the rule
 	// may restart (BR-3.1).
-	Private func(ctx context.Context) (*Private, error)
+	Private func(ctx context.Context) (Server, error)
 	// Stop releases everything the start created.
 	Stop func() error
 }
@@ -84,7 +84,7 @@ func EmbeddedTarget(ctx context.Context, client Client) (*Target, error) {
 	t.Embedded = e
 	t.Emulator = true
 	own := t.Client
-	t.Private = func(context.Context) (*Private, error) { return StartPrivate(own, !own.Options.Defects.NoPersistence) }
+	t.Private = func(context.Context) (Server, error) { return StartPrivate(own, !own.Options.Defects.NoPersistence) }
 	t.Config["restartable"] = "a rule's own kfake with a data directory, gracefully"
 	t.Address = "kfake " + strings.Join(e.Seeds(), ",")
 	t.Version = KfakeVersion + ", franz-go " + FranzVersion // the report adds "(emulator)"
@@ -143,16 +143,6 @@ func URLTarget(ctx context.Context, raw string, client Client) (*Target, error) 
 		t.Config["sasl"] = strings.ToUpper(o.withDefaults().Mechanism) + " as " + o.User
 	}
 	return t, nil
-}
-
-// ContainerTarget starts Kafka in a container, from the image in ImageEnv
-// only.
-func ContainerTarget(context.Context, Client) (*Target, error) {
-	img := os.Getenv(ImageEnv)
-	if img == "" {
-		return nil, ErrNoImage
-	}
-	return nil, fmt.Errorf("%s=%s: starting a Kafka container is not supported by this build of the kit; start it yourself and give its bootstrap address (broker/kafka=kafka://127.0.0.1:9092)", ImageEnv, img)
 }
 
 // probeTimeout bounds the start-up checks.

@@ -26,6 +26,10 @@ const StandInImage = "onceproof/kfake-broker:local"
 // standInLabel marks the stand-in image (images/kfake/Dockerfile).
 const standInLabel = "org.onceproof.tck.emulator"
 
+// clusterID is the id of every cluster the kit starts in a container:
+// base64url of "onceproof-tck-v1".
+const clusterID = "b25jZXByb29mLXRjay12MQ"
+
 // kafkaPort is the PLAINTEXT listener inside the container.
 const kafkaPort = "9092/tcp"
 
@@ -60,6 +64,8 @@ func kraftEnv(seed string) map[string]string {
 		"KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": "1",
 		"KAFKA_TRANSACTION_STATE_LOG_MIN_ISR":            "1",
 		"KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS":         "0",
+		// The KRaft storage is formatted with it (a 16-byte id, base64url).
+		"CLUSTER_ID": clusterID,
 	}
 }
 

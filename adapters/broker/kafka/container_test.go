@@ -57,6 +57,11 @@ func TestContainerPassesBrokerSuite(t *testing.T) {
 	if in.Mode != target.Container || !in.Emulator || in.Config["image"] != kafka.StandInImage {
 		t.Errorf("want mode container, an emulator, image %s; got mode %s, emulator %v, image %q", kafka.StandInImage, in.Mode, in.Emulator, in.Config["image"])
 	}
+	// The stand-in reads the environment an apache/kafka image reads: the
+	// cluster id metadata reports is the one the kit set.
+	if !strings.Contains(in.Config["cluster"], "cluster id b25jZXByb29mLXRjay12MQ") || !strings.HasPrefix(in.Address, "kafka://127.0.0.1:") {
+		t.Errorf("want the kit's cluster id from a loopback address, got %q at %s", in.Config["cluster"], in.Address)
+	}
 	if !strings.Contains(strings.Join(in.Notes, "\n"), "stand-in") {
 		t.Errorf("no note says the image is the kit's stand-in: %v", in.Notes)
 	}

@@ -60,7 +60,7 @@ func redisBrokers() []row {
 				Mutant:  true, MustFail: m.MustFail, AddressEnv: RedisURLEnv,
 			},
 			modes: []mode{{target.External, redisBroker(redisAt(client))}},
-			note: "mutant: " + m.Summary,
+			note:  "mutant: " + m.Summary,
 		})
 	}
 	return rows

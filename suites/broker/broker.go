@@ -172,6 +172,15 @@ type Windows struct {
 	Storage  mq.Storage
 	MaxAge   time.Duration
 	Replicas int
+	// DedupeWindow, when set, is the de-dupe window the rules' scratch
+	// topics are created with instead of the declared one
+	// (Caps.DedupeWindow): under a profile certified on the team's server,
+	// the window the team's stream really has there, so the BR-1 rules
+	// measure the real behaviour and judge it against the declaration.
+	DedupeWindow time.Duration
+	// dedupeNote says where DedupeWindow came from, or why the server's
+	// window could not be read (then the declared one is used).
+	dedupeNote string
 }
 
 // firstRedelivery is when an unacked first delivery comes back: the first

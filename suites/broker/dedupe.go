@@ -20,11 +20,36 @@ const replyTimeout = 500 * time.Millisecond
 
 func window(c mq.Capabilities) time.Duration { return c.DedupeWindow }
 
+// applied is the window the rules' scratch topics are created with: the
+// server's own where Windows.DedupeWindow says so, else the declared one.
+func applied(w Windows, c mq.Capabilities) time.Duration {
+	if w.DedupeWindow > 0 && c.DedupeWindow > 0 {
+		return w.DedupeWindow
+	}
+	return c.DedupeWindow
+}
+
+// span is the longer of the declared and the applied window: what a rule
+// that waits past a window must wait.
+func span(w Windows, c mq.Capabilities) time.Duration { return max(window(c), applied(w, c)) }
+
+// appliedNote records on a rule that its scratch topic has the server's
+// window, not the declared one.
+func (f *fixture) appliedNote() {
+	if f.w.dedupeNote != "" {
+		f.ev.Notef("%s", f.w.dedupeNote)
+	}
+	if a := applied(f.w, f.t.Caps); a != window(f.t.Caps) {
+		f.ev.Figure("scratch topic window (the server's)", a.Seconds(), "s")
+	}
+}
+
 func registerDedupe(p *plan) {
 	none := func(Windows, mq.Capabilities) time.Duration { return 0 }
 
 	p.add("BR-1.1", none, func(f *fixture) judge {
-		topic, err := f.topic("t", mq.TopicConfig{DedupeWindow: window(f.t.Caps)})
+		f.appliedNote()
+		topic, err := f.topic("t", mq.TopicConfig{DedupeWindow: applied(f.w, f.t.Caps)})
 		if err != nil {
 			return f.failed(err, "creating the topic")
 		}
@@ -46,11 +71,12 @@ func registerDedupe(p *plan) {
 		}
 	})
 
-	p.add("BR-1.2", func(w Windows, c mq.Capabilities) time.Duration { return window(c) + 2*w.Tolerance }, measureWindow)
+	p.add("BR-1.2", func(w Windows, c mq.Capabilities) time.Duration { return span(w, c) + 2*w.Tolerance }, measureWindow)
 
-	p.add("BR-1.3", func(_ Windows, c mq.Capabilities) time.Duration { return window(c) * 12 / 10 }, func(f *fixture) judge {
+	p.add("BR-1.3", func(w Windows, c mq.Capabilities) time.Duration { return span(w, c) * 12 / 10 }, func(f *fixture) judge {
 		W := window(f.t.Caps)
-		topic, err := f.topic("t", mq.TopicConfig{DedupeWindow: W})
+		f.appliedNote()
+		topic, err := f.topic("t", mq.TopicConfig{DedupeWindow: applied(f.w, f.t.Caps)})
 		if err != nil {
 			return f.failed(err, "creating the topic")
 		}
@@ -89,9 +115,10 @@ func registerDedupe(p *plan) {
 		}
 	})
 
-	p.add("BR-1.4", func(_ Windows, c mq.Capabilities) time.Duration { return window(c) * 12 / 10 }, func(f *fixture) judge {
+	p.add("BR-1.4", func(w Windows, c mq.Capabilities) time.Duration { return span(w, c) * 12 / 10 }, func(f *fixture) judge {
 		W := window(f.t.Caps)
-		topic, err := f.topic("t", mq.TopicConfig{DedupeWindow: W})
+		f.appliedNote()
+		topic, err := f.topic("t", mq.TopicConfig{DedupeWindow: applied(f.w, f.t.Caps)})
 		if err != nil {
 			return f.failed(err, "creating the topic")
 		}
@@ -139,7 +166,8 @@ func registerDedupe(p *plan) {
 	})
 
 	p.add("BR-1.5", none, func(f *fixture) judge {
-		topic, err := f.topic("t", mq.TopicConfig{DedupeWindow: window(f.t.Caps)})
+		f.appliedNote()
+		topic, err := f.topic("t", mq.TopicConfig{DedupeWindow: applied(f.w, f.t.Caps)})
 		if err != nil {
 			return f.failed(err, "creating the topic")
 		}
@@ -171,8 +199,9 @@ func registerDedupe(p *plan) {
 // hit cannot move another probe's window even on a broker that refreshes on
 // a hit. Offsets count from the first publish's ack.
 func measureWindow(f *fixture) judge {
-	W, tol := window(f.t.Caps), f.w.Tolerance
-	topic, err := f.topic("t", mq.TopicConfig{DedupeWindow: W})
+	W, A, tol := window(f.t.Caps), applied(f.w, f.t.Caps), f.w.Tolerance
+	f.appliedNote()
+	topic, err := f.topic("t", mq.TopicConfig{DedupeWindow: A})
 	if err != nil {
 		return f.failed(err, "creating the topic")
 	}
@@ -184,6 +213,16 @@ func measureWindow(f *fixture) judge {
 	for o := W - 2*tol; o <= W+2*tol; o += step {
 		if o > W*3/4 {
 			offsets = append(offsets, o)
+		}
+	}
+	if A != W {
+		// The topic has the server's window: probe around it too, so the
+		// measurement says where the real window ends, not only that the
+		// declared one does not hold.
+		for o := A - 2*tol; o <= A+2*tol; o += step {
+			if o > 0 {
+				offsets = append(offsets, o)
+			}
 		}
 	}
 	type probe struct {
@@ -272,8 +311,8 @@ func measureWindow(f *fixture) judge {
 // and once (the hazard) with a fresh id.
 func lostPublishAck(f *fixture) judge {
 	fault := f.t.Fault
-	W := window(f.t.Caps)
-	topic, err := f.topic("t", mq.TopicConfig{DedupeWindow: W})
+	f.appliedNote()
+	topic, err := f.topic("t", mq.TopicConfig{DedupeWindow: applied(f.w, f.t.Caps)})
 	if err != nil {
 		return f.failed(err, "creating the topic")
 	}

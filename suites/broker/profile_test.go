@@ -209,7 +209,20 @@ func TestCertifyTeamConfiguration(t *testing.T) {
 	}
 	updated := readState(t, js)
 
-	r := register(certified(t, url, "6s"), "BR-6.1")["BR-6.1"]
+	changed := register(certified(t, url, "6s"), "BR-6.1", "BR-1.2")
+	// The scratch topic gets the server's window: BR-1.2 measures the real
+	// 3s and fails it against the declared 6s.
+	m := changed["BR-1.2"]
+	if m.Verdict != verdict.Fail {
+		t.Errorf("BR-1.2 after the window changed on the server: %s (%s), want fail", m.Verdict, m.Reason)
+	}
+	if w, _ := figure(m, "measured window"); w == nil || w.(float64) < 2.7 || w.(float64) > 3.3 {
+		t.Errorf("BR-1.2 measured window %v after the change, want the server's 3s", w)
+	}
+	if c, ok := comparison(m, "de-dupe window"); !ok || c.Match || c.Declared != "6s" || c.Source != "measured" {
+		t.Errorf("BR-1.2 declared vs measured after the change: %+v (found %v)", c, ok)
+	}
+	r := changed["BR-6.1"]
 	if r.Verdict != verdict.Fail {
 		t.Fatalf("BR-6.1 after the window changed on the server: %s (%s)", r.Verdict, r.Reason)
 	}

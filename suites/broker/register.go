@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
 	"sync"
@@ -137,6 +138,9 @@ type plan struct {
 	cancel context.CancelFunc
 	rules  map[string]ruleDef
 
+	// liveOnce guards readLive, which may set t.Windows.DedupeWindow.
+	liveOnce sync.Once
+
 	mu   sync.Mutex
 	runs map[string]*run
 	// progressDone is closed when the progress reporter ended (nil: none
@@ -159,6 +163,7 @@ func (p *plan) add(id string, wait func(w Windows, c mq.Capabilities) time.Durat
 		if why, ok := p.t.NotApplicable[id]; ok {
 			r.NotApplicable("%s", why)
 		}
+		p.readLive()
 		w := wait(p.t.Windows, p.t.Caps)
 		r.Ev.Figure("wait by definition", w.Seconds(), "s")
 		if w > p.t.Budget && p.t.Declared != nil {
@@ -196,7 +201,41 @@ func (p *plan) runnable(id string) bool {
 	if _, na := p.t.NotApplicable[id]; na {
 		return false
 	}
+	p.readLive()
 	return def.wait(p.t.Windows, p.t.Caps) <= p.t.Budget
+}
+
+// readLive reads, once and before any workload starts, the de-dupe window
+// the first declared stream really has on the team's server: the rules'
+// scratch topics get it (Windows.DedupeWindow) and are judged against the
+// declaration, so a window changed on the server fails the BR-1 rules as
+// measured, not only BR-6.1 as read. Without a declaration on the server
+// nothing is read; a read that fails leaves the declared window, noted.
+func (p *plan) readLive() {
+	p.liveOnce.Do(func() {
+		d := p.t.Declared
+		if d == nil || !d.OnServer || len(d.Streams) == 0 || p.t.Inspect == nil || p.t.Caps.DedupeWindow <= 0 {
+			return
+		}
+		name := d.Streams[0].Topic.Name
+		ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
+		defer cancel()
+		in, err := p.t.Inspect(ctx)
+		if err != nil {
+			p.t.Windows.dedupeNote = fmt.Sprintf("the server's window of stream %s could not be read (%v): the scratch topic has the declared window", name, err)
+			return
+		}
+		defer in.Close()
+		ti, err := in.Topic(ctx, name)
+		if err != nil {
+			p.t.Windows.dedupeNote = fmt.Sprintf("the server's window of stream %s could not be read (%v): the scratch topic has the declared window", name, err)
+			return
+		}
+		if w := ti.Config.DedupeWindow; w > 0 && w != p.t.Caps.DedupeWindow {
+			p.t.Windows.DedupeWindow = w
+			p.t.Windows.dedupeNote = fmt.Sprintf("the team's stream %s has a de-dupe window of %s on the server, not the declared %s: the scratch topic was created with the server's window and judged against the declaration", name, w, p.t.Caps.DedupeWindow)
+		}
+	})
 }
 
 // prepare starts the workload of every selected rule at once (the Ginkgo

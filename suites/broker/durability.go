@@ -271,7 +271,7 @@ func survivesRestart(f *fixture) judge {
 			if lossy {
 				// The server is the rule's own, started by the kit: its
 				// setting is the kit's set-up, not the target's finding.
-				r.Ev.SetupHazard("the kit's own server for this rule runs %s, which lets the OS hold acknowledged writes unsynced: a power loss (not a process crash) could lose acknowledged publishes there; on your own server set sync_interval: always where that matters", setting)
+				r.Ev.SetupHazard("the kit's own server for this rule runs %s, which lets the OS hold acknowledged writes unsynced: a power loss (not a process crash) could lose acknowledged publishes there; on your own server have the broker sync every acknowledged write where that matters (NATS: sync_interval: always; Redis: appendfsync always; Kafka: flush.messages=1, or replicas with acks=all)", setting)
 			}
 		}
 		measured := 0

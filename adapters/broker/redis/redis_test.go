@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/onceproof/tck/adapters/broker/redis"
@@ -59,7 +60,12 @@ func TestLocalServerPassesBrokerSuite(t *testing.T) {
 	if err := rt.Stop(); err != nil {
 		t.Errorf("stop: %v", err)
 	}
-	if left := leftovers.Pending(); len(left) > 0 {
-		t.Errorf("left behind: %v", left)
+	// Nothing of the local servers: no process, no directory (the
+	// registry may also hold the session's container sweep, armed by a
+	// container test of this binary; that is not this target's).
+	for _, left := range leftovers.Pending() {
+		if strings.Contains(left, "redis-server") || strings.Contains(left, "tck-redis") {
+			t.Errorf("left behind: %s", left)
+		}
 	}
 }

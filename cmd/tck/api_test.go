@@ -9,7 +9,7 @@ import (
 
 	"github.com/onceproof/tck/adapters/api/reference"
 	"github.com/onceproof/tck/internal/apidesc"
-	"github.com/onceproof/tck/reports"
+	"github.com/onceproof/tck/internal/reports"
 )
 
 // oneLine fails t unless stderr is one line without a stack trace.

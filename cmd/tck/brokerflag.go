@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/onceproof/tck/adapters/registry"
+	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/target"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/onceproof/tck/reports"
+	"github.com/onceproof/tck/internal/reports"
 )
 
 // TestBrokerFlagBadInput: a --broker that names no broker target, a

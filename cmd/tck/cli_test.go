@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceproof/tck/adapters/registry"
+	"github.com/onceproof/tck/internal/registry"
 
 	"github.com/onceproof/tck/internal/verdict"
-	"github.com/onceproof/tck/reports"
+	"github.com/onceproof/tck/internal/reports"
 )
 
 func TestNoArgumentsPrintsUsage(t *testing.T) {

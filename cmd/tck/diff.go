@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/onceproof/tck/reports"
+	"github.com/onceproof/tck/internal/reports"
 )
 
 // cmdReportDiff is `tck report diff [--format text|json] OLD NEW`: what

@@ -32,7 +32,7 @@ import (
 	"github.com/onceproof/tck/internal/leftovers"
 
 	"github.com/onceproof/tck/internal/target"
-	"github.com/onceproof/tck/reports"
+	"github.com/onceproof/tck/internal/reports"
 )
 
 // Version is the kit's version. A release build sets it with

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/onceproof/tck/internal/catalog"
-	"github.com/onceproof/tck/reports"
+	"github.com/onceproof/tck/internal/reports"
 )
 
 func tck(t *testing.T, args ...string) (code int, stdout, stderr string) {

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/onceproof/tck/reports"
+	"github.com/onceproof/tck/internal/reports"
 )
 
 // lockFile marks a report folder a run is writing to.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/onceproof/tck/reports"
+	"github.com/onceproof/tck/internal/reports"
 )
 
 // TestPlanProfileOut: tck plan --profile --out writes the analysis as a

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/onceproof/tck/adapters/registry"
+	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/target"
-	"github.com/onceproof/tck/reports"
+	"github.com/onceproof/tck/internal/reports"
 )
 
 // planProfile is `tck plan --profile FILE`: the seed 002 analysis of a

@@ -13,7 +13,7 @@ import (
 
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/verdict"
-	"github.com/onceproof/tck/reports"
+	"github.com/onceproof/tck/internal/reports"
 )
 
 // TestRunProfileUsageErrors: a malformed profile, a profile with nothing

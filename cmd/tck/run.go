@@ -12,13 +12,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/onceproof/tck/adapters/registry"
+	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/selftest"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
-	"github.com/onceproof/tck/reports"
+	"github.com/onceproof/tck/internal/reports"
 )
 
 // startTimeout bounds starting one target (a container start included).

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/internal/containers"
-	"github.com/onceproof/tck/reports"
+	"github.com/onceproof/tck/internal/reports"
 )
 
 // TestInterruptLeavesNothing sends SIGINT to `tck run` at many points of a

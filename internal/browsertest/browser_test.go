@@ -15,7 +15,7 @@ import (
 
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/verdict"
-	"github.com/onceproof/tck/reports"
+	"github.com/onceproof/tck/internal/reports"
 )
 
 // start opens the browser, or fails the test when TCK_REQUIRE_BROWSER=1

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/onceproof/tck/adapters/registry"
+	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/selftest"
 )
 

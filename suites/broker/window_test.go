@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceproof/tck/adapters/registry"
+	"github.com/onceproof/tck/internal/registry"
 
 	"github.com/moby/moby/client"
 

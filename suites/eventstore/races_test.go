@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/eventstore/memory"
-	"github.com/onceproof/tck/adapters/eventstore/mutants"
+	"github.com/onceproof/tck/internal/mutants/esmutants"
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/history"
 	"github.com/onceproof/tck/internal/verdict"
@@ -117,12 +117,12 @@ func envInt(name string, def int) int {
 	return def
 }
 
-func mutantNamed(t *testing.T, name string) mutants.Mutant {
-	for _, m := range mutants.All {
+func mutantNamed(t *testing.T, name string) esmutants.Mutant {
+	for _, m := range esmutants.All {
 		if m.Name == name {
 			return m
 		}
 	}
 	t.Fatalf("no mutant %s", name)
-	return mutants.Mutant{}
+	return esmutants.Mutant{}
 }

@@ -10,16 +10,16 @@ package reference
 import (
 	"context"
 
-	"github.com/onceproof/tck/adapters/api/internal/service"
+	"github.com/onceproof/tck/internal/apiservice"
 	"github.com/onceproof/tck/internal/apidesc"
 )
 
 // Server is a running service: URL, Restart (abrupt, same port and
 // database), Stop (also removes its database).
-type Server = service.Server
+type Server = apiservice.Server
 
 // Start starts the reference service under contract c on a free loopback
 // port, with a fresh database in a temporary directory.
 func Start(ctx context.Context, c apidesc.Contract) (*Server, error) {
-	return service.Start(ctx, c, "")
+	return apiservice.Start(ctx, c, "")
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/broker/kafka"
-	"github.com/onceproof/tck/adapters/registry"
+	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/containers"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/target"

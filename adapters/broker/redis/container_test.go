@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/onceproof/tck/adapters/broker/redis"
-	"github.com/onceproof/tck/adapters/registry"
+	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/containers"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/target"

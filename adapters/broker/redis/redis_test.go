@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/onceproof/tck/adapters/broker/redis"
-	"github.com/onceproof/tck/adapters/registry"
+	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/leftovers"
 	"github.com/onceproof/tck/suites/broker"
 )

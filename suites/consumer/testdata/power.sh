@@ -1,7 +1,7 @@
 #!/bin/sh
 # power.sh MUTANT RULE [RUNS] [BURNERS]
 #
-# Measures how often RULE catches MUTANT (adapters/consumer/mutants) in RUNS
+# Measures how often RULE catches MUTANT (internal/mutants/comutants) in RUNS
 # runs (default 20), with BURNERS busy-loop processes (default 2) loading the
 # CPUs as a shared machine would. Each burner is started here and killed by
 # its own pid. Run from the module root:
@@ -19,7 +19,7 @@ while [ "$i" -lt "$burners" ]; do
 done
 cleanup() { for p in $pids; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT INT TERM
-out=$(ONCEPROOF_POWER="$mutant/$rule" ONCEPROOF_POWER_RUNS="$runs" go test -count=1 -p 1 -timeout 30m -run '^TestPower$' -v ./adapters/consumer/mutants 2>&1 || true)
+out=$(ONCEPROOF_POWER="$mutant/$rule" ONCEPROOF_POWER_RUNS="$runs" go test -count=1 -p 1 -timeout 30m -run '^TestPower$' -v ./internal/mutants/comutants 2>&1 || true)
 caught=$(printf '%s\n' "$out" | grep -c "POWER $mutant $rule caught" || true)
 total=$(printf '%s\n' "$out" | grep -c "POWER $mutant $rule " || true)
 printf '%s\n' "$out" | grep "POWER " | sed 's/^ *//'

@@ -2,7 +2,7 @@
 // its own SQLite database, reading a NATS JetStream durable consumer and
 // writing to a search index and a push notifier over HTTP, configured by the
 // environment the kit documents (docs/consumer-service.md). Run(Defects{})
-// is the reference; each mutant under examples/consumer-service/mutants is
+// is the reference; each mutant under internal/mutants/coservices is
 // a main that runs it with exactly one defect.
 //
 // Per delivery of event (message m, version v):

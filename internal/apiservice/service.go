@@ -1,4 +1,4 @@
-// Package service is the HTTP order service behind the api suite's
+// Package apiservice is the HTTP order service behind the api suite's
 // reference and its mutants: net/http in front of the kit's SQLite event
 // store, implementing the kit's default endpoint description
 // (internal/apidesc.Default) under either contract. A mutant is this
@@ -13,7 +13,7 @@
 // atomic write. The event holds the payload and the exact response of the
 // creation, which is what a replay sends back byte for byte and what a read
 // shows.
-package service
+package apiservice
 
 import (
 	"bytes"

@@ -29,15 +29,15 @@ type serviceMutant struct {
 
 var serviceMutants = []serviceMutant{
 	{"go-ack-first", "acks each delivery as it arrives, before its effects (Go)",
-		"go run ./examples/consumer-service/mutants/go-ack-first", []string{"CO-2.2"}},
+		"go run ./internal/mutants/coservices/go-ack-first", []string{"CO-2.2"}},
 	{"go-no-claim", "sends the notification on every delivery, without a claim record (Go)",
-		"go run ./examples/consumer-service/mutants/go-no-claim", []string{"CO-1.1", "CO-1.5", "CO-2.1"}},
+		"go run ./internal/mutants/coservices/go-no-claim", []string{"CO-1.1", "CO-1.5", "CO-2.1"}},
 	{"go-unversioned-index", "writes the index without an external version, so a stale replay wins (Go)",
-		"go run ./examples/consumer-service/mutants/go-unversioned-index", []string{"CO-1.4"}},
+		"go run ./internal/mutants/coservices/go-unversioned-index", []string{"CO-1.4"}},
 	{"go-dedupe-by-message", "keys its processed row and notification claim by message id only (Go)",
-		"go run ./examples/consumer-service/mutants/go-dedupe-by-message", []string{"CO-1.2"}},
+		"go run ./internal/mutants/coservices/go-dedupe-by-message", []string{"CO-1.2"}},
 	{"python-ack-before-notify", "acks after its index write and before its notification (Python)",
-		"python3 examples/consumer-service/mutants/python-ack-before-notify/consumer.py", []string{"CO-2.2"}},
+		"python3 internal/mutants/coservices/python-ack-before-notify/consumer.py", []string{"CO-2.2"}},
 }
 
 // services are the consumer/process rows: any service by command, the

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/broker/kafka"
-	kafkamutants "github.com/onceproof/tck/adapters/broker/kafka/mutants"
+	kafkamutants "github.com/onceproof/tck/internal/mutants/kafkamutants"
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"

@@ -1,4 +1,4 @@
-package mutants_test
+package comutants_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
-	"github.com/onceproof/tck/adapters/consumer/mutants"
+	"github.com/onceproof/tck/internal/mutants/comutants"
 	"github.com/onceproof/tck/adapters/consumer/reference"
 	"github.com/onceproof/tck/co"
 	"github.com/onceproof/tck/internal/catalog"
@@ -71,7 +71,7 @@ func TestEveryMutantFailsItsRules(t *testing.T) {
 	}
 	broker := embedded(t)
 	killed := map[string]bool{}
-	for _, m := range mutants.All() {
+	for _, m := range comutants.All() {
 		t.Run(m.Name, func(t *testing.T) {
 			rs := run(t, broker, "mutant-"+m.Name, m.Design, m.Outbox)
 			t.Log(summary(rs))
@@ -101,7 +101,7 @@ func TestEveryMutantFailsItsRules(t *testing.T) {
 // caught it each time; it asserts nothing. Detection rates are measured by
 // suites/consumer/testdata/power.sh:
 //
-//	ONCEPROOF_POWER=racy-claim/CO-1.5 ONCEPROOF_POWER_RUNS=20 go test -run TestPower -v ./adapters/consumer/mutants
+//	ONCEPROOF_POWER=racy-claim/CO-1.5 ONCEPROOF_POWER_RUNS=20 go test -run TestPower -v ./internal/mutants/comutants
 func TestPower(t *testing.T) {
 	which := os.Getenv("ONCEPROOF_POWER")
 	if which == "" {
@@ -110,7 +110,7 @@ func TestPower(t *testing.T) {
 	name, rule, _ := strings.Cut(which, "/")
 	var design reference.Design
 	found := false
-	for _, m := range mutants.All() {
+	for _, m := range comutants.All() {
 		if m.Name == name {
 			design, found = m.Design, true
 		}

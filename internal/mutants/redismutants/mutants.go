@@ -1,4 +1,4 @@
-// Package mutants holds deliberately broken Redis Streams clients for the
+// Package redismutants holds deliberately broken Redis Streams clients for the
 // self-test. Each sits in front of a real redis-server (TCK_REDIS_URL) and
 // puts one defect in the client path, or in what the adapter says: an ack
 // that also deletes the entry, an ack never sent, a claim that ignores the
@@ -6,7 +6,7 @@
 // keep pending entries or misreports what it removed. Each names the BR
 // rules it must fail; the package test and `tck selftest --suite broker`
 // (with TCK_REDIS_URL set) check that it does.
-package mutants
+package redismutants
 
 import (
 	"context"

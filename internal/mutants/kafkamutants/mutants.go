@@ -1,4 +1,4 @@
-// Package mutants holds deliberately broken Kafka clients for the
+// Package kafkamutants holds deliberately broken Kafka clients for the
 // self-test. Each sits in front of a real embedded kfake cluster and puts
 // one defect in the client path (or in what the target declares), the kind
 // of mistake seed 002 warns about for Kafka: a producer without idempotence,
@@ -8,7 +8,7 @@
 // that the idempotent producer is business de-dupe. Each names the BR rules
 // it must fail; the package test and `tck selftest --suite broker` check
 // that it does.
-package mutants
+package kafkamutants
 
 import (
 	"context"

@@ -1,10 +1,10 @@
-package mutants_test
+package esmutants_test
 
 import (
 	"context"
 	"testing"
 
-	"github.com/onceproof/tck/adapters/eventstore/mutants"
+	"github.com/onceproof/tck/internal/mutants/esmutants"
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/verdict"
@@ -17,7 +17,7 @@ import (
 // the registry, which links every suite. A race rule gets up to three runs,
 // as in the self-test (internal/selftest, redecide).
 func TestMutantsFailTheirRules(t *testing.T) {
-	for _, m := range mutants.All {
+	for _, m := range esmutants.All {
 		t.Run(m.Name, func(t *testing.T) {
 			db := m.NewDB()
 			target := eventstore.Target{Open: func(context.Context) (es.EventStore, error) { return db.Open(), nil }, Caps: m.Caps()}

@@ -1,10 +1,10 @@
-package mutants_test
+package apimutants_test
 
 import (
 	"context"
 	"testing"
 
-	"github.com/onceproof/tck/adapters/api/mutants"
+	"github.com/onceproof/tck/internal/mutants/apimutants"
 	"github.com/onceproof/tck/internal/apidesc"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/verdict"
@@ -16,7 +16,7 @@ import (
 // self-test's assertion for this package alone; the race rule gets up to
 // three runs, as in the self-test.
 func TestMutantsFailTheirRules(t *testing.T) {
-	for _, m := range mutants.All {
+	for _, m := range apimutants.All {
 		t.Run(m.Name, func(t *testing.T) {
 			srv, err := m.Start(context.Background())
 			if err != nil {

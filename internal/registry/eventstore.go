@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/onceproof/tck/adapters/eventstore/memory"
-	"github.com/onceproof/tck/adapters/eventstore/mutants"
+	"github.com/onceproof/tck/internal/mutants/esmutants"
 	pgstore "github.com/onceproof/tck/adapters/eventstore/postgres"
 	"github.com/onceproof/tck/adapters/eventstore/sqlite"
 	"github.com/onceproof/tck/es"
@@ -19,7 +19,7 @@ import (
 
 func eventStores() []row {
 	var rows []row
-	for _, m := range mutants.All {
+	for _, m := range esmutants.All {
 		rows = append(rows, row{
 			Kind: target.Kind{
 				Suite: "eventstore", Name: "mutant-" + m.Name,

@@ -1,13 +1,13 @@
-package mutants_test
+package natsmutants_test
 
 import (
 	"context"
 	"slices"
 	"testing"
 
-	"github.com/onceproof/tck/adapters/registry"
+	"github.com/onceproof/tck/internal/registry"
 
-	"github.com/onceproof/tck/adapters/broker/mutants"
+	"github.com/onceproof/tck/internal/mutants/natsmutants"
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/runner"
@@ -33,7 +33,7 @@ func run(t *testing.T, name string, client nats.Client, only ...string) map[stri
 }
 
 // client puts m's defect in the kit's client.
-func client(m mutants.Mutant) nats.Client {
+func client(m natsmutants.Mutant) nats.Client {
 	c := nats.Client{Wrap: m.Wrap, Declare: m.Declare}
 	if m.Options != nil {
 		m.Options(&c.Options)
@@ -47,7 +47,7 @@ func client(m mutants.Mutant) nats.Client {
 // fails its MustFail ids, and every such rule is failed by at least one
 // mutant. A rule for another broker's mechanism (the Redis pending list,
 // Kafka's offsets) is not-applicable on NATS; its mutants sit in front of
-// that broker (adapters/broker/redis/mutants, ...).
+// that broker (internal/mutants/redismutants, ...).
 func TestMutants(t *testing.T) {
 	other := map[string]bool{}
 	for id, r := range run(t, "broker/nats", nats.Client{}) {
@@ -61,7 +61,7 @@ func TestMutants(t *testing.T) {
 		}
 	}
 	killed := map[string][]string{}
-	for _, m := range mutants.All() {
+	for _, m := range natsmutants.All() {
 		t.Run(m.Name, func(t *testing.T) {
 			var only []string
 			if testing.Short() {

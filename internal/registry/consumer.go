@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
-	"github.com/onceproof/tck/adapters/consumer/mutants"
+	"github.com/onceproof/tck/internal/mutants/comutants"
 	"github.com/onceproof/tck/adapters/consumer/reference"
 	"github.com/onceproof/tck/co"
 	"github.com/onceproof/tck/internal/outbox"
@@ -30,7 +30,7 @@ func consumers() []row {
 			{target.External, consumerStarted(ref, outbox.Factory)},
 		},
 	}}
-	for _, m := range mutants.All() {
+	for _, m := range comutants.All() {
 		box := m.Outbox
 		if box == nil {
 			box = outbox.Factory

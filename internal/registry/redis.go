@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/onceproof/tck/adapters/broker/redis"
-	redismutants "github.com/onceproof/tck/adapters/broker/redis/mutants"
+	redismutants "github.com/onceproof/tck/internal/mutants/redismutants"
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"

@@ -7,7 +7,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/onceproof/tck/adapters/api/mutants"
+	"github.com/onceproof/tck/internal/mutants/apimutants"
 	"github.com/onceproof/tck/adapters/api/reference"
 	"github.com/onceproof/tck/internal/apidesc"
 	"github.com/onceproof/tck/internal/leftovers"
@@ -53,7 +53,7 @@ func apis() []row {
 			},
 		},
 	}
-	for _, m := range mutants.All {
+	for _, m := range apimutants.All {
 		rows = append(rows, row{
 			Kind: target.Kind{
 				Suite: "api", Name: "mutant-" + m.Name,

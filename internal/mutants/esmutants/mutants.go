@@ -1,10 +1,10 @@
-// Package mutants ships deliberately broken event stores. Each one is the
+// Package esmutants ships deliberately broken event stores. Each one is the
 // reference store (adapters/eventstore/memory) with one defect of the kind
 // that reaches production: a check made outside the atomic write, a key
 // missing a field, an error mapped wrong. The self-test runs the suite against
 // every mutant and asserts which rules each one fails; a rule no mutant fails
 // is a rule that cannot fail.
-package mutants
+package esmutants
 
 import (
 	"context"

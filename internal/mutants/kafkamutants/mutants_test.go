@@ -1,4 +1,4 @@
-package mutants_test
+package kafkamutants_test
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/onceproof/tck/adapters/broker/kafka"
-	"github.com/onceproof/tck/adapters/broker/kafka/mutants"
-	"github.com/onceproof/tck/adapters/registry"
+	"github.com/onceproof/tck/internal/mutants/kafkamutants"
+	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/verdict"
@@ -44,7 +44,7 @@ func TestMutants(t *testing.T) {
 		}
 	}
 	killed := map[string][]string{}
-	for _, m := range mutants.All() {
+	for _, m := range kafkamutants.All() {
 		t.Run(m.Name, func(t *testing.T) {
 			res := run(t, "broker/mutant-kafka-"+m.Name, m.Client())
 			for _, id := range m.MustFail {

@@ -1,4 +1,4 @@
-package mutants_test
+package redismutants_test
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/onceproof/tck/adapters/broker/redis/mutants"
-	"github.com/onceproof/tck/adapters/registry"
+	"github.com/onceproof/tck/internal/mutants/redismutants"
+	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/target"
@@ -57,7 +57,7 @@ func TestMutants(t *testing.T) {
 		}
 	}
 	killed := map[string][]string{}
-	for _, m := range mutants.All() {
+	for _, m := range redismutants.All() {
 		t.Run(m.Name, func(t *testing.T) {
 			var only []string
 			if testing.Short() {

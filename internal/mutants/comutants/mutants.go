@@ -1,7 +1,7 @@
-// Package mutants holds deliberately broken consumers and outboxes, each a
+// Package comutants holds deliberately broken consumers and outboxes, each a
 // few lines from the reference, for the self-test: every CO rule must be
 // failed by at least one of them, and each must fail the rules it names.
-package mutants
+package comutants
 
 import (
 	"context"

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/onceproof/tck/adapters/broker/mutants"
+	"github.com/onceproof/tck/internal/mutants/natsmutants"
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/target"
@@ -51,7 +51,7 @@ func brokers() []row {
 		},
 	}
 	// Every broken broker client, each in front of a real embedded NATS.
-	for _, m := range mutants.All() {
+	for _, m := range natsmutants.All() {
 		client := nats.Client{Wrap: m.Wrap, Declare: m.Declare}
 		if m.Options != nil {
 			m.Options(&client.Options)

@@ -1,4 +1,4 @@
-// Package mutants holds deliberately broken broker clients for the
+// Package natsmutants holds deliberately broken broker clients for the
 // self-test. Each sits in front of a real embedded NATS JetStream and puts
 // one defect in the client path (or in what the target declares), the kind
 // of mistake seed 002 warns about: a producer that mints a fresh message id
@@ -6,7 +6,7 @@
 // close that acks what it held. Each names the BR rules it must fail; the
 // package test and `tck selftest --suite broker` check that it does, and
 // that every BR rule is failed by at least one mutant.
-package mutants
+package natsmutants
 
 import (
 	"context"

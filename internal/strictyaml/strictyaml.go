@@ -12,8 +12,10 @@
 package strictyaml
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"regexp"
 	"slices"
@@ -68,14 +70,32 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // struct). It returns the line of every field path it saw, for the
 // checks a caller makes after decoding.
 func Decode(file string, data []byte, out any, opts Options) (positions map[string]int, err error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	if len(data) > MaxBytes {
+		return nil, &Error{File: file, Msg: fmt.Sprintf("%d bytes, more than the %d a configuration file may hold", len(data), MaxBytes)}
+	}
+	syntax := func(err error) error {
 		e := &Error{File: file, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
 		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
 			e.Line, _ = strconv.Atoi(m[1])
 			e.Msg = m[2]
 		}
-		return nil, e
+		return e
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		return nil, syntax(err)
+	}
+	// A second document (after ---) would be silently ignored: refuse it.
+	var second yaml.Node
+	switch err := dec.Decode(&second); {
+	case err == nil:
+		return nil, &Error{File: file, Line: second.Line, Msg: "a second YAML document (after ---): the file holds one document"}
+	case !errors.Is(err, io.EOF):
+		return nil, syntax(err)
+	}
+	if err := checkExpansion(file, &doc); err != nil {
+		return nil, err
 	}
 	if len(doc.Content) == 0 {
 		msg := opts.Empty
@@ -89,6 +109,49 @@ func Decode(file string, data []byte, out any, opts Options) (positions map[stri
 		return nil, err
 	}
 	return d.pos, nil
+}
+
+// MaxBytes bounds a configuration file: the kit's largest is a few KB.
+const MaxBytes = 1 << 20
+
+// MaxNodes bounds the nodes a document holds once every alias is expanded:
+// nested aliases (a "billion laughs") grow exponentially, and the decode
+// walks each expanded node, so the expansion is counted before it is walked.
+const MaxNodes = 100_000
+
+// checkExpansion counts the nodes of doc with every alias expanded, in time
+// linear in the tree (each node's expanded size is computed once), and
+// refuses a document past MaxNodes at the line of the alias that crossed it.
+func checkExpansion(file string, doc *yaml.Node) error {
+	size := map[*yaml.Node]int{}
+	var culprit *yaml.Node
+	var count func(n *yaml.Node) int
+	count = func(n *yaml.Node) int {
+		if s, ok := size[n]; ok {
+			return s
+		}
+		size[n] = MaxNodes + 1 // a node reached again while counting it: a cycle
+		s := 1
+		if n.Kind == yaml.AliasNode && n.Alias != nil {
+			s = count(n.Alias)
+		}
+		for _, c := range n.Content {
+			s += count(c)
+			if s > MaxNodes {
+				s = MaxNodes + 1 // saturate: never overflow
+				break
+			}
+		}
+		if s > MaxNodes && culprit == nil {
+			culprit = n // the first (deepest) node past the bound
+		}
+		size[n] = s
+		return s
+	}
+	if count(doc) <= MaxNodes {
+		return nil
+	}
+	return &Error{File: file, Line: culprit.Line, Msg: fmt.Sprintf("the aliases expand to more than %d nodes (nested *alias references): write the values out", MaxNodes)}
 }
 
 // Duration is a DecodeFunc for a duration type (int64 nanoseconds, such as

@@ -2,6 +2,7 @@ package strictyaml
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -122,5 +123,52 @@ func TestFields(t *testing.T) {
 	}
 	if s := strings.Join(got, " "); s != "colour extra items on title! wait" {
 		t.Errorf("got %s", s)
+	}
+}
+
+// bomb is nested aliases: each level lists the previous one width times.
+func bomb(levels, width int) string {
+	var b strings.Builder
+	b.WriteString("title: x\nitems: &l0 [{name: a}]\n")
+	for l := 1; l <= levels; l++ {
+		fmt.Fprintf(&b, "l%d: &l%d [", l, l)
+		for i := 0; i < width; i++ {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "*l%d", l-1)
+		}
+		b.WriteString("]\n")
+	}
+	return b.String()
+}
+
+// Nested aliases are refused quickly, before the decode walks them, at the
+// line where the expansion crossed the bound; a modest alias still works.
+func TestRefusesAliasBomb(t *testing.T) {
+	var d doc
+	start := time.Now()
+	_, err := Decode("d.yaml", []byte(bomb(3, 300)), &d, opts)
+	var e *Error
+	if !errors.As(err, &e) || !strings.Contains(e.Msg, "aliases expand to more than") || e.Line != 4 {
+		t.Fatalf("got %v, want the alias bound at line 4", err)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("took %s", el)
+	}
+	ok := "title: x\nitems: &a [{name: a}]\nextra: *a\n"
+	if _, err := Decode("d.yaml", []byte(ok), &d, opts); err == nil || !strings.Contains(err.Error(), "want a mapping") {
+		t.Errorf("a plain alias: got %v, want it decoded (and refused as a list for a struct)", err)
+	}
+}
+
+func TestRefusesSecondDocument(t *testing.T) {
+	var d doc
+	_, err := Decode("d.yaml", []byte("title: x\n---\ntitle: y\n"), &d, opts)
+	if err == nil || err.Error() != "d.yaml:2: (document): a second YAML document (after ---): the file holds one document" {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := Decode("d.yaml", []byte("---\ntitle: x\n"), &d, opts); err != nil {
+		t.Errorf("a leading ---: %v", err)
 	}
 }

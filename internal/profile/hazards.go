@@ -2,6 +2,7 @@ package profile
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -370,9 +371,14 @@ func ackWait(b *Broker, bc *BrokerConsumer) time.Duration {
 
 // Redelivery is when the broker delivers one unacked message again.
 type Redelivery struct {
-	At        []time.Duration // offsets of the redeliveries after the first delivery
-	Unlimited bool            // no bound: redeliveries never stop
-	How       string          // the sum, as written in the hazard
+	// At lists offsets of redeliveries after the first delivery: every one
+	// while the waits differ (the back-off list), then only the last, so
+	// nothing grows with a declared maxDeliver. Delivery[i] is the number
+	// of the delivery At[i] is (2 for the first redelivery).
+	At        []time.Duration
+	Delivery  []int
+	Unlimited bool   // no bound: redeliveries never stop
+	How       string // the sum, as written in the hazard
 }
 
 // Last is the last redelivery's offset.
@@ -383,42 +389,74 @@ func (r Redelivery) Last() time.Duration {
 	return r.At[len(r.At)-1]
 }
 
+// addSat and mulSat are duration arithmetic that saturates at the largest
+// duration instead of wrapping to a negative one (backoff: [1000000h]).
+func addSat(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func mulSat(d time.Duration, n int) time.Duration {
+	if n > 0 && d > math.MaxInt64/time.Duration(n) {
+		return math.MaxInt64
+	}
+	return d * time.Duration(n)
+}
+
+// durText writes a duration; a saturated one says it is beyond any bound.
+func durText(d time.Duration) string {
+	if d == math.MaxInt64 {
+		return "more than " + d.Truncate(time.Hour).String()
+	}
+	return d.String()
+}
+
 // redeliveries adds the waits as the NATS server does: the wait after
 // delivery k is Backoff[min(k-1, len-1)], or AckWait with no back-off; at
-// most MaxDeliver deliveries.
+// most MaxDeliver deliveries. Past the back-off list every wait is the
+// same, so the rest is one product, whatever maxDeliver says.
 func redeliveries(b *Broker, s *Stream, bc *BrokerConsumer) Redelivery {
 	switch {
 	case b.Kind == KindKafka:
-		return Redelivery{Unlimited: s.MaxAge == 0, At: []time.Duration{s.MaxAge.D()},
+		return Redelivery{Unlimited: s.MaxAge == 0, At: []time.Duration{s.MaxAge.D()}, Delivery: []int{2},
 			How: "a Kafka group re-reads from its last committed offset after a restart or rebalance, as far back as retention keeps"}
 	case bc.AckPolicy == AckNone:
 		return Redelivery{How: "ackPolicy none: nothing is redelivered"}
 	case bc.MaxDeliver <= 0:
 		return Redelivery{Unlimited: true, How: fmt.Sprintf("maxDeliver unlimited: a message that is never acked comes back every %s for ever", ackWait(b, bc))}
 	}
+	waits := []time.Duration{ackWait(b, bc)}
+	src := "ackWait"
+	if len(bc.Backoff) > 0 {
+		waits, src = nil, "backoff"
+		for _, d := range bc.Backoff {
+			waits = append(waits, d.D())
+		}
+	}
+	n := bc.MaxDeliver - 1 // redeliveries
 	var r Redelivery
 	var terms []string
 	t := time.Duration(0)
-	for k := 1; k < bc.MaxDeliver; k++ {
-		w := ackWait(b, bc)
-		if len(bc.Backoff) > 0 {
-			w = bc.Backoff[min(k-1, len(bc.Backoff)-1)].D()
-		}
-		t += w
-		r.At = append(r.At, t)
-		terms = append(terms, w.String())
+	for k := 1; k <= min(n, len(waits)); k++ {
+		t = addSat(t, waits[k-1])
+		r.At, r.Delivery = append(r.At, t), append(r.Delivery, k+1)
+		terms = append(terms, waits[k-1].String())
 	}
-	src := "ackWait"
-	if len(bc.Backoff) > 0 {
-		src = "backoff"
+	if rest := n - len(waits); rest > 0 {
+		last := waits[len(waits)-1]
+		t = addSat(t, mulSat(last, rest))
+		r.At, r.Delivery = append(r.At, t), append(r.Delivery, n+1)
+		terms = append(terms, fmt.Sprintf("%d x %s", rest, last))
 	}
-	switch len(terms) {
-	case 0:
+	switch {
+	case n == 0:
 		r.How = "maxDeliver 1: nothing is redelivered"
-	case 1:
+	case n == 1:
 		r.How = fmt.Sprintf("%s %s, maxDeliver %d: one redelivery", src, terms[0], bc.MaxDeliver)
 	default:
-		r.How = fmt.Sprintf("%s %s = %s, maxDeliver %d: %d redeliveries", src, strings.Join(terms, " + "), t, bc.MaxDeliver, len(terms))
+		r.How = fmt.Sprintf("%s %s = %s, maxDeliver %d: %d redeliveries", src, strings.Join(terms, " + "), durText(t), bc.MaxDeliver, n)
 	}
 	return r
 }
@@ -438,16 +476,16 @@ func (f *finder) horizon(cp, subject string, c *Consumer, b *Broker, s *Stream, 
 		summary = fmt.Sprintf("the de-dupe record lives %s but redeliveries have no bound: one after %s repeats %s", life, life, strings.Join(exp, ", "))
 		tl = append(tl, Mark{At: Duration(life), Label: "t>" + life.String(), Text: "a redelivery: no record, effect done again"})
 	} else {
-		arith = append(arith, fmt.Sprintf("redelivery at %s >= record lifetime %s: the record is gone when it comes back (%s)", r.Last(), life, r.How))
+		arith = append(arith, fmt.Sprintf("redelivery at %s >= record lifetime %s: the record is gone when it comes back (%s)", durText(r.Last()), life, r.How))
 		for k, at := range r.At {
 			if at < life {
 				arith = append(arith, fmt.Sprintf("redelivery at %s < record lifetime %s: the record is found (not a hazard)", at, life))
-				tl = append(tl, Mark{At: Duration(at), Text: fmt.Sprintf("delivery %d: record found, skipped (the ack lost again)", k+2)})
+				tl = append(tl, Mark{At: Duration(at), Text: fmt.Sprintf("delivery %d: record found, skipped (the ack lost again)", r.Delivery[k])})
 			} else {
-				tl = append(tl, Mark{At: Duration(at), Text: fmt.Sprintf("delivery %d: no record, %s done again", k+2, strings.Join(exp, ", "))})
+				tl = append(tl, Mark{At: Duration(at), Text: fmt.Sprintf("delivery %d: no record, %s done again", r.Delivery[k], strings.Join(exp, ", "))})
 			}
 		}
-		summary = fmt.Sprintf("the de-dupe record lives %s, the last redelivery comes at %s: it repeats %s", life, r.Last(), strings.Join(exp, ", "))
+		summary = fmt.Sprintf("the de-dupe record lives %s, the last redelivery comes at %s: it repeats %s", life, durText(r.Last()), strings.Join(exp, ", "))
 	}
 	f.add("record-shorter-than-redelivery", subject, cp+".dedupe.lifetime", summary, arith, tl...)
 }

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -201,7 +202,12 @@ func TestRedeliveries(t *testing.T) {
 		unlimited bool
 	}{
 		{BrokerConsumer{MaxDeliver: 3}, []time.Duration{30 * s, 60 * s}, false}, // the NATS default ack wait
-		{BrokerConsumer{AckWait: Duration(20 * s), MaxDeliver: 4}, []time.Duration{20 * s, 40 * s, 60 * s}, false},
+		// Equal waits are one product: the first redelivery and the last.
+		{BrokerConsumer{AckWait: Duration(20 * s), MaxDeliver: 4}, []time.Duration{20 * s, 60 * s}, false},
+		{BrokerConsumer{AckWait: Duration(s), MaxDeliver: math.MaxInt32}, []time.Duration{s, (math.MaxInt32 - 1) * s}, false},
+		// Saturated, never negative.
+		{BrokerConsumer{Backoff: []Duration{Duration(1000000 * time.Hour)}, MaxDeliver: 4}, []time.Duration{1000000 * time.Hour, math.MaxInt64}, false},
+		{BrokerConsumer{Backoff: []Duration{Duration(2562047 * time.Hour), Duration(2562047 * time.Hour)}, MaxDeliver: 3}, []time.Duration{2562047 * time.Hour, math.MaxInt64}, false},
 		{BrokerConsumer{Backoff: []Duration{Duration(m), Duration(10 * m)}, MaxDeliver: 3}, []time.Duration{m, 11 * m}, false},
 		// The last back-off repeats until maxDeliver.
 		{BrokerConsumer{Backoff: []Duration{Duration(30 * s), Duration(m), Duration(5 * m)}, MaxDeliver: 5}, []time.Duration{30 * s, 90 * s, 390 * s, 690 * s}, false},

@@ -3,6 +3,7 @@ package profile
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"reflect"
 
@@ -39,6 +40,15 @@ func Parse(name string, data []byte) (*Profile, error) {
 	}
 	return p, nil
 }
+
+// Bounds a declared count must keep: what a broker accepts.
+const (
+	// MaxDeliverLimit is the largest maxDeliver: a 32-bit count, which
+	// every broker client the kit drives encodes.
+	MaxDeliverLimit = math.MaxInt32
+	// NATSMaxReplicas is the NATS server's limit on a stream's replicas.
+	NATSMaxReplicas = 5
+)
 
 var durationType = reflect.TypeFor[Duration]()
 
@@ -114,6 +124,9 @@ func (p *Profile) validate() error {
 			if s.Replicas < 0 {
 				return bad(sp+".replicas", "must not be negative")
 			}
+			if b.Kind == KindNATS && s.Replicas > NATSMaxReplicas {
+				return bad(sp+".replicas", "%d is above %d, the most replicas a NATS stream takes", s.Replicas, NATSMaxReplicas)
+			}
 			for k, c := range s.Consumers {
 				cp := fmt.Sprintf("%s.consumers[%d]", sp, k)
 				if err := unique("consumer of "+b.Name+"/"+s.Name, c.Name, cp+".name"); err != nil {
@@ -124,6 +137,9 @@ func (p *Profile) validate() error {
 				}
 				if c.MaxDeliver < -1 {
 					return bad(cp+".maxDeliver", "%d: use a positive number, or 0 or -1 for unlimited", c.MaxDeliver)
+				}
+				if c.MaxDeliver > MaxDeliverLimit {
+					return bad(cp+".maxDeliver", "%d is above %d, the largest delivery limit the kit accepts (0 or -1: unlimited)", c.MaxDeliver, MaxDeliverLimit)
 				}
 				// The NATS server refuses this consumer; so do we.
 				if c.MaxDeliver > 0 && len(c.Backoff) > c.MaxDeliver {

@@ -1,10 +1,13 @@
 package profile
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const head = "schema: onceproof.profile/v1\nname: t\n"
@@ -69,6 +72,11 @@ func TestMalformed(t *testing.T) {
 		{"bad key part", head + natsBroker + "consumers:\n  - name: w\n    broker: b\n    stream: S\n    brokerConsumer: c\n    scopes: [{name: I, effect: upsert}]\n    ackOrder: effect-then-ack\n    dedupe: {key: [msgid], lifetime: 0s, store: durable}\n",
 			`p.yaml:19: consumers[0].dedupe.key[0]: "msgid" is not one of messageId, version, eventId, scope`},
 		{"null value", head + "description:\n", "p.yaml:3: description: empty value"},
+		{"maxDeliver beyond a broker", head + strings.Replace(natsBroker, "maxDeliver: 3", "maxDeliver: 9223372036854775807", 1),
+			"p.yaml:11: brokers[0].streams[0].consumers[0].maxDeliver: 9223372036854775807 is above 2147483647"},
+		{"replicas beyond NATS", head + strings.Replace(natsBroker, "duplicates: 5m", "replicas: 6", 1),
+			"p.yaml:8: brokers[0].streams[0].replicas: 6 is above 5"},
+		{"second document", head + "---\nname: u\n", "p.yaml:3: (document): a second YAML document"},
 		{"window on redis", head + "brokers:\n  - name: r\n    kind: redis\n    streams:\n      - name: S\n        duplicates: 1m\n",
 			"p.yaml:8: brokers[0].streams[0].duplicates: a redis stream has no producer de-dupe window"},
 	}
@@ -110,5 +118,53 @@ func TestLines(t *testing.T) {
 		if h.Line < 1 || !strings.Contains(lines[h.Line-1], last) {
 			t.Errorf("%s: line %d does not name %s", h.Check, h.Line, h.Field)
 		}
+	}
+}
+
+// TestBounded: a profile whose aliases or counts are huge is refused or
+// analysed at once, never expanded (issue 21: 461 MB after 25 s; 4.9 GB).
+func TestBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(head + "description: &a0 x\n")
+	for l := 1; l <= 3; l++ {
+		fmt.Fprintf(&b, "x%d: &a%d [", l, l)
+		for i := 0; i < 300; i++ {
+			fmt.Fprintf(&b, "*a%d,", l-1)
+		}
+		b.WriteString("]\n")
+	}
+	start := time.Now()
+	_, err := Parse("p.yaml", []byte(b.String()))
+	if err == nil || !strings.Contains(err.Error(), "aliases expand to more than") || time.Since(start) > 2*time.Second {
+		t.Errorf("alias bomb: %v after %s", err, time.Since(start))
+	}
+	consumer := "consumers:\n  - name: w\n    broker: b\n    stream: S\n    brokerConsumer: c\n    scopes: [{name: I, effect: not-idempotent}]\n    ackOrder: effect-then-ack\n    dedupe: {key: [messageId], lifetime: 10m, store: durable}\n"
+	for _, c := range []struct{ name, decl, how string }{
+		{"100000 deliveries", "maxDeliver: 100000\n            ackWait: 1h", "ackWait 1h0m0s + 99998 x 1h0m0s = 99999h0m0s, maxDeliver 100000: 99999 redeliveries"},
+		{"saturated", "maxDeliver: 4\n            backoff: [1000000h]", "= more than 2562047h0m0s, maxDeliver 4: 3 redeliveries"},
+		{"saturated pair", "maxDeliver: 3\n            backoff: [2562047h, 2562047h]", "= more than 2562047h0m0s, maxDeliver 3: 2 redeliveries"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := Parse("p.yaml", []byte(head+strings.Replace(natsBroker, "maxDeliver: 3", c.decl, 1)+consumer))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var text bytes.Buffer
+			pl := Analyze(p)
+			pl.WriteText(&text)
+			if !strings.Contains(text.String(), c.how) || strings.Contains(text.String(), "-2") {
+				t.Errorf("the plan does not say %q (or shows a negative duration):\n%s", c.how, text.String())
+			}
+			found := false
+			for _, h := range pl.Hazards {
+				found = found || h.Check == "record-shorter-than-redelivery"
+				if len(h.Timeline) > 10 {
+					t.Errorf("%s: %d timeline marks", h.Check, len(h.Timeline))
+				}
+			}
+			if !found || text.Len() > 20000 {
+				t.Errorf("record-shorter-than-redelivery missing or the plan is %d bytes", text.Len())
+			}
+		})
 	}
 }

@@ -18,16 +18,39 @@ func TestEveryCredentialForm(t *testing.T) {
 		{"kafka://broker:9092?sasl_password=kpw", "kpw"},
 		{"nats://127.0.0.1:4222?nkey=SUACSSL3UAHUDXKFSNVUZRF5UHPMWZ6BFDTJ7M6USDXIEDNPPQYYYCU3VY", "SUACSSL3UAHUDXKFSNVUZRF5UHPMWZ6BFDTJ7M6USDXIEDNPPQYYYCU3VY"},
 		{"nats://127.0.0.1:4222?creds=/home/me/user.creds", "/home/me/user.creds"},
+		// By structure: the userinfo runs to the last @, whatever it holds.
+		{"postgres://user:p@ssRawAtPw@127.0.0.1:1/db", "p@ssRawAtPw"},
+		{"postgres://user:pa/Secret@127.0.0.1:1/db", "pa/Secret"},
+		{"postgres://user:x Secret@127.0.0.1:1/db", "x Secret"},
+		{"postgres://user:a:b:Secret@127.0.0.1:1/db", "a:b:Secret"},
+		{"postgres://user:pässwörtSecret@127.0.0.1:1/db", "pässwörtSecret"},
+		{"nats://tok@en/Secret@127.0.0.1:4222", "tok@en/Secret"},
+		{"user:Secret@127.0.0.1:5432", "Secret"},
+		{"host=127.0.0.1 user=kit password='a Secret' dbname=x", "a Secret"},
+		{`host=127.0.0.1 password="a \" Secret" dbname=x`, `a \" Secret`},
 	}
 	for _, c := range cases {
 		out := Text("connecting to " + c.in + " failed")
-		if strings.Contains(out, c.secret) {
+		if strings.Contains(out, c.secret) || strings.Contains(out, "Secret") || strings.Contains(out, "RawAt") {
 			t.Errorf("Text(%q) = %q: the secret is still there", c.in, out)
 		}
 		err := Error(errors.New("dial "+c.in+": driver said "+c.secret), Secrets(c.in)...)
 		if strings.Contains(err.Error(), c.secret) {
 			t.Errorf("Error for %q = %q: the secret is still there", c.in, err)
 		}
+	}
+	for in, want := range map[string]string{
+		"postgres://user:p@ss@h:1/db: dial tcp 127.0.0.1:1: refused": "postgres://user:xxxxx@h:1/db: dial tcp 127.0.0.1:1: refused",
+		`target "broker/nats=user:Secret@host"`:                       `target "broker/nats=user:xxxxx@host"`,
+		"password='a Secret' dbname=x":                                "password=xxxxx dbname=x",
+		"dial tcp 127.0.0.1:4222: refused":                            "dial tcp 127.0.0.1:4222: refused",
+	} {
+		if got := Text(in); got != want {
+			t.Errorf("Text(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := Opaque("user:x Secret@host"); got != "user:xxxxx" {
+		t.Errorf("Opaque = %q", got)
 	}
 	// A user name alone is not a secret where it is a user name.
 	if got := Text("postgres://kit@127.0.0.1/db"); got != "postgres://kit@127.0.0.1/db" {

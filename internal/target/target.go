@@ -304,7 +304,11 @@ func (r *Registry) Resolve(ref Ref) (Kind, Ref, error) {
 	}
 	if ref.Mode() == External {
 		if _, err := url.Parse(ref.Address); err != nil || !strings.Contains(ref.Address, "://") {
-			return Kind{}, ref, fmt.Errorf("target %s: address %q is neither embedded, container nor a URL", ref.Key(), Redact(ref.Address))
+			shown := Redact(ref.Address)
+			if !strings.Contains(ref.Address, "://") {
+				shown = redact.Opaque(ref.Address) // no structure to go by: it may be a credential
+			}
+			return Kind{}, ref, fmt.Errorf("target %s: address %q is neither embedded, container nor a URL (SCHEME://HOST...)", ref.Key(), shown)
 		}
 	}
 	return k, ref, nil

@@ -75,3 +75,49 @@ func natsServer(t *testing.T, o *server.Options) string {
 	t.Cleanup(s.Shutdown)
 	return s.Addr().String()
 }
+
+// TestOddCredentialFormsRedactedEverywhere: passwords holding what a
+// pattern would stop at (issue 21, input 4) never reach stderr, stdout or a
+// report file, whether the target is unreachable (exit 4, every report
+// written) or the address is refused (exit 3, nothing written).
+func TestOddCredentialFormsRedactedEverywhere(t *testing.T) {
+	cases := []struct {
+		addr, secret string
+		code         int
+	}{
+		{"postgres://user:p@ssRawAtPw@127.0.0.1:1/db?connect_timeout=2", "ssRawAtPw", reports.ExitUnavailable},
+		{"postgres://user:pa/Secret@127.0.0.1:1/db?connect_timeout=2", "Secret", reports.ExitUsage},
+		{"postgres://user:x Secret@127.0.0.1:1/db?connect_timeout=2", "Secret", reports.ExitUsage},
+		{"postgres://user:pässwörtSecret@127.0.0.1:1/db?connect_timeout=2", "Secret", reports.ExitUsage},
+		{"user:Secret@127.0.0.1", "Secret", reports.ExitUsage},
+		{"user:x Secret@127.0.0.1", "Secret", reports.ExitUsage},
+		{"postgres://127.0.0.1:1/db?connect_timeout=2&password='a%20Secret'", "Secret", reports.ExitUnavailable},
+	}
+	for _, c := range cases {
+		t.Run(c.addr, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out")
+			code, stdout, stderr := tck(t, "run", "--target", "eventstore/postgres="+c.addr, "--out", dir)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d; stderr %q", code, c.code, stderr)
+			}
+			for where, text := range map[string]string{"stdout": stdout, "stderr": stderr} {
+				if strings.Contains(text, c.secret) {
+					t.Errorf("%s shows the secret: %q", where, text)
+				}
+			}
+			_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+				if err != nil || d.IsDir() {
+					return nil
+				}
+				data, _ := os.ReadFile(path)
+				if strings.Contains(string(data), c.secret) {
+					t.Errorf("%s holds the secret", path)
+				}
+				return nil
+			})
+			if _, err := os.Stat(dir); c.code == reports.ExitUsage && err == nil {
+				t.Errorf("a refused address left %s behind", dir)
+			}
+		})
+	}
+}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/onceproof/tck/internal/registry"
 
-	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/internal/reports"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 func TestNoArgumentsPrintsUsage(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/onceproof/tck/internal/catalog"
@@ -12,18 +13,32 @@ import (
 
 var errHelp = errors.New("help shown")
 
-// multi is a repeatable flag that also takes comma-separated values.
+// multi is a repeatable flag that also takes comma-separated values (suite
+// names, rule ids); a value given twice counts once.
 type multi []string
 
 func (m *multi) String() string { return strings.Join(*m, ",") }
 func (m *multi) Set(v string) error {
 	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
+		if s = strings.TrimSpace(s); s != "" && !slices.Contains(*m, s) {
 			*m = append(*m, s)
 		}
 	}
 	return nil
 }
+func (m *multi) repeatable() {}
+
+// addrs is a repeatable flag whose every value is one whole target: an
+// address may hold commas (a Kafka bootstrap list, NATS servers), so it is
+// never split.
+type addrs []string
+
+func (a *addrs) String() string { return strings.Join(*a, " ") }
+func (a *addrs) Set(v string) error {
+	*a = append(*a, v)
+	return nil
+}
+func (a *addrs) repeatable() {}
 
 func newFlags(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("tck "+name, flag.ContinueOnError)
@@ -34,6 +49,9 @@ func newFlags(name string) *flag.FlagSet {
 // parse parses args; -h prints the flags to stdout; anything else wrong is a
 // usage error. Positional arguments are refused: every input is a flag.
 func parse(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	if err := givenTwice(fs, args); err != nil {
+		return err
+	}
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintf(stdout, "Usage of %s:\n", fs.Name())
@@ -46,6 +64,35 @@ func parse(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q (see %s -h)", fs.Arg(0), fs.Name())
+	}
+	return nil
+}
+
+// givenTwice refuses a single-value flag given twice: the second would
+// silently win (--out A --out B). It walks the flags as fs.Parse does and
+// stops where Parse would; Parse reports anything malformed.
+func givenTwice(fs *flag.FlagSet, args []string) error {
+	seen := map[string]bool{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || len(a) < 2 || a[0] != '-' {
+			return nil
+		}
+		name, _, hasValue := strings.Cut(strings.TrimPrefix(a[1:], "-"), "=")
+		f := fs.Lookup(name)
+		if f == nil {
+			return nil
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !hasValue && (!ok || !b.IsBoolFlag()) {
+			i++ // the value is the next argument
+		}
+		if _, ok := f.Value.(interface{ repeatable() }); ok {
+			continue
+		}
+		if seen[name] {
+			return usagef("--%s is given twice; it takes one value (see %s -h)", name, fs.Name())
+		}
+		seen[name] = true
 	}
 	return nil
 }

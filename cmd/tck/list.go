@@ -8,8 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/registry"
 )
 
 func cmdList(_ context.Context, args []string, stdout, _ io.Writer) error {

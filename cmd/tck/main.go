@@ -31,8 +31,8 @@ import (
 
 	"github.com/onceproof/tck/internal/leftovers"
 
-	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/reports"
+	"github.com/onceproof/tck/internal/target"
 )
 
 // Version is the kit's version. A release build sets it with

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/profile"
-	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/reports"
+	"github.com/onceproof/tck/internal/target"
 )
 
 // planProfile is `tck plan --profile FILE`: the seed 002 analysis of a

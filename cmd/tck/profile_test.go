@@ -12,8 +12,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
-	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/internal/reports"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 // TestRunProfileUsageErrors: a malformed profile, a profile with nothing

@@ -12,13 +12,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/registry"
+	"github.com/onceproof/tck/internal/reports"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/selftest"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
-	"github.com/onceproof/tck/internal/reports"
 )
 
 // startTimeout bounds starting one target (a container start included).
@@ -37,7 +37,8 @@ type plan struct {
 }
 
 type selection struct {
-	suites, targets, rules multi
+	suites, rules multi
+	targets       addrs
 }
 
 // makePlan validates the selection completely before anything is started,
@@ -200,7 +201,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	keep := fs.Bool("keep", false, "keep the data directories of consumer services (consumer/process) for debugging; their paths are in the evidence")
 	profFile := fs.String("profile", "", "a pipeline profile (YAML): certify its declared broker streams on the broker target and run the rules at its durations (docs/profile.md)")
 	apiDesc := fs.String("api-desc", "", "the endpoint description (YAML or JSON) of an api/http target (docs/api.md); default: the profile's http section, else the kit's default")
-	var brokers multi
+	var brokers addrs
 	fs.Var(&brokers, "broker", "the broker target SUITE/NAME[=ADDRESS] the consumer suite reads from (repeatable: the consumer targets run once per broker; default its own embedded NATS)")
 	maxWait := fs.Duration("max-wait", 0, "the longest wait a rule may need by definition; a longer one is unknown, never shortened (default 10m with --profile, else the suite's 60s)")
 	if err := parse(fs, args, stdout); err != nil {

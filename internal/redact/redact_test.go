@@ -41,9 +41,9 @@ func TestEveryCredentialForm(t *testing.T) {
 	}
 	for in, want := range map[string]string{
 		"postgres://user:p@ss@h:1/db: dial tcp 127.0.0.1:1: refused": "postgres://user:xxxxx@h:1/db: dial tcp 127.0.0.1:1: refused",
-		`target "broker/nats=user:Secret@host"`:                       `target "broker/nats=user:xxxxx@host"`,
-		"password='a Secret' dbname=x":                                "password=xxxxx dbname=x",
-		"dial tcp 127.0.0.1:4222: refused":                            "dial tcp 127.0.0.1:4222: refused",
+		`target "broker/nats=user:Secret@host"`:                      `target "broker/nats=user:xxxxx@host"`,
+		"password='a Secret' dbname=x":                               "password=xxxxx dbname=x",
+		"dial tcp 127.0.0.1:4222: refused":                           "dial tcp 127.0.0.1:4222: refused",
 	} {
 		if got := Text(in); got != want {
 			t.Errorf("Text(%q) = %q, want %q", in, got, want)

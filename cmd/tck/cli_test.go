@@ -140,6 +140,21 @@ func TestOutDirUniqueLockedAndCleared(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(a, "notes.txt")); err != nil {
 		t.Errorf("a file the kit did not write was removed")
 	}
+	// A folder the kit did not mark is never cleared: refused, untouched.
+	mine := filepath.Join(t.TempDir(), "mine")
+	os.MkdirAll(filepath.Join(mine, reports.DirHistories), 0o755)
+	for _, f := range []string{reports.FileMarkdown, reports.FileJSON, filepath.Join(reports.DirHistories, "precious.txt")} {
+		os.WriteFile(filepath.Join(mine, f), []byte("mine"), 0o644)
+	}
+	if _, _, err := claimOutDir(mine, now); err == nil || !strings.Contains(err.Error(), "holds files the kit did not write") {
+		t.Errorf("an unmarked folder of the user's: %v", err)
+	}
+	for _, f := range []string{reports.FileMarkdown, reports.FileJSON, filepath.Join(reports.DirHistories, "precious.txt"), lockFile, markerFile} {
+		_, err := os.Stat(filepath.Join(mine, f))
+		if mustExist := f != lockFile && f != markerFile; mustExist != (err == nil) {
+			t.Errorf("%s: %v after the refusal", f, err)
+		}
+	}
 	// A lock left by a process that is gone is taken over.
 	unlock()
 	os.WriteFile(filepath.Join(a, lockFile), []byte("999999999\n"), 0o644)
@@ -166,7 +181,7 @@ func TestDocsMatchTheCLI(t *testing.T) {
 	for _, c := range codes {
 		got = append(got, c[1])
 	}
-	if want := []string{"0", "1", "2", "3", "4"}; !slices.Equal(got, want) {
+	if want := []string{"0", "1", "2", "3", "4", "5"}; !slices.Equal(got, want) {
 		t.Errorf("README exit-code table lists %v, the CLI has %v", got, want)
 	}
 	docCmds := map[string]bool{}
@@ -189,7 +204,7 @@ func TestDocsMatchTheCLI(t *testing.T) {
 	}
 	for _, p := range []string{"README.md", "docs/containers.md", "docs/ARCHITECTURE.md", "docs/broker.md", "docs/eventstore.md", "docs/consumer.md"} {
 		for _, m := range regexp.MustCompile(`exits? (?:with )?(?:code )?([0-9]+)`).FindAllStringSubmatch(read(p), -1) {
-			if !slices.Contains([]string{"0", "1", "2", "3", "4"}, m[1]) {
+			if !slices.Contains([]string{"0", "1", "2", "3", "4", "5"}, m[1]) {
 				t.Errorf("%s: %q: the CLI has no exit code %s", p, m[0], m[1])
 			}
 		}

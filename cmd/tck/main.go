@@ -13,7 +13,8 @@
 //	tck version
 //
 // Exit codes: 0 conformant, 1 a MUST rule failed, 2 inconclusive,
-// 3 usage or configuration error, 4 a target could not be started or reached.
+// 3 usage or configuration error, 4 a target could not be started or reached,
+// 5 the run ran but its report could not be written.
 package main
 
 import (
@@ -154,6 +155,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return reports.ExitUnavailable
 	case errors.Is(err, errHelp):
 		return 0
+	case errors.As(err, new(notWrittenError)):
+		fmt.Fprintf(stderr, "tck %s: %s\n", name, oneLine(target.Redact(err.Error())))
+		return reports.ExitNotWritten
 	default:
 		fmt.Fprintf(stderr, "tck %s: %s\n", name, oneLine(target.Redact(err.Error())))
 		return reports.ExitUsage
@@ -184,7 +188,8 @@ A target is SUITE/NAME[=ADDRESS]; ADDRESS is embedded, container or a URL, e.g.
   --target broker/nats=nats://127.0.0.1:4222
 
 Exit codes: 0 conformant, 1 a MUST rule failed, 2 inconclusive,
-            3 usage or configuration error, 4 a target could not be started or reached.
+            3 usage or configuration error, 4 a target could not be started or reached,
+            5 the run ran but its report could not be written.
 `)
 }
 

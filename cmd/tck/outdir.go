@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,15 +15,20 @@ import (
 	"github.com/onceproof/tck/internal/reports"
 )
 
-// lockFile marks a report folder a run is writing to.
-const lockFile = ".tck.lock"
+const (
+	// lockFile is held (flock) by the run writing a report folder.
+	lockFile = ".tck.lock"
+	// markerFile marks a folder as the kit's own: only such a folder is
+	// ever cleared, so a user's own files are never deleted.
+	markerFile = ".tck-report"
+)
 
 // claimOutDir creates or takes over the run's report folder and locks it.
 // With no --out the folder is new and unique to this run (a timestamp with
 // microseconds plus a random suffix: two runs started in the same second
-// never share one). A reused --out is locked against a concurrent run and
-// cleared of the files a previous run wrote, so no stale history survives;
-// files the kit did not write are left alone.
+// never share one). A reused --out must be empty or marked as the kit's
+// (markerFile); it is locked against a concurrent run and cleared of the
+// files a previous run wrote. A folder holding anything else is refused.
 func claimOutDir(out string, started time.Time) (string, func(), error) {
 	dir := out
 	if dir == "" {
@@ -38,23 +42,17 @@ func claimOutDir(out string, started time.Time) (string, func(), error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", nil, usagef("cannot create the report folder: %v", err)
 	}
-	lock := filepath.Join(dir, lockFile)
-	for attempt := 0; ; attempt++ {
-		f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if err == nil {
-			fmt.Fprintf(f, "%d\n", os.Getpid())
-			f.Close()
-			break
-		}
-		if !errors.Is(err, fs.ErrExist) {
-			return "", nil, usagef("cannot write into the report folder: %v", err)
-		}
-		if pid := lockOwner(lock); pid > 0 && alive(pid) || attempt > 0 {
-			return "", nil, usagef("the report folder %s is in use by another run (pid %d; remove %s if that run is gone)", dir, lockOwner(lock), lock)
-		}
-		os.Remove(lock) // left by a run that no longer exists
+	if err := checkOwned(dir); err != nil {
+		return "", nil, err
 	}
-	unlock := func() { os.Remove(lock) }
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, markerFile), []byte("a report folder of the onceproof kit: tck clears it when it runs with --out here\n"), 0o644); err != nil {
+		unlock()
+		return "", nil, usagef("cannot write into the report folder: %v", err)
+	}
 	if err := clearPrevious(dir); err != nil {
 		unlock()
 		return "", nil, usagef("cannot clear the previous run's files from %s: %v", dir, err)
@@ -62,33 +60,93 @@ func claimOutDir(out string, started time.Time) (string, func(), error) {
 	return dir, unlock, nil
 }
 
-// clearPrevious removes what an earlier run wrote into dir.
+// checkOwned refuses a folder that holds anything but the kit's marker and
+// lock: the kit clears only what it marked as its own.
+func checkOwned(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return usagef("cannot read the report folder: %v", err)
+	}
+	for _, e := range entries {
+		if e.Name() == markerFile {
+			return nil
+		}
+	}
+	for _, e := range entries {
+		if e.Name() != lockFile {
+			return usagef("--out %s holds files the kit did not write (%s; no %s marker): name a new or empty folder", dir, e.Name(), markerFile)
+		}
+	}
+	return nil
+}
+
+// lockDir takes the folder's lock: an exclusive flock on lockFile, held
+// until unlock or the process ends (a killed run leaves no lock that
+// counts: the kernel drops it). The pid is written once the lock is held,
+// for the message a second run prints.
+func lockDir(dir string) (unlock func(), err error) {
+	lock := filepath.Join(dir, lockFile)
+	for {
+		f, err := os.OpenFile(lock, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, usagef("cannot write into the report folder: %v", err)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				return nil, usagef("the report folder %s is in use by another run%s", dir, ownerText(lock))
+			}
+			return nil, usagef("cannot lock the report folder: %v", err)
+		}
+		// The holder before us may have removed the file between our open
+		// and our lock: then we hold a lock on a name that is gone; retry.
+		var held, named syscall.Stat_t
+		if syscall.Fstat(int(f.Fd()), &held) != nil || syscall.Stat(lock, &named) != nil || held.Ino != named.Ino || held.Dev != named.Dev {
+			f.Close()
+			continue
+		}
+		_ = f.Truncate(0)
+		fmt.Fprintf(f, "%d\n", os.Getpid())
+		return func() {
+			os.Remove(lock) // while still held: nobody locks a name being removed
+			f.Close()
+		}, nil
+	}
+}
+
+func ownerText(lock string) string {
+	data, err := os.ReadFile(lock)
+	if err != nil {
+		return ""
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 {
+		return fmt.Sprintf(" (pid %d)", pid)
+	}
+	return ""
+}
+
+// lockHeld says whether a live run holds dir's lock (tck clean).
+func lockHeld(lock string) bool {
+	f, err := os.Open(lock)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}
+
+// clearPrevious removes what an earlier run wrote into dir (a folder the
+// kit marked as its own).
 func clearPrevious(dir string) error {
 	for _, name := range []string{reports.FileJSON, reports.FileMarkdown, reports.FileHTML, reports.FileJUnit, "ginkgo.log", reports.DirHistories} {
 		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 			return err
 		}
 	}
-	tmps, _ := filepath.Glob(filepath.Join(dir, ".tmp-*"))
-	for _, t := range tmps {
-		os.Remove(t)
-	}
+	reports.RemoveTemps(dir)
 	return nil
-}
-
-func lockOwner(lock string) int {
-	data, err := os.ReadFile(lock)
-	if err != nil {
-		return 0
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-	return pid
-}
-
-func alive(pid int) bool {
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return false
-	}
-	return p.Signal(syscall.Signal(0)) == nil
 }

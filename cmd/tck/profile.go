@@ -37,7 +37,7 @@ func planProfile(file, format, out, command string, stdout io.Writer) error {
 		defer unlock()
 		rep := reports.PlanReport(&plan, reports.Kit{Name: "onceproof", Version: kitVersion(), GoVersion: runtime.Version()}, command, now)
 		if err := reports.WriteAll(dir, rep); err != nil {
-			return fmt.Errorf("writing the report: %w", err)
+			return notWritten("analysis", err)
 		}
 		defer fmt.Fprintf(stdout, "\nreport: %s\n", filepath.Join(dir, reports.FileHTML))
 	}

@@ -312,11 +312,25 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		rep.Summary.ExitCode, rep.Summary.Conclusion = reports.ExitInconclusive, "inconclusive: the run was interrupted"
 	}
 	if err := reports.WriteAll(dir, rep); err != nil {
-		return fmt.Errorf("writing the report: %w", err)
+		fmt.Fprintf(stdout, "%s: %s\n", rep.Summary.Conclusion, countsLine(rep.Summary.Counts))
+		return notWritten("run", err)
 	}
 	fmt.Fprintf(stdout, "%s: %s\nreport: %s\n", rep.Summary.Conclusion, countsLine(rep.Summary.Counts), filepath.Join(dir, reports.FileMarkdown))
 	return exitError{rep.Summary.ExitCode}
 }
+
+// notWrittenError is a report that could not be written after the run
+// ran: exit 5, never 3 (which says nothing ran).
+type notWrittenError struct {
+	what string // what ran: "run", "analysis"
+	err  error
+}
+
+func (e notWrittenError) Error() string {
+	return "the " + e.what + " ran, but its report could not be written (no file of it was replaced): " + e.err.Error()
+}
+
+func notWritten(what string, err error) error { return notWrittenError{what, err} }
 
 func skippedAll(t planned, reason string) []verdict.Result {
 	var out []verdict.Result
@@ -411,7 +425,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usagef("%v", err)
 	}
 	if err := reports.WriteAll(*in, rep); err != nil {
-		return err
+		return notWritten("re-rendering", err)
 	}
 	fmt.Fprintf(stdout, "%s: %s\nrewrote %s\n", rep.Summary.Conclusion, countsLine(rep.Summary.Counts), *in)
 	return exitError{rep.Summary.ExitCode}

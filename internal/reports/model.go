@@ -25,6 +25,7 @@ const (
 	ExitInconclusive = 2 // nothing failed, but some MUST rule is unknown, or nothing ran
 	ExitUsage        = 3 // bad command line or configuration
 	ExitUnavailable  = 4 // a target could not be started or reached
+	ExitNotWritten   = 5 // the run ran, but its report could not be written (a full disk)
 )
 
 // Kit identifies the kit that wrote the report.

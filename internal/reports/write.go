@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 )
 
 // Files written into the run's folder.
@@ -18,8 +19,11 @@ const (
 	DirHistories = "histories"
 )
 
-// WriteAll renders every format into dir. Each file is written to a
-// temporary name and renamed, so a reader never sees half a report.
+// WriteAll renders every format into dir, all or none: each file is
+// written to a temporary sibling first, and only once every one is written
+// completely are they renamed into place. On a failure (a full disk) the
+// temporary files are removed, the folder keeps what it held before, and
+// the error names the file that could not be written.
 func WriteAll(dir string, r *Report) error {
 	if err := os.MkdirAll(filepath.Join(dir, DirHistories), 0o755); err != nil {
 		return err
@@ -52,13 +56,46 @@ func WriteAll(dir string, r *Report) error {
 		}
 		files[filepath.Join(DirHistories, HistoryFile(res.Target, res.Rule))] = h
 	}
-	for name, data := range files {
-		if err := writeFile(filepath.Join(dir, name), data); err != nil {
-			return err
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	tmps := map[string]string{}
+	discard := func() {
+		for _, t := range tmps {
+			os.Remove(t)
 		}
+	}
+	for _, name := range names {
+		tmp, err := writeTemp(filepath.Join(dir, name), files[name])
+		if err != nil {
+			discard()
+			return fmt.Errorf("writing %s: %w", filepath.Join(dir, name), err)
+		}
+		tmps[name] = tmp
+	}
+	for _, name := range names {
+		if err := os.Rename(tmps[name], filepath.Join(dir, name)); err != nil {
+			discard()
+			return fmt.Errorf("writing %s: %w", filepath.Join(dir, name), err)
+		}
+		delete(tmps, name)
 	}
 	return nil
 }
+
+// RemoveTemps removes the temporary files an interrupted WriteAll left.
+func RemoveTemps(dir string) {
+	for _, d := range []string{dir, filepath.Join(dir, DirHistories)} {
+		tmps, _ := filepath.Glob(filepath.Join(d, tmpPattern))
+		for _, t := range tmps {
+			os.Remove(t)
+		}
+	}
+}
+
+const tmpPattern = ".tmp-*"
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
@@ -67,28 +104,25 @@ func HistoryFile(targetName, rule string) string {
 	return unsafeChars.ReplaceAllString(targetName, "_") + "__" + rule + ".json"
 }
 
-func writeFile(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+// writeTemp writes data to a new temporary file beside path and returns
+// its name.
+func writeTemp(path string, data []byte) (string, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), tmpPattern)
 	if err != nil {
-		return err
+		return "", err
 	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err != nil {
 		os.Remove(tmp.Name())
-		return err
+		return "", err
 	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return tmp.Name(), nil
 }
 
 // Read loads a results.json written by WriteAll.

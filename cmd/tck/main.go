@@ -31,6 +31,7 @@ import (
 	"github.com/onceproof/tck/internal/containers"
 
 	"github.com/onceproof/tck/internal/leftovers"
+	"github.com/onceproof/tck/internal/safetext"
 
 	"github.com/onceproof/tck/internal/reports"
 	"github.com/onceproof/tck/internal/target"
@@ -108,7 +109,9 @@ func main() {
 		}
 	}()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	// Every line the CLI prints may quote a target, a profile or a
+	// results.json: no control character of theirs reaches the terminal.
+	code := run(ctx, os.Args[1:], safetext.Writer(os.Stdout), safetext.Writer(os.Stderr))
 	stop()
 	// os.Exit skips defers: remove what the run created (temporary folders,
 	// child servers, containers) explicitly, on every path that gets here.

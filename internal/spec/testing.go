@@ -10,6 +10,7 @@ import (
 
 	"github.com/onsi/gomega"
 
+	"github.com/onceproof/tck/internal/safetext"
 	"github.com/onceproof/tck/internal/verdict"
 )
 
@@ -109,18 +110,21 @@ func runCleanup(fn func(), ev *verdict.Evidence) {
 	fn()
 }
 
+// report prints the verdict into go test output; a reason or note quotes
+// the target, so no control character of its reaches the terminal.
 func report(t *testing.T, ru rule, out outcome) {
 	t.Helper()
+	reason := safetext.Text(out.reason)
 	switch out.v {
 	case verdict.Pass:
-		t.Logf("pass: %s", out.reason)
+		t.Logf("pass: %s", reason)
 	case verdict.Fail, verdict.Unknown:
 		var b strings.Builder
 		for _, n := range out.ev.Snapshot().Notes {
-			b.WriteString("\n  " + strings.ReplaceAll(n, "\n", "\n  "))
+			b.WriteString("\n  " + strings.ReplaceAll(safetext.Lines(n), "\n", "\n  "))
 		}
-		t.Errorf("%s %s: %s: %s%s", ru.id, ru.meta.Title, out.v, out.reason, b.String())
+		t.Errorf("%s %s: %s: %s%s", ru.id, ru.meta.Title, out.v, reason, b.String())
 	default:
-		t.Skipf("%s: %s", out.v, out.reason)
+		t.Skipf("%s: %s", out.v, reason)
 	}
 }

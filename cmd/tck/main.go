@@ -109,23 +109,24 @@ func main() {
 		}
 	}()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// Every line the CLI prints may quote a target, a profile or a
-	// results.json: no control character of theirs reaches the terminal.
-	code := run(ctx, os.Args[1:], safetext.Writer(os.Stdout), safetext.Writer(os.Stderr))
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	// os.Exit skips defers: remove what the run created (temporary folders,
 	// child servers, containers) explicitly, on every path that gets here.
 	if err := leftovers.RemoveAll(); err != nil {
-		fmt.Fprintln(os.Stderr, "onceproof:", oneLine(target.Redact(err.Error())))
+		fmt.Fprintln(os.Stderr, "onceproof:", safetext.Text(oneLine(target.Redact(err.Error()))))
 	}
 	if err := containers.FinalSweep(); err != nil {
-		fmt.Fprintln(os.Stderr, "onceproof: removing this run's containers:", oneLine(target.Redact(err.Error())))
+		fmt.Fprintln(os.Stderr, "onceproof: removing this run's containers:", safetext.Text(oneLine(target.Redact(err.Error()))))
 	}
 	os.Exit(code)
 }
 
 // run is main without the process: it returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	// Every line the CLI prints may quote a target, a profile or a
+	// results.json: no control character of theirs reaches the terminal.
+	stdout, stderr = safetext.Writer(stdout), safetext.Writer(stderr)
 	if len(args) == 0 {
 		// A bare tck starts nothing: a full run takes a while and writes a
 		// folder. `make run` (tck run) is the default run.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/onceproof/tck/internal/safetext"
 )
 
 // Plan is the static analysis of one profile: `tck plan --profile`.
@@ -116,12 +118,14 @@ func maxDeliver(n int) string {
 	return fmt.Sprint(n)
 }
 
-// WriteText prints the plan for a terminal or a design review.
+// WriteText prints the plan for a terminal or a design review. Names come
+// from the profile: each field stays on its line, no control character raw.
 func (pl Plan) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "profile %s (%s): static analysis, nothing was started\n\n", pl.Profile, pl.File)
+	t := safetext.Text
+	fmt.Fprintf(w, "profile %s (%s): static analysis, nothing was started\n\n", t(pl.Profile), t(pl.File))
 	fmt.Fprintln(w, "declared pipeline")
 	for _, l := range pl.Pipeline {
-		fmt.Fprintf(w, "  %s\n", l)
+		fmt.Fprintf(w, "  %s\n", t(l))
 	}
 	fmt.Fprintln(w)
 	switch len(pl.Hazards) {
@@ -133,12 +137,12 @@ func (pl Plan) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "%d hazards\n", len(pl.Hazards))
 	}
 	for i, h := range pl.Hazards {
-		fmt.Fprintf(w, "\nH%d  %s  %s: %s\n", i+1, h.Rule, h.Check, h.Subject)
-		fmt.Fprintf(w, "    %s:%d %s\n", pl.File, h.Line, h.Field)
-		fmt.Fprintf(w, "    %s\n", h.Summary)
+		fmt.Fprintf(w, "\nH%d  %s  %s: %s\n", i+1, t(h.Rule), t(h.Check), t(h.Subject))
+		fmt.Fprintf(w, "    %s:%d %s\n", t(pl.File), h.Line, t(h.Field))
+		fmt.Fprintf(w, "    %s\n", t(h.Summary))
 		fmt.Fprintln(w, "    arithmetic:")
 		for _, a := range h.Arithmetic {
-			fmt.Fprintf(w, "      %s\n", a)
+			fmt.Fprintf(w, "      %s\n", t(a))
 		}
 		if len(h.Timeline) > 0 {
 			fmt.Fprintln(w, "    timeline:")
@@ -147,20 +151,20 @@ func (pl Plan) WriteText(w io.Writer) {
 				width = max(width, len(m.when()))
 			}
 			for _, m := range h.Timeline {
-				fmt.Fprintf(w, "      %-*s  %s\n", width, m.when(), m.Text)
+				fmt.Fprintf(w, "      %-*s  %s\n", width, m.when(), t(m.Text))
 			}
 		}
 	}
 	fmt.Fprintln(w, "\nwhat each acknowledgement proves, and what it does not (seed 002 §六, §八)")
 	for _, r := range pl.Acks {
-		fmt.Fprintf(w, "\n  %s: %s\n", r.Layer, r.Ack)
-		fmt.Fprintf(w, "    proves:          %s\n", r.Proves)
+		fmt.Fprintf(w, "\n  %s: %s\n", t(r.Layer), t(r.Ack))
+		fmt.Fprintf(w, "    proves:          %s\n", t(r.Proves))
 		for i, n := range r.DoesNotProve {
 			label := ""
 			if i == 0 {
 				label = "does not prove:"
 			}
-			fmt.Fprintf(w, "    %-16s %s\n", label, n)
+			fmt.Fprintf(w, "    %-16s %s\n", label, t(n))
 		}
 	}
 }

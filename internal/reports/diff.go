@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/safetext"
 	"github.com/onceproof/tck/internal/verdict"
 )
 
@@ -205,23 +206,26 @@ func shown(v verdict.Verdict) string {
 	return string(v)
 }
 
-// WriteText prints the diff, regressions first.
+// WriteText prints the diff, regressions first. Every field comes from a
+// results.json, which anyone can write: shown on one line, no control
+// character raw.
 func (d Diff) WriteText(w io.Writer) {
+	t := safetext.Text
 	for _, b := range []struct {
 		label string
 		b     Bundle
 	}{{"old", d.Old}, {"new", d.New}} {
-		fmt.Fprintf(w, "%s: %s (started %s; %s, exit %d)\n", b.label, b.b.Path, b.b.Started, b.b.Conclusion, b.b.ExitCode)
+		fmt.Fprintf(w, "%s: %s (started %s; %s, exit %d)\n", b.label, t(b.b.Path), t(fmt.Sprint(b.b.Started)), t(b.b.Conclusion), b.b.ExitCode)
 	}
-	for _, t := range d.Targets {
-		o, n := t.Old, t.New
+	for _, tg := range d.Targets {
+		o, n := tg.Old, tg.New
 		if o == "" {
 			o = "absent"
 		}
 		if n == "" {
 			n = "absent"
 		}
-		fmt.Fprintf(w, "target %s: %s -> %s\n", t.Target, o, n)
+		fmt.Fprintf(w, "target %s: %s -> %s\n", t(tg.Target), t(o), t(n))
 	}
 	if len(d.Changes) == 0 {
 		fmt.Fprintf(w, "\nno verdict changed (%d compared)\n", d.Unchanged)
@@ -240,15 +244,15 @@ func (d Diff) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "\n%s\n", heading[c.Kind])
 			last = c.Kind
 		}
-		fmt.Fprintf(w, "  %-6s %-8s %-28s %-26s %s\n", c.Level, c.Rule, c.Target, shown(c.Old)+" -> "+shown(c.New), c.Title)
+		fmt.Fprintf(w, "  %-6s %-8s %-28s %-26s %s\n", t(c.Level), t(c.Rule), t(c.Target), t(shown(c.Old)+" -> "+shown(c.New)), t(c.Title))
 		if c.Kind == Regression && c.Reason != "" {
-			fmt.Fprintf(w, "         reason: %s\n", strings.Join(strings.Fields(c.Reason), " "))
+			fmt.Fprintf(w, "         reason: %s\n", t(strings.Join(strings.Fields(c.Reason), " ")))
 		}
 	}
 	if m := d.MustRegressed(); len(m) > 0 {
 		var names []string
 		for _, c := range m {
-			names = append(names, c.Rule+" on "+c.Target)
+			names = append(names, t(c.Rule+" on "+c.Target))
 		}
 		fmt.Fprintf(w, "\na MUST rule regressed: %s\n", strings.Join(names, ", "))
 	}

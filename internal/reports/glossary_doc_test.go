@@ -9,7 +9,7 @@ import (
 // TestGlossaryDocumented keeps docs/report.md's glossary equal to the one
 // the report prints.
 func TestGlossaryDocumented(t *testing.T) {
-	doc, err := os.ReadFile("../docs/report.md")
+	doc, err := os.ReadFile("../../docs/report.md")
 	if err != nil {
 		t.Fatal(err)
 	}

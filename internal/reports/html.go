@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/onceproof/tck/internal/safetext"
 	"github.com/onceproof/tck/internal/verdict"
 )
 
@@ -14,7 +15,14 @@ import (
 // script, no web font, nothing fetched from the network) that reads as a
 // design-review document.
 func HTML(w io.Writer, r *Report) error {
-	return page.Execute(w, buildView(r))
+	var b strings.Builder
+	if err := page.Execute(&b, buildView(r)); err != nil {
+		return err
+	}
+	// html/template escapes markup, not control characters: a target's ESC
+	// or bidi override is shown escaped, the page's own layout kept.
+	_, err := io.WriteString(w, safetext.Lines(b.String()))
+	return err
 }
 
 // FontStack is report.html's font list: the system face for Latin text,

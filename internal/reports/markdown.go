@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/onceproof/tck/internal/safetext"
 	"github.com/onceproof/tck/internal/verdict"
 )
 
@@ -17,28 +18,28 @@ func Markdown(w io.Writer, r *Report) error {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	p("# onceproof conformance report\n\n")
-	p("**%s** (exit code %d)", r.Summary.Conclusion, r.Summary.ExitCode)
+	p("**%s** (exit code %d)", md(r.Summary.Conclusion), r.Summary.ExitCode)
 	if len(r.Results) > 0 {
 		p(": %s", counts(r.Summary.Counts))
 	}
 	p("\n\n")
 	for _, x := range r.Summary.MustFailed {
-		p("- MUST failed: %s\n", x)
+		p("- MUST failed: %s\n", md(x))
 	}
 	for _, x := range r.Summary.MustUnknown {
-		p("- MUST undecided: %s\n", x)
+		p("- MUST undecided: %s\n", md(x))
 	}
-	p("- Command: `%s`\n", r.Run.Command)
+	p("- Command: %s\n", codeSpan(r.Run.Command))
 	if len(r.Results) > 0 {
 		p("- Started: %s, took %s\n", r.Run.Started.Format("2006-01-02 15:04:05 MST"), runDuration(float64(r.Run.DurationMs)))
 	}
-	p("- Kit: %s %s (%s)\n", r.Kit.Name, r.Kit.Version, r.Kit.GoVersion)
+	p("- Kit: %s %s (%s)\n", md(r.Kit.Name), md(r.Kit.Version), md(r.Kit.GoVersion))
 	p("\nTerms are explained in the [glossary](#glossary) at the end.\n")
 
 	if len(v.Summary) > 0 {
 		p("\n## Summary by suite and target\n\n| suite | target | status | pass | fail | unknown | not-applicable | skipped | MUST failed | MUST undecided |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, s := range v.Summary {
-			p("| %s | %s | %s | %d | %d | %d | %d | %d | %d | %d |\n", s.Suite, cell(s.Target), s.Status, s.Counts[verdict.Pass], s.Counts[verdict.Fail],
+			p("| %s | %s | %s | %d | %d | %d | %d | %d | %d | %d |\n", md(s.Suite), cell(s.Target), md(s.Status), s.Counts[verdict.Pass], s.Counts[verdict.Fail],
 				s.Counts[verdict.Unknown], s.Counts[verdict.NotApplicable], s.Counts[verdict.Skipped], s.MustFailed, s.MustUnk)
 		}
 	}
@@ -46,13 +47,13 @@ func Markdown(w io.Writer, r *Report) error {
 	if len(v.Matrices) > 0 {
 		p("\n## Rules by targets\n")
 		for _, m := range v.Matrices {
-			p("\n### %s suite\n\n| rule | level |", m.Suite)
+			p("\n### %s suite\n\n| rule | level |", md(m.Suite))
 			for _, t := range m.Targets {
 				p(" %s |", cell(t))
 			}
 			p("\n|---|---|%s\n", strings.Repeat("---|", len(m.Targets)))
 			for _, row := range m.Rows {
-				p("| %s | %s |", row.Rule, row.Level)
+				p("| %s | %s |", md(row.Rule), md(string(row.Level)))
 				for _, c := range row.Cells {
 					s := shortVerdict(c.Verdict)
 					if c.Verdict == verdict.Fail {
@@ -75,7 +76,7 @@ func Markdown(w io.Writer, r *Report) error {
 	}
 
 	if len(v.Env) > 0 {
-		p("\n## Environment\n\nKit %s %s, built with %s.\n", r.Kit.Name, r.Kit.Version, r.Kit.GoVersion)
+		p("\n## Environment\n\nKit %s %s, built with %s.\n", md(r.Kit.Name), md(r.Kit.Version), md(r.Kit.GoVersion))
 		for _, e := range v.Env {
 			server := strings.Join(e.Server, "; ")
 			for _, c := range e.Compared {
@@ -87,16 +88,16 @@ func Markdown(w io.Writer, r *Report) error {
 			if server == "" {
 				server = "nothing read beyond the version"
 			}
-			settings := "**" + e.SettingsFrom + "**"
+			settings := "**" + md(e.SettingsFrom) + "**"
 			if e.Settings != "" {
-				settings += ": " + e.Settings
+				settings += ": " + md(e.Settings)
 			}
 			status := e.Status
 			for _, n := range e.Notes {
 				status += "; " + n
 			}
 			p("\n### %s\n\n| | |\n|---|---|\n| reached | %s |\n| server version | %s |\n| read from the server | %s |\n| time scale | %s |\n| settings under test | %s |\n| status | %s |\n",
-				e.Target, cell(e.Mode), cell(e.Version), cell(server), cell(e.Scale), cell(settings), cell(status))
+				md(e.Target), cell(e.Mode), cell(e.Version), cell(server), cell(e.Scale), settings, cell(status))
 		}
 	}
 
@@ -105,36 +106,36 @@ func Markdown(w io.Writer, r *Report) error {
 		if len(v.TargetHazards) > 0 {
 			p("\n### On the target\n\n")
 			for _, h := range v.TargetHazards {
-				p("- **%s on %s** (%s): %s\n", h.Rule, h.Target, h.Whose, h.Text)
+				p("- **%s on %s** (%s): %s\n", md(h.Rule), md(h.Target), md(h.Whose), md(h.Text))
 			}
 		}
 		if len(v.KitHazards) > 0 {
 			p("\n### Of the kit's test set-up\n\n")
 			for _, h := range v.KitHazards {
-				p("- **%s on %s** (%s): %s\n", h.Rule, h.Target, h.Whose, h.Text)
+				p("- **%s on %s** (%s): %s\n", md(h.Rule), md(h.Target), md(h.Whose), md(h.Text))
 			}
 		}
 	}
 
 	if pl := v.Plan; pl != nil {
-		p("\n## Pipeline profile %s: static analysis\n\nFrom `%s`; nothing was started for this part. These hazards are the pipeline profile's (the team's declared design).\n\n### Declared pipeline\n\n", pl.Profile, pl.File)
+		p("\n## Pipeline profile %s: static analysis\n\nFrom %s; nothing was started for this part. These hazards are the pipeline profile's (the team's declared design).\n\n### Declared pipeline\n\n", md(pl.Profile), codeSpan(pl.File))
 		for _, l := range pl.Pipeline {
-			p("- `%s`\n", l)
+			p("- %s\n", codeSpan(l))
 		}
 		p("\n### %d hazard%s\n", len(pl.Hazards), map[bool]string{true: "", false: "s"}[len(pl.Hazards) == 1])
 		for _, h := range pl.Hazards {
-			p("\n#### H%d %s `%s`: %s\n\n%s\n\n`%s:%d` field `%s`\n", h.N, h.Rule, h.Check, h.Subject, h.Summary, pl.File, h.Line, h.Field)
+			p("\n#### H%d %s %s: %s\n\n%s\n\n%s field %s\n", h.N, md(h.Rule), codeSpan(h.Check), md(h.Subject), md(h.Summary), codeSpan(fmt.Sprintf("%s:%d", pl.File, h.Line)), codeSpan(h.Field))
 			if h.Contract != "" {
-				p("\n> %s\n\nsource: %s\n", h.Contract, h.Source)
+				p("\n> %s\n\nsource: %s\n", md(h.Contract), md(h.Source))
 			}
 			p("\nArithmetic:\n\n")
 			for _, a := range h.Arithmetic {
-				p("- %s\n", a)
+				p("- %s\n", md(a))
 			}
 			if len(h.Timeline) > 0 {
 				p("\nTimeline:\n\n| # | when | what | drawn as |\n|---|---|---|---|\n")
 				for i, m := range h.Timeline {
-					p("| %d | %s | %s | %s |\n", i+1, markWhen(m), cell(m.Text), shapeName(markShape(m.Text)))
+					p("| %d | %s | %s | %s |\n", i+1, cell(markWhen(m)), cell(m.Text), shapeName(markShape(m.Text)))
 				}
 			}
 		}
@@ -147,26 +148,26 @@ func Markdown(w io.Writer, r *Report) error {
 	if len(v.Rules) > 0 {
 		p("\n## Verdicts\n\n| target | rule | level | kind | verdict | reason |\n|---|---|---|---|---|---|\n")
 		for _, rv := range v.Rules {
-			p("| %s | %s | %s | %s | %s | %s |\n", cell(rv.Target), rv.Rule, rv.Level, rv.Kind, mark(rv.Verdict), cell(rv.Reason))
+			p("| %s | %s | %s | %s | %s | %s |\n", cell(rv.Target), md(rv.Rule), md(rv.Level), md(rv.Kind), mark(rv.Verdict), cell(rv.Reason))
 		}
 		p("\n## Rules: contract, evidence, timeline\n")
 		for _, rv := range v.Rules {
-			p("\n### %s on %s: %s\n\n**%s** (%s, %s, %s)\n", rv.Rule, rv.Target, rv.Verdict, rv.Title, rv.Level, rv.Kind, rv.Duration)
+			p("\n### %s on %s: %s\n\n**%s** (%s, %s, %s)\n", md(rv.Rule), md(rv.Target), md(string(rv.Verdict)), md(rv.Title), md(rv.Level), md(rv.Kind), md(rv.Duration))
 			if rv.Contract != "" {
-				p("\n> %s\n\nsource: %s\n", rv.Contract, rv.Source)
+				p("\n> %s\n\nsource: %s\n", md(rv.Contract), md(rv.Source))
 			}
-			p("\n%s\n", rv.Reason)
+			p("\n%s\n", md(rv.Reason))
 			for _, h := range rv.Hazards {
-				p("\n- hazard (%s): %s\n", h.Whose, h.Text)
+				p("\n- hazard (%s): %s\n", md(h.Whose), md(h.Text))
 			}
 			if len(rv.Comparisons) > 0 {
-				p("\n| setting | %s | actual | source | match |\n|---|---|---|---|---|\n", rv.DeclaredLabel)
+				p("\n| setting | %s | actual | source | match |\n|---|---|---|---|---|\n", md(rv.DeclaredLabel))
 				for _, c := range rv.Comparisons {
 					src := c.Source
 					if src == "server" {
 						src = "read from the server"
 					}
-					p("| %s | %s | %s | %s | %s |\n", cell(c.Setting), cell(c.Declared), cell(c.Actual), src, map[bool]string{true: "yes", false: "**NO**"}[c.Match])
+					p("| %s | %s | %s | %s | %s |\n", cell(c.Setting), cell(c.Declared), cell(c.Actual), cell(src), map[bool]string{true: "yes", false: "**NO**"}[c.Match])
 				}
 			}
 			if len(rv.Figures) > 0 {
@@ -177,9 +178,10 @@ func Markdown(w io.Writer, r *Report) error {
 			}
 			for _, n := range rv.Notes {
 				if strings.Contains(n, "\n") {
-					p("\n```\n%s\n```\n", n)
+					f := fence(n)
+					p("\n%s\n%s\n%s\n", f, n, f)
 				} else {
-					p("\n- %s\n", n)
+					p("\n- %s\n", md(n))
 				}
 			}
 			if len(rv.Ops) > 0 {
@@ -187,11 +189,12 @@ func Markdown(w io.Writer, r *Report) error {
 				if rv.OpsTotal > len(rv.Ops) {
 					more = fmt.Sprintf(", first %d shown", len(rv.Ops))
 				}
-				p("\n%s (%d operations%s; raw: `%s`):\n\n```\n", upperFirst(rv.OpsLabel), rv.OpsTotal, more, rv.History)
+				var ops strings.Builder
 				for _, op := range rv.Ops {
-					b.WriteString(opLine(op) + "\n")
+					ops.WriteString(opLine(op) + "\n")
 				}
-				b.WriteString("```\n")
+				f := fence(ops.String())
+				p("\n%s (%d operations%s; raw: %s):\n\n%s\n%s%s\n", md(upperFirst(rv.OpsLabel)), rv.OpsTotal, more, codeSpan(rv.History), f, ops.String(), f)
 			}
 		}
 	}
@@ -200,7 +203,9 @@ func Markdown(w io.Writer, r *Report) error {
 	for _, t := range Glossary {
 		p("- **%s**: %s\n", t.Term, t.Text)
 	}
-	_, err := io.WriteString(w, b.String())
+	// The document's own layout stays; any control character a target,
+	// profile or results.json put into a field is shown escaped.
+	_, err := io.WriteString(w, safetext.Lines(b.String()))
 	return err
 }
 
@@ -239,9 +244,64 @@ func mark(v verdict.Verdict) string {
 	return string(v)
 }
 
-func cell(s string) string {
-	s = strings.ReplaceAll(s, "|", `\|`)
-	return strings.ReplaceAll(s, "\n", " ")
+// cell is text in a table cell.
+func cell(s string) string { return md(s) }
+
+// mdEscaper escapes what Markdown or HTML would read as markup: the text
+// shows as written, and no <script>, link or emphasis of a target's making
+// becomes one.
+var mdEscaper = strings.NewReplacer(
+	`\`, `\\`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`, "|", `\|`,
+	"<", "&lt;", ">", "&gt;", "&", "&amp;", "~", `\~`,
+	"\r\n", " ", "\n", " ", "\r", " ",
+)
+
+// md is text from outside the kit in running Markdown: markup escaped,
+// newlines folded (a newline in a profile's name adds no heading), and a
+// leading block marker (#, -, +, =, 1.) escaped where it starts a line.
+func md(s string) string {
+	s = mdEscaper.Replace(s)
+	if s != "" && strings.ContainsAny(s[:1], "#-+=") || leadingOrdinal(s) {
+		s = `\` + s
+	}
+	return s
+}
+
+func leadingOrdinal(s string) bool {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i > 0 && i < len(s) && (s[i] == '.' || s[i] == ')')
+}
+
+// codeSpan is text shown as code in running Markdown: a fence of
+// backticks longer than any run inside, newlines folded.
+func codeSpan(s string) string {
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	f := strings.Repeat("`", longestRun(s, '`')+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " " // CommonMark strips one space each side
+	}
+	return f + s + f
+}
+
+// fence is a code block fence no line of s can close.
+func fence(s string) string {
+	return strings.Repeat("`", max(3, longestRun(s, '`')+1))
+}
+
+func longestRun(s string, c byte) int {
+	best, n := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			n++
+			best = max(best, n)
+		} else {
+			n = 0
+		}
+	}
+	return best
 }
 
 // where is the mode, with the address when it says more than the mode.

@@ -109,7 +109,7 @@ func TestSeedMarkShapes(t *testing.T) {
 // comparison, hazards of both owners, a timed timeline and the seed's plan.
 func handReport(t *testing.T) *Report {
 	t.Helper()
-	p, err := profile.Load(filepath.Join("..", "examples", "profiles", "seed-07-07.yaml"))
+	p, err := profile.Load(filepath.Join("..", "..", "examples", "profiles", "seed-07-07.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestMarkdownSaysTheSame(t *testing.T) {
 // a round trip through results.json.
 func TestPlanReport(t *testing.T) {
 	for file, want := range map[string]int{"seed-07-07.yaml": ExitMustFailed, "hazard-free.yaml": ExitConformant} {
-		p, err := profile.Load(filepath.Join("..", "examples", "profiles", file))
+		p, err := profile.Load(filepath.Join("..", "..", "examples", "profiles", file))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -94,7 +95,7 @@ func BuildGoRun(ctx context.Context, argv []string, dir, workDir string) (out []
 	bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	args := append(append([]string{"build", "-o", bin}, flags...), pkgs...)
-	cmd := exec.CommandContext(bctx, argv[0], args...)
+	cmd := Grouped(exec.CommandContext(bctx, argv[0], args...))
 	cmd.Dir = workDir
 	// The build's scratch space inside dir, so that removing dir removes
 	// it even when the build was killed half-way (an interrupt).
@@ -107,4 +108,21 @@ func BuildGoRun(ctx context.Context, argv []string, dir, workDir string) (out []
 		return nil, false, fmt.Errorf("go build %s: %v: %s", strings.Join(pkgs, " "), err, strings.TrimSpace(string(b)))
 	}
 	return append([]string{bin}, argv[i:]...), true, nil
+}
+
+// Grouped makes cmd a helper the kit starts and owns whole (a build, an
+// installer): its own process group, the parent-death signal on Linux,
+// and a cancelled context kills the group (the go command's compile and
+// link children too), not only the process it started.
+func Grouped(cmd *exec.Cmd) *exec.Cmd {
+	cmd.SysProcAttr = childAttr()
+	cmd.Cancel = func() error {
+		if cmd.Process == nil {
+			return nil
+		}
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		return cmd.Process.Kill()
+	}
+	cmd.WaitDelay = 2 * time.Second // output pipes held by an orphan do not block Wait
+	return cmd
 }

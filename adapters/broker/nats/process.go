@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/internal/leftovers"
+	"github.com/onceproof/tck/internal/procs"
 )
 
 // BinaryEnv names a nats-server binary to use for child processes instead of
@@ -61,7 +62,7 @@ func findBinary(ctx context.Context) (string, error) {
 	}
 	bctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(bctx, goBin, "install", "github.com/nats-io/nats-server/v2@v"+strings.TrimPrefix(Version, "v"))
+	cmd := procs.Grouped(exec.CommandContext(bctx, goBin, "install", "github.com/nats-io/nats-server/v2@v"+strings.TrimPrefix(Version, "v")))
 	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=-mod=mod")
 	cmd.Dir = os.TempDir() // outside any module: install the released version
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -34,6 +34,9 @@ type Options struct {
 	Progress func(verdict.Result)
 }
 
+// InterruptGrace is how long a rule has to return once interrupted.
+const InterruptGrace = 2 * time.Second
+
 // mu serializes runs: Ginkgo's suite lives in package globals.
 var mu sync.Mutex
 
@@ -64,6 +67,10 @@ func Run(target string, register func(), opts Options) []verdict.Result {
 	suiteCfg := types.NewDefaultSuiteConfig()
 	suiteCfg.Timeout = 24 * time.Hour // each rule has its own deadline
 	suiteCfg.RandomSeed = 1           // the catalog's order, every time
+	// On SIGINT or SIGTERM Ginkgo cancels the running rule's context and
+	// waits this long for it to return before it moves on: an interrupt
+	// ends the run within seconds whatever rule runs (cleanup comes after).
+	suiteCfg.GracePeriod = InterruptGrace
 	// Every spec carries its rule id as a label (spec.Labels).
 	suiteCfg.LabelFilter = strings.Join(opts.Rules, " || ")
 	repCfg := types.NewDefaultReporterConfig()

@@ -96,7 +96,7 @@ var commands = map[string]struct {
 	"run":      {cmdRun, "run suites against targets and write a report"},
 	"selftest": {cmdSelftest, "run every deliberately broken target and print the kill matrix"},
 	"report":   {cmdReport, "re-render report.md, report.html and junit.xml from a results.json; report diff OLD NEW compares two"},
-	"clean":    {cmdClean, "remove containers the kit left behind on this Docker host"},
+	"clean":    {cmdClean, "remove what a killed run left behind: temporary folders, report-folder locks, containers"},
 	"version":  {cmdVersion, "print the kit's version"},
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,7 +20,7 @@ import (
 // declared pipeline, nothing started. Exit 0 with no hazard, 1 with any,
 // 3 on a malformed profile (file:line: field: what is wrong).
 // With --out it also writes the analysis as a report folder.
-func planProfile(file, format, out, command string, stdout io.Writer) error {
+func planProfile(ctx context.Context, file, format, out, command string, stdout io.Writer) error {
 	if err := checkFormat(format, "text", "json"); err != nil {
 		return err
 	}
@@ -28,6 +29,9 @@ func planProfile(file, format, out, command string, stdout io.Writer) error {
 		return usagef("%v", err)
 	}
 	plan := profile.Analyze(p)
+	if ctx.Err() != nil {
+		return interrupted()
+	}
 	if out != "" {
 		now := time.Now()
 		dir, unlock, err := claimOutDir(out, now)

@@ -142,7 +142,7 @@ func sortStable[T any](s []T, less func(a, b T) bool) {
 	}
 }
 
-func cmdPlan(_ context.Context, args []string, stdout, _ io.Writer) error {
+func cmdPlan(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs := newFlags("plan")
 	var sel selection
 	fs.Var(&sel.suites, "suite", "suite to run (repeatable; default: every suite)")
@@ -158,7 +158,7 @@ func cmdPlan(_ context.Context, args []string, stdout, _ io.Writer) error {
 		if len(sel.suites)+len(sel.targets)+len(sel.rules) > 0 {
 			return usagef("--profile is a static analysis of the profile alone; it takes no --suite, --target or --rule")
 		}
-		return planProfile(*prof, *format, *planOut, target.Redact("tck plan "+strings.Join(args, " ")), stdout)
+		return planProfile(ctx, *prof, *format, *planOut, target.Redact("tck plan "+strings.Join(args, " ")), stdout)
 	}
 	if *format != "text" || *planOut != "" {
 		return usagef("--format and --out are for --profile only")
@@ -220,6 +220,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	prof, profPlan, err := loadRunProfile(*profFile, p)
 	if err != nil {
 		return err
+	}
+	if ctx.Err() != nil {
+		return interrupted() // while loading: nothing started, nothing written
 	}
 	for _, t := range p.targets {
 		if t.kind.Key() == "consumer/process" {
@@ -331,6 +334,11 @@ func (e notWrittenError) Error() string {
 }
 
 func notWritten(what string, err error) error { return notWrittenError{what, err} }
+
+// interrupted ends a command a signal stopped before it started anything.
+func interrupted() error {
+	return exitError{reports.ExitInconclusive}
+}
 
 func skippedAll(t planned, reason string) []verdict.Result {
 	var out []verdict.Result

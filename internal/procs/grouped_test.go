@@ -3,6 +3,7 @@ package procs
 import (
 	"bufio"
 	"context"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -35,11 +36,26 @@ func TestGroupedKillsTheGroup(t *testing.T) {
 	if el := time.Since(start); el > 3*time.Second {
 		t.Errorf("the cancelled helper took %s to end", el)
 	}
-	for i := 0; i < 50 && syscall.Kill(grandchild, 0) == nil; i++ {
-		time.Sleep(20 * time.Millisecond) // reaped by init once killed
+	for i := 0; i < 150 && running(grandchild); i++ {
+		time.Sleep(20 * time.Millisecond)
 	}
-	if err := syscall.Kill(grandchild, 0); err == nil {
+	if running(grandchild) {
 		syscall.Kill(grandchild, syscall.SIGKILL)
 		t.Errorf("the helper's child %d outlived the cancel", grandchild)
 	}
+}
+
+// running: the process exists and is not a zombie waiting for init to
+// reap it (killed is what counts).
+func running(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }

@@ -71,8 +71,14 @@ func TestHostileTextNeverRaw(t *testing.T) {
 		checkOutputs(t, dir, map[string]string{"stdout": stdout, "stderr": stderr})
 		// The same names through a crafted results.json: report --in and diff.
 		code, stdout, stderr = tck(t, "report", "--in", dir)
+		if code > reports.ExitInconclusive {
+			t.Errorf("report --in: exit %d, %s", code, stderr)
+		}
 		checkOutputs(t, dir, map[string]string{"report stdout": stdout, "report stderr": stderr})
 		code, stdout, stderr = tck(t, "report", "diff", dir, dir)
+		if code != 0 {
+			t.Errorf("report diff: exit %d, %s", code, stderr)
+		}
 		checkOutputs(t, t.TempDir(), map[string]string{"diff stdout": stdout, "diff stderr": stderr})
 	})
 	t.Run("HTTP service", func(t *testing.T) {

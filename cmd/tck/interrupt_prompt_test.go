@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestInterruptIsPrompt: SIGTERM or SIGINT in the middle of long rules ends
+// the run within seconds, cleanly (issue 21, input 9: SIGTERM 0.9 s into
+// these rules exited after 16 s, once with "directory not empty"). The
+// bound is generous (a loaded runner); the figure is the grace a rule has
+// (runner.InterruptGrace) plus the target's stop.
+func TestInterruptIsPrompt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: builds the CLI")
+	}
+	bin := filepath.Join(t.TempDir(), "tck")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building tck: %v\n%s", err, out)
+	}
+	for _, c := range []struct {
+		sig   syscall.Signal
+		delay time.Duration
+	}{{syscall.SIGTERM, 900 * time.Millisecond}, {syscall.SIGINT, 2 * time.Second}, {syscall.SIGTERM, 3 * time.Second}} {
+		t.Run(c.sig.String()+"@"+c.delay.String(), func(t *testing.T) {
+			tmp := t.TempDir()
+			cmd := exec.Command(bin, "run", "--quiet", "--suite", "broker", "--rule", "BR-3.1,BR-1.7,BR-2.9", "--out", filepath.Join(t.TempDir(), "out"))
+			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+				t.Skipf("the run ended before %s", c.delay)
+			case <-time.After(c.delay):
+			}
+			sent := time.Now()
+			_ = cmd.Process.Signal(c.sig)
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(60 * time.Second):
+				_ = cmd.Process.Kill()
+				t.Fatalf("still running 60 s after %s", c.sig)
+			}
+			if took := time.Since(sent); took > 10*time.Second {
+				t.Errorf("exited %s after %s", took, c.sig)
+			}
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			}
+			if code != 2 || strings.Contains(stderr.String(), "not empty") {
+				t.Errorf("exit %d, stderr:\n%s", code, stderr.String())
+			}
+			if left, _ := os.ReadDir(tmp); len(left) > 0 {
+				t.Errorf("left in TMPDIR: %v", left)
+			}
+		})
+	}
+}

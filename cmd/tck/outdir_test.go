@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -116,4 +118,66 @@ func snapshot(t *testing.T, dir string) map[string][]byte {
 		return nil
 	})
 	return out
+}
+
+// TestOneLockManyProcesses is TestOneLockManyStarts across processes, as
+// users start runs: 14 at once, 10 times; the winners' hold intervals
+// never overlap.
+func TestOneLockManyProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: 140 processes")
+	}
+	dir := filepath.Join(t.TempDir(), "out")
+	for round := 0; round < 10; round++ {
+		var cmds []*exec.Cmd
+		var outs []*strings.Builder
+		for i := 0; i < 14; i++ {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestLockChild$")
+			cmd.Env = append(os.Environ(), "TCK_LOCK_CHILD="+dir)
+			var b strings.Builder
+			cmd.Stdout = &b
+			cmds, outs = append(cmds, cmd), append(outs, &b)
+		}
+		for _, c := range cmds {
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		type span struct{ from, to int64 }
+		var held []span
+		for i, c := range cmds {
+			_ = c.Wait()
+			var s span
+			if n, _ := fmt.Sscanf(outs[i].String(), "held %d %d", &s.from, &s.to); n == 2 {
+				held = append(held, s)
+			}
+		}
+		if len(held) == 0 {
+			t.Fatalf("round %d: no process took the free lock", round)
+		}
+		for i := range held {
+			for j := i + 1; j < len(held); j++ {
+				if held[i].from < held[j].to && held[j].from < held[i].to {
+					t.Errorf("round %d: two processes held the lock at once: %v %v", round, held[i], held[j])
+				}
+			}
+		}
+	}
+}
+
+// TestLockChild is one process of TestOneLockManyProcesses.
+func TestLockChild(t *testing.T) {
+	dir := os.Getenv("TCK_LOCK_CHILD")
+	if dir == "" {
+		t.Skip("a child of TestOneLockManyProcesses")
+	}
+	_, unlock, err := claimOutDir(dir, time.Now())
+	if err != nil {
+		return
+	}
+	from := time.Now().UnixNano()
+	time.Sleep(20 * time.Millisecond)
+	to := time.Now().UnixNano()
+	unlock()
+	fmt.Printf("held %d %d\n", from, to)
 }

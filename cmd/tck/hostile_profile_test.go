@@ -73,7 +73,9 @@ func TestHostileProfiles(t *testing.T) {
 			code, stdout, stderr := tck(t, "plan", "--profile", prof, "--out", out)
 			took := time.Since(start)
 			runtime.ReadMemStats(&after)
-			if alloc := after.TotalAlloc - before.TotalAlloc; took > 2*time.Second || alloc > 200<<20 {
+			alloc := after.TotalAlloc - before.TotalAlloc
+			t.Logf("exit %d in %s, %.1f MB allocated", code, took.Round(time.Millisecond), float64(alloc)/(1<<20))
+			if took > 2*time.Second || alloc > 200<<20 {
 				t.Errorf("took %s and %d MB", took, alloc>>20)
 			}
 			if code != c.code {

@@ -37,7 +37,7 @@ import (
 	"github.com/onceproof/tck/internal/target"
 )
 
-// Version is the kit's version. A release build sets it with
+// Version is the kit's version. `make build` sets it to the commit with
 // -ldflags "-X main.Version=..."; otherwise it comes from the build info
 // (the module version for `go install ...@vX`, else the VCS revision).
 var Version = ""

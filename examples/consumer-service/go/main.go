@@ -1,7 +1,7 @@
 // Command go is the reference consumer service in Go (see package svc and
 // docs/consumer-service.md). The kit runs it as a black box:
 //
-//	go run ./cmd/tck run --suite consumer --target 'consumer/process=cmd:go run ./examples/consumer-service/go'
+//	tck run --suite consumer --target 'consumer/process=cmd:go run ./examples/consumer-service/go'
 package main
 
 import "github.com/onceproof/tck/examples/consumer-service/go/svc"

@@ -92,7 +92,9 @@ func makePlan(reg *target.Registry, sel selection) (plan, error) {
 	}
 	suites := sel.suites
 	if len(suites) == 0 && len(sel.targets) == 0 {
-		suites = catalog.Suites()
+		// --rule alone: only the suites holding a selected rule, so a run
+		// of ES-2.1 starts no broker, consumer or api target.
+		suites = ruleSuites(sel.rules)
 	}
 	for _, s := range suites {
 		if named[s] {
@@ -130,8 +132,37 @@ func makePlan(reg *target.Registry, sel selection) (plan, error) {
 				return p, usagef("rule %s belongs to suite %s, which this run does not include", id, r.Suite)
 			}
 		}
+		// A suite or target named alongside --rule that holds none of the
+		// rules would start for nothing: refused, never started idle.
+		held := map[string]bool{}
+		for _, s := range ruleSuites(p.rules) {
+			held[s] = true
+		}
+		for _, t := range p.targets {
+			if !held[t.kind.Suite] {
+				return p, usagef("%s (suite %s) holds none of the rules selected by --rule (%s)", t.name, t.kind.Suite, strings.Join(p.rules, ", "))
+			}
+		}
 	}
 	return p, nil
+}
+
+// ruleSuites is the suites holding the given rules (every suite when none
+// is given), in catalog order.
+func ruleSuites(rules []string) []string {
+	if len(rules) == 0 {
+		return catalog.Suites()
+	}
+	var out []string
+	for _, s := range catalog.Suites() {
+		for _, id := range rules {
+			if catalog.MustLookup(id).Suite == s {
+				out = append(out, s)
+				break
+			}
+		}
+	}
+	return out
 }
 
 func sortStable[T any](s []T, less func(a, b T) bool) {
@@ -193,7 +224,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var sel selection
 	fs.Var(&sel.suites, "suite", "suite to run (repeatable; default: every suite)")
 	fs.Var(&sel.targets, "target", "target SUITE/NAME[=ADDRESS] (repeatable; default: each suite's default)")
-	fs.Var(&sel.rules, "rule", "only these rule ids (repeatable); the others are reported as skipped")
+	fs.Var(&sel.rules, "rule", "only these rule ids (repeatable): only targets of their suites start; the suites' other rules are reported as skipped")
 	out := fs.String("out", "", "report folder (default: a new timestamped folder under ./tck-results/)")
 	quiet := fs.Bool("quiet", false, "no progress lines, only the summary")
 	seed := fs.Int64("seed", 0, "seed for every randomized rule (0: each rule picks one and records it in its evidence)")
@@ -299,6 +330,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			Rules: p.rules,
 			Log:   logFile,
 			Progress: func(r verdict.Result) {
+				if r.Verdict == verdict.Skipped && len(p.rules) > 0 && !contains(p.rules, r.Rule) {
+					return // not selected: in the report as skipped, not on the terminal
+				}
 				progress("  %-7s %-14s %6.0fms  %s", r.Rule, r.Verdict, r.DurationMs, clip(r.Reason, 100))
 			},
 		})

@@ -202,6 +202,11 @@ func cmdVersion(_ context.Context, args []string, stdout, _ io.Writer) error {
 	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "onceproof tck %s\n", kitVersion())
+	v := kitVersion()
+	if v == "devel" {
+		// go run, or a build with -buildvcs=false: say how to get the commit.
+		v += " (no version stamp and no VCS information: make build stamps the commit)"
+	}
+	fmt.Fprintf(stdout, "onceproof tck %s\n", v)
 	return nil
 }

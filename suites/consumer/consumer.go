@@ -64,13 +64,7 @@ func newSet(t Target) *spec.Set {
 	}
 	caps = append(caps, brokerCaps(t)...)
 	s := spec.New("consumer", caps...)
-	s.Reasons = brokerReasons(t)
-	if t.Service != nil {
-		if s.Reasons == nil {
-			s.Reasons = map[string]string{}
-		}
-		s.Reasons["CO-4.1"] = "a consumer service's outbox, if it has one, is inside the black box: the kit has no writer and relay of it to crash between commit and publish"
-	}
+	s.Reasons = reasons(t)
 	if t.Timeout > 0 {
 		s.Timeout = t.Timeout
 	} else if t.Service != nil {

@@ -11,7 +11,8 @@ import (
 // Target is the consumer under test and the broker it reads from.
 type Target struct {
 	// Broker opens a handle on the broker deliveries come from; the kit
-	// creates (and deletes) its own topics on it, one per rule.
+	// creates (and deletes) its own topics on it, one per rule. nil: each
+	// rule starts an embedded NATS JetStream server of its own.
 	Broker func(ctx context.Context) (mq.Broker, error)
 	// BrokerCaps, when set, is what that broker has; the rules that need a
 	// mechanism it lacks are not-applicable with the reason (brokers.go).
@@ -39,7 +40,7 @@ type Target struct {
 	Timeout time.Duration
 	// Service, when set, is a consumer service the kit runs as its own
 	// process and checks from outside (see Service): the same rules, with
-	// Broker, New and Outbox unused.
+	// Broker, BrokerCaps, New, Outbox and Timing unused.
 	Service *Service
 }
 

@@ -96,21 +96,11 @@ type svcDelivery struct {
 }
 
 func (s Service) withDefaults() Service {
-	if s.Workers <= 0 {
-		s.Workers = 2
-	}
-	if s.AckWait <= 0 {
-		s.AckWait = 2 * time.Second
-	}
-	if s.MaxDeliver <= 0 {
-		s.MaxDeliver = 20
-	}
-	if s.Ready <= 0 {
-		s.Ready = 60 * time.Second
-	}
-	if s.Settle <= 0 {
-		s.Settle = 30 * time.Second
-	}
+	orDefault(&s.Workers, 2)
+	orDefault(&s.AckWait, 2*time.Second)
+	orDefault(&s.MaxDeliver, 20)
+	orDefault(&s.Ready, 60*time.Second)
+	orDefault(&s.Settle, 30*time.Second)
 	return s
 }
 
@@ -118,6 +108,9 @@ func (s Service) withDefaults() Service {
 // them and remove everything.
 func openBlackbox(r *spec.R, t Target) *blackbox {
 	s := t.Service.withDefaults()
+	// Started first, so it is stopped last: the world's cleanup deletes
+	// the stream on it.
+	natsURL := embeddedURL(r)
 	ctx, cancel := context.WithCancel(r.Context())
 	w := newWorld(r, t, ctx)
 	h := &blackbox{world: w, s: s,
@@ -140,7 +133,7 @@ func openBlackbox(r *spec.R, t Target) *blackbox {
 	}
 	h.sinks = sk
 	sk.SetHook(h.sinkHook)
-	ch, err := coservice.Open(r.Context(), embeddedURL(r), strings.ReplaceAll(h.tag, ".", "-"), s.AckWait, s.MaxDeliver)
+	ch, err := coservice.Open(r.Context(), natsURL, strings.ReplaceAll(h.tag, ".", "-"), s.AckWait, s.MaxDeliver)
 	if err != nil {
 		r.Unknown("creating the rule's stream and durable consumer: %v", err)
 	}

@@ -9,9 +9,11 @@
 // A backend author plugs a consumer in with one call from a plain Go test,
 // in the style of testing/fstest.TestFS (see examples/consumer):
 //
-//	consumer.Check(t, consumer.Target{Broker: ..., New: myconsumer.New, Declared: ...})
+//	consumer.Check(t, consumer.Target{New: myconsumer.New, Declared: ...})
 //
 // or, inside a Ginkgo suite, with consumer.Register(target) before RunSpecs.
+// Without a Target.Broker each rule runs over an embedded NATS JetStream
+// server of its own; a consumer service (Target.Service) always does.
 package consumer
 
 import (

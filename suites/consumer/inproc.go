@@ -67,7 +67,7 @@ func openInproc(r *spec.R, t Target) *inproc {
 	r.DeferCleanup(func() { _ = os.RemoveAll(dir) })
 	open := t.Broker
 	if open == nil {
-		open = embeddedBroker(r)
+		open = embeddedBroker(r) // stopped after the world's cleanup, which deletes the topic on it
 	}
 	b, err := open(r.Context())
 	if err != nil {

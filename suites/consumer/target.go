@@ -72,20 +72,20 @@ func (t Target) withDefaults() Target {
 }
 
 func (t Timing) withDefaults() Timing {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	if t.Scale <= 0 {
-		t.Scale = 1200
-	}
-	def(&t.AckWait, 2*time.Minute)
-	def(&t.RedeliveryHorizon, 11*time.Minute)
-	def(&t.NakDelay, 30*time.Second)
-	def(&t.Settle, 5*time.Second)
-	def(&t.HandleDeadline, 2*time.Second)
-	def(&t.NotifyLatency, 2*time.Millisecond)
-	def(&t.ReadLatency, 3*time.Millisecond)
+	orDefault(&t.Scale, 1200)
+	orDefault(&t.AckWait, 2*time.Minute)
+	orDefault(&t.RedeliveryHorizon, 11*time.Minute)
+	orDefault(&t.NakDelay, 30*time.Second)
+	orDefault(&t.Settle, 5*time.Second)
+	orDefault(&t.HandleDeadline, 2*time.Second)
+	orDefault(&t.NotifyLatency, 2*time.Millisecond)
+	orDefault(&t.ReadLatency, 3*time.Millisecond)
 	return t
+}
+
+// orDefault sets *p to v when it is not positive (unset).
+func orDefault[T int | float64 | time.Duration](p *T, v T) {
+	if *p <= 0 {
+		*p = v
+	}
 }

@@ -346,7 +346,7 @@ func (h *blackbox) unsettled(waiting []string) {
 	h.mu.Lock()
 	setup := append([]string(nil), h.setupErrs...)
 	h.mu.Unlock()
-	errs := h.errors()
+	errs := h.consumerErrs()
 	if len(setup) > 0 {
 		h.r.Unknown("the kit could not keep the service running: %s", setup[0])
 	}

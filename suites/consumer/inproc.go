@@ -111,7 +111,7 @@ func (h *inproc) unsettled(waiting []string) {
 	h.mu.Lock()
 	blocked, panics := append([]string(nil), h.blocked...), append([]string(nil), h.panics...)
 	h.mu.Unlock()
-	errs := h.errors()
+	errs := h.consumerErrs()
 	if len(blocked) > 0 {
 		h.ev.Notef("deadline: %s", blocked[0])
 		h.r.Unknown("the consumer blocked: %s; %d message(s) never acked", blocked[0], len(waiting))

@@ -37,8 +37,8 @@ func (w *world) settle() {
 	w.r.Expect(waiting).To(gomega.BeEmpty(), "the %s never acked %s within %s", w.words.who, strings.Join(waiting, ", "), w.words.settle)
 }
 
-// errors is a copy of the errors the kit did not cause.
-func (w *world) errors() []string {
+// consumerErrs is a copy of the errors the kit did not cause.
+func (w *world) consumerErrs() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]string(nil), w.errs...)

@@ -9,9 +9,11 @@
 // A backend author plugs a consumer in with one call from a plain Go test,
 // in the style of testing/fstest.TestFS (see examples/consumer):
 //
-//	consumer.Check(t, consumer.Target{Broker: ..., New: myconsumer.New, Declared: ...})
+//	consumer.Check(t, consumer.Target{New: myconsumer.New, Declared: ...})
 //
 // or, inside a Ginkgo suite, with consumer.Register(target) before RunSpecs.
+// Without a Target.Broker each rule runs over an embedded NATS JetStream
+// server of its own; a consumer service (Target.Service) always does.
 package consumer
 
 import (
@@ -64,13 +66,7 @@ func newSet(t Target) *spec.Set {
 	}
 	caps = append(caps, brokerCaps(t)...)
 	s := spec.New("consumer", caps...)
-	s.Reasons = brokerReasons(t)
-	if t.Service != nil {
-		if s.Reasons == nil {
-			s.Reasons = map[string]string{}
-		}
-		s.Reasons["CO-4.1"] = "a consumer service's outbox, if it has one, is inside the black box: the kit has no writer and relay of it to crash between commit and publish"
-	}
+	s.Reasons = reasons(t)
 	if t.Timeout > 0 {
 		s.Timeout = t.Timeout
 	} else if t.Service != nil {

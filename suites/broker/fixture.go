@@ -59,15 +59,16 @@ func newFixture(ctx context.Context, cancel context.CancelFunc, t Target, rule s
 func (f *fixture) stallAware(j judge) judge {
 	return func(r *spec.R) {
 		r.Excuse(func(failure string) string {
-			need := f.need
-			if need <= 0 {
-				need = f.w.Tolerance
-			}
-			p, ok := f.paused(r, need)
-			if !ok {
+			if f.need > 0 {
+				if p, ok := f.paused(r, f.need); ok {
+					return fmt.Sprintf("%s, enough to account for the %s by which the measurement missed: the delay may be the kit's own, not the target's: %s", p, f.need.Round(time.Millisecond), failure)
+				}
 				return ""
 			}
-			return fmt.Sprintf("%s, longer than the %s the measurement allows, so the failure may be the kit's own delay: %s", p, need.Round(time.Millisecond), failure)
+			if p, ok := f.paused(r, f.w.Tolerance); ok {
+				return fmt.Sprintf("%s, longer than the tolerance %s: the failure may come from the kit's own delay, not the target's: %s", p, f.w.Tolerance, failure)
+			}
+			return ""
 		})
 		j(r)
 	}

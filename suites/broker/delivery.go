@@ -206,7 +206,9 @@ func registerDelivery(p *plan) {
 			}
 			// The broker says so once the last attempt's ack wait ended.
 			var signal string
+			f.need = aw / 2 // a pause as long as the wait explains missing the signal
 			r.Eventually(signals).WithTimeout(aw/2).Should(gomega.Receive(&signal), "the broker's max-deliver signal (advisory) must be observed")
+			f.need = 0
 			f.rec.Note("broker", "max-deliver signal", "pos="+signal, "")
 		}
 	})
@@ -332,8 +334,10 @@ func (a *ackedOne) judge(r *spec.R) {
 		return
 	}
 	r.Expect(a.before).To(gomega.Equal(1), "%s retention: the message must be stored before the ack", a.retention)
+	a.f.need = 200 * time.Millisecond // a pause as long as the wait explains a miss
 	r.Eventually(stored).WithTimeout(200*time.Millisecond).WithPolling(20*time.Millisecond).
 		Should(gomega.Equal(0), "under work-queue retention the ack must remove the message")
+	a.f.need = 0
 }
 
 // settledStaysSettled is the workload of BR-2.2 and BR-2.5: take one

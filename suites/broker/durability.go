@@ -79,6 +79,7 @@ func (f *fixture) restart(srv Server, how Restart) (time.Duration, error) {
 // one restart of the rule's own server measured first, on an empty
 // server). The evidence gives the figures and which choice was made.
 func dedupeAfterRestart(f *fixture) judge {
+	f.notTimed() // the judge checks when the retry came itself
 	tol := f.w.Tolerance
 	srv, b, err := f.private()
 	if err != nil {
@@ -199,6 +200,7 @@ func droppedOr(dropped bool) string {
 // graceful restart and, where the target can do it, an abrupt one; the
 // server's sync setting is read and named.
 func survivesRestart(f *fixture) judge {
+	f.notTimed() // what survived does not hang on when the kit looked
 	srv, b, err := f.private()
 	if err != nil {
 		return f.failed(err, "starting a broker of the rule's own")

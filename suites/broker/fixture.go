@@ -45,8 +45,9 @@ type fixture struct {
 	// workload's start to its end so every pause during it is known.
 	unwatch func()
 	// need is the pause that would explain the failure the judge is about
-	// to report (0: the rule's tolerance); judge goroutine only.
-	need time.Duration
+	// to report (0: see scale); judge goroutine only.
+	need    time.Duration
+	untimed bool // see notTimed
 }
 
 func newFixture(ctx context.Context, cancel context.CancelFunc, t Target, rule string) *fixture {
@@ -65,14 +66,36 @@ func (f *fixture) stallAware(j judge) judge {
 				}
 				return ""
 			}
-			if p, ok := f.paused(r, f.w.Tolerance); ok {
-				return fmt.Sprintf("%s, longer than the tolerance %s: the failure may come from the kit's own delay, not the target's: %s", p, f.w.Tolerance, failure)
+			if f.untimed {
+				return ""
+			}
+			if p, ok := f.paused(r, f.scale()); ok {
+				return fmt.Sprintf("%s, as long as the rule's shortest wait (%s) or longer: the failure may come from the kit's own delay, not the target's: %s", p, f.scale(), failure)
 			}
 			return ""
 		})
 		j(r)
 	}
 }
+
+// scale is the shortest pause of the kit that could explain a failure not
+// timed against a tolerance (a late ack let the broker redeliver, a late
+// retry fell outside the window): the rule's shortest wait (the ack wait,
+// the de-dupe window), never below the tolerance. A host merely busy
+// delays the kit by less (a few hundred ms at a load of 8 per core); a
+// stopped or stalled one by more.
+func (f *fixture) scale() time.Duration {
+	d := f.w.AckWait
+	if w := applied(f.w, f.t.Caps); w > 0 && w < d {
+		d = w
+	}
+	return max(f.w.Tolerance, d)
+}
+
+// notTimed says the rule's outcome does not hang on the kit's timing, or
+// that its workload measured the timing that matters itself (BR-1.7: when
+// the retry came): no failure of it is put down to a pause.
+func (f *fixture) notTimed() { f.untimed = true }
 
 // paused names the longest pause of the kit's own process since the rule
 // started when it lasted at least need, and records it as a hazard of the

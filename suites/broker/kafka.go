@@ -120,6 +120,7 @@ func (f *fixture) publishVia(p mq.Producer, actor, topic string, m mq.Message) (
 // reply; the client's own retry, inside the same producer session, must be
 // dropped.
 func idempotentRetry(f *fixture) judge {
+	f.notTimed() // order and counts, each wait a generous bound
 	topic, err := f.topic("t", mq.TopicConfig{Retention: mq.Limits})
 	if err != nil {
 		return f.failed(err, "creating the topic")
@@ -166,6 +167,7 @@ func idempotentRetry(f *fixture) judge {
 // (a restart after a reply it did not trust); a new session re-sends the
 // same message. Without id-based de-dupe the broker stores it twice.
 func resendAfterRestart(f *fixture) judge {
+	f.notTimed() // order and counts, each wait a generous bound
 	sb, j := f.sessions()
 	if j != nil {
 		return j
@@ -219,6 +221,7 @@ func resendAfterRestart(f *fixture) judge {
 // group; the record it is handed first shows what the group kept. The
 // partition's order makes it exact: no wait for something not to happen.
 func commitOrder(f *fixture) judge {
+	f.notTimed() // order and counts, each wait a generous bound
 	topic, err := f.topic("t", mq.TopicConfig{Retention: mq.Limits})
 	if err != nil {
 		return f.failed(err, "creating the topic")
@@ -324,6 +327,7 @@ func orNone(pos string) string {
 // same positions. The evidence sets each offset beside the business
 // sequence it is not.
 func rereadAfterReset(f *fixture) judge {
+	f.notTimed() // order and counts, each wait a generous bound
 	offsets, ok := f.b.(mq.GroupOffsets)
 	if !ok {
 		return func(r *spec.R) {

@@ -96,11 +96,11 @@ func (f *fixture) must(r *spec.R, err error, format string, args ...any) {
 }
 
 // unknown ends the rule unknown; when the kit was paused during the rule
-// for longer than its tolerance, the reason names the pause first (it is
-// the likelier cause) and the pause is a hazard of the kit's set-up.
+// long enough to explain it (see scale), the reason names the pause first
+// (the likelier cause) and the pause is a hazard of the kit's set-up.
 func (f *fixture) unknown(r *spec.R, format string, args ...any) {
 	why := fmt.Sprintf(format, args...)
-	if p, ok := f.paused(r, f.w.Tolerance); ok {
+	if p, ok := f.paused(r, f.scale()); ok {
 		why = p + ": " + why
 	}
 	r.Unknown("%s", why)

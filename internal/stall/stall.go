@@ -74,6 +74,7 @@ var w struct {
 	done    chan struct{}
 	pauses  []Pause
 	since   time.Time // when the heartbeat started (zero: not running)
+	last    time.Time // the heartbeat's latest wake-up
 }
 
 // Hold starts the heartbeat unless it runs already, and returns the
@@ -86,6 +87,7 @@ func Hold() (release func()) {
 	if w.holders == 1 {
 		w.stop, w.done = make(chan struct{}), make(chan struct{})
 		w.pauses, w.since = nil, time.Now()
+		w.last = w.since
 		go beat(w.stop, w.done, w.since)
 	}
 	var once sync.Once
@@ -119,19 +121,28 @@ func beat(stop <-chan struct{}, done chan<- struct{}, prev time.Time) {
 		case <-t.C:
 		}
 		now := time.Now()
-		late := max(now.Sub(prev), now.Round(0).Sub(prev.Round(0))) - Tick
-		if late >= Floor {
-			record(Pause{From: prev.Add(Tick), To: now, Len: late})
-		}
+		p, late := gap(prev, now)
+		beaten(p, late, now)
 		prev = now
 		t.Reset(Tick)
 	}
 }
 
-func record(p Pause) {
+// gap is the pause between two wake-ups, if the second came late.
+func gap(prev, now time.Time) (Pause, bool) {
+	late := max(now.Sub(prev), now.Round(0).Sub(prev.Round(0))) - Tick
+	return Pause{From: prev.Add(Tick), To: now, Len: late}, late >= Floor
+}
+
+// beaten records a wake-up at now and the pause before it, if any.
+func beaten(p Pause, late bool, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.since.IsZero() {
+		return
+	}
+	w.last = now
+	if !late {
 		return
 	}
 	if len(w.pauses) == maxPauses {
@@ -140,15 +151,42 @@ func record(p Pause) {
 	w.pauses = append(w.pauses, p)
 }
 
-// Over sums up the pauses that overlapped [t0, t1]. The heartbeat learns
-// of a pause when it ends, so a pause still under way at t1 is not yet in
-// it: ask once the measurement is over.
+// record adds a pause (tests).
+func record(p Pause) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pauses = append(w.pauses, p)
+}
+
+// known is the record, with the pause still under way (or just over, the
+// heartbeat not yet run since) when the heartbeat is overdue: after a stop
+// the process's other goroutines may run before the heartbeat does. Under
+// w.mu.
+func known() []Pause {
+	if w.since.IsZero() {
+		return nil
+	}
+	if p, late := gap(w.last, time.Now()); late {
+		return append(w.pauses[:len(w.pauses):len(w.pauses)], p)
+	}
+	return w.pauses
+}
+
+// Over sums up the pauses that overlapped [t0, t1], a pause the heartbeat
+// has not yet recorded included.
 func Over(t0, t1 time.Time) Span {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var s Span
-	for _, p := range w.pauses {
-		if p.To.Before(t0) || p.From.After(t1) {
+	// Newest first: the record is in time order, and callers ask about
+	// the recent past.
+	ps := known()
+	for i := len(ps) - 1; i >= 0; i-- {
+		p := ps[i]
+		if p.To.Before(t0) {
+			break
+		}
+		if p.From.After(t1) {
 			continue
 		}
 		s.Count++
@@ -171,7 +209,12 @@ func Scheduled(t0, t1 time.Time) time.Duration {
 	d := t1.Sub(t0)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, p := range w.pauses {
+	ps := known()
+	for i := len(ps) - 1; i >= 0; i-- {
+		p := ps[i]
+		if p.To.Before(t0) {
+			break
+		}
 		from, to := p.From, p.To
 		if from.Before(t0) {
 			from = t0

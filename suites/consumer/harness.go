@@ -85,6 +85,7 @@ type harness struct {
 // Everything is released by r's cleanups: the workers end, the topic is
 // deleted, the broker handle and the files go.
 func newHarness(r *spec.R, t Target, n int) *harness {
+	watchKit(r)
 	tm := t.Timing.withDefaults()
 	dir, err := os.MkdirTemp("", "onceproof-"+r.ID+"-")
 	if err != nil {

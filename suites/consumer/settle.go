@@ -19,11 +19,8 @@ func (h *harness) settled() bool {
 // deadline is the evidence), one that panicked or returned errors fails with
 // the panic or error, one that just never acked fails with what is pending.
 func (h *harness) settle() {
-	// A Gomega of its own that does not end the rule: not settling in time
-	// is judged below, by why.
-	wait := gomega.NewGomega(func(string, ...int) {})
-	if wait.Eventually(h.settled).WithContext(h.ctx).WithTimeout(h.tm.Settle).
-		WithPolling(2 * time.Millisecond).Should(gomega.BeTrue()) {
+	// Not settling in time is judged below, by why.
+	if attentive(h.ctx, h.tm.Settle, 2*time.Millisecond, h.settled) {
 		return
 	}
 	var waiting []string

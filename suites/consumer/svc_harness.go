@@ -154,6 +154,7 @@ func (s Service) withDefaults() Service {
 // newSvcHarness builds the world and starts the replicas; r's cleanups
 // stop them and remove everything.
 func newSvcHarness(r *spec.R, t Target) *svcHarness {
+	watchKit(r)
 	s := t.Service.withDefaults()
 	ctx, cancel := context.WithCancel(r.Context())
 	h := &svcHarness{

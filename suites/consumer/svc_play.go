@@ -155,9 +155,7 @@ func (h *svcHarness) settled() bool {
 // Service.Settle, the rule ends: unknown for the kit's own failures or the
 // deadline, fail for a service that exited or never acked.
 func (h *svcHarness) settle() {
-	wait := gomega.NewGomega(func(string, ...int) {})
-	if wait.Eventually(h.settled).WithContext(h.ctx).WithTimeout(h.s.Settle).
-		WithPolling(10 * time.Millisecond).Should(gomega.BeTrue()) {
+	if attentive(h.ctx, h.s.Settle, 10*time.Millisecond, h.settled) {
 		return
 	}
 	var waiting []string

@@ -57,7 +57,7 @@ func totalQueue(f *fixture) judge {
 	f.ev.Figure("seed", f.t.Seed, "")
 	q := &queue{
 		f: f, topic: topic, group: f.name("g"), hist: history.New(), published: make(chan struct{}),
-		acked: map[string]bool{}, consumed: map[string]bool{}, fetched: map[string]bool{}, lastNew: time.Now(),
+		acked: map[string]bool{}, consumed: map[string]bool{}, fetched: map[string]bool{}, tried: map[string]bool{}, lastNew: time.Now(),
 	}
 	fault := &disruption{f: f, topic: topic, done: make(chan error, 1)}
 	f.spawn((&producer{q: q, fault: fault, n: f.w.Messages}).run)
@@ -91,7 +91,8 @@ type queue struct {
 	acked    map[string]bool // enqueued ok
 	consumed map[string]bool // dequeued ok
 	fetched  map[string]bool // handed to a member at least once
-	lastNew  time.Time       // the last first-time delivery or consumption
+	tried    map[string]bool // acked at least once, confirmed or not
+	lastNew  time.Time       // the last first-time delivery, ack or consumption
 	lastAsk  time.Time       // when the latest fetch the broker answered began
 	quiet    time.Time       // when publishing ended and the fault healed
 	naks     int
@@ -113,6 +114,18 @@ func (q *queue) dequeued(id string) {
 		q.lastNew = time.Now()
 	}
 	q.consumed[id] = true
+}
+
+// trying records a first ack of id as progress: where ack replies are
+// lost (the acks taking effect) each new id acked is all the progress
+// there is, and the rest of each batch waits out a redelivery.
+func (q *queue) trying(id string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.tried[id] {
+		q.tried[id] = true
+		q.lastNew = time.Now()
+	}
 }
 
 // answered records a fetch the broker answered, begun at asked, and the
@@ -361,6 +374,7 @@ func (mb *member) handle(ds []mq.Delivery) bool {
 // ack dequeues d: ok when the broker confirmed the ack, info otherwise.
 func (mb *member) ack(d mq.Delivery) bool {
 	id := d.Message().ID
+	mb.q.trying(id)
 	h := mb.q.hist.Invoke(mb.actor, checker.Dequeue, id)
 	ctx, cancel := context.WithTimeout(mb.q.f.ctx, settleTimeout)
 	err := d.Ack(ctx)
@@ -483,6 +497,9 @@ func (j *queueJudge) judge(r *spec.R) {
 	r.Expect(j.lost).To(gomega.BeEmpty(), "lost: acknowledged publishes never delivered (%d of %d; %d of them handed out once, left unacked by the kit and never redelivered)", len(j.lost), res.Acked, j.left)
 	if res.Duplicates > 0 {
 		r.Ev.Notef("%d duplicate deliveries (at-least-once): consumers must be idempotent", res.Duplicates)
+	}
+	if res.Dequeued == 0 && len(j.unconf) > 0 {
+		j.f.unknown(r, "every acknowledged publish was delivered, but the broker confirmed none of the %d acks the kit sent: whether they took effect is unknown", len(j.unconf))
 	}
 	if j.faultErr != nil {
 		j.f.unknown(r, "the target's fault did not run as intended, so the run did not check what it was meant to: %v", j.faultErr)

@@ -118,7 +118,10 @@ type Broker interface {
 	Publish(ctx context.Context, topic string, m Message) (PublishAck, error)
 	// Consumer opens a new member of cfg.Group on topic.
 	Consumer(ctx context.Context, topic string, cfg ConsumerConfig) (Consumer, error)
-	// ReadAll returns every message the topic stores now, in order.
+	// ReadAll returns every message the topic stores now, in order. A
+	// topic the broker does not have is an error wrapping ErrNotFound (a
+	// definite answer: what it held is gone); any other error leaves what
+	// it holds unknown.
 	ReadAll(ctx context.Context, topic string) ([]Stored, error)
 	Capabilities() Capabilities
 	Close() error

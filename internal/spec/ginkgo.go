@@ -71,7 +71,6 @@ func (s *Set) runGinkgo(ctx context.Context, ru rule, opts GinkgoOptions) {
 	ev := &verdict.Evidence{}
 	ginkgo.AddReportEntry(EntryEvidence, ev, ginkgo.ReportEntryVisibilityNever)
 	r := &R{
-		Gomega:  gomega.NewGomega(ginkgo.Fail),
 		Ev:      ev,
 		ID:      ru.id,
 		ctx:     ctx,
@@ -84,6 +83,10 @@ func (s *Set) runGinkgo(ctx context.Context, ru rule, opts GinkgoOptions) {
 			ginkgo.Skip(string(v) + ": " + reason)
 		},
 	}
+	r.Gomega = gomega.NewGomega(func(message string, skip ...int) {
+		r.failing(message)
+		ginkgo.Fail(message, skip...)
+	})
 	if why := ru.notApplicable(); why != "" {
 		r.NotApplicable("%s", why)
 	}

@@ -66,6 +66,36 @@ type R struct {
 	ctx     context.Context
 	end     func(v verdict.Verdict, reason string)
 	cleanup func(fn func())
+	excuses []func(failure string) string
+}
+
+// Excuse registers fn, asked before a failed assertion fails the rule with
+// the failure's headline (its first line that says what failed): a
+// non-empty answer ends the rule unknown with that reason instead, and the
+// whole failure goes to the notes. It is for doubt about the kit's own
+// measurement (its process was paused while it timed the target), never
+// about the target's behaviour.
+func (r *R) Excuse(fn func(failure string) string) { r.excuses = append(r.excuses, fn) }
+
+// failing is called with a failed assertion's message before the driver
+// fails the rule; an excuse ends the rule unknown there.
+func (r *R) failing(message string) {
+	for _, fn := range r.excuses {
+		if why := fn(headline(message)); why != "" {
+			r.Ev.Notef("a failure the kit did not count: %s", message)
+			r.end(verdict.Unknown, why)
+		}
+	}
+}
+
+// headline is the first line of a failure that says what failed: a failed
+// Eventually's or Consistently's own first line says only when.
+func headline(message string) string {
+	lines := strings.Split(strings.TrimSpace(message), "\n")
+	if h := lines[0]; len(lines) > 1 && strings.HasSuffix(h, "s.") && (strings.HasPrefix(h, "Timed out after ") || strings.HasPrefix(h, "Failed after ")) {
+		lines = lines[1:]
+	}
+	return strings.TrimSpace(lines[0])
 }
 
 // Context is cancelled at the rule's deadline.

@@ -165,6 +165,7 @@ func registerProfile(p *plan) {
 // create a scratch stream and consumer with the declared (or the kit's)
 // settings through the client under test and read those back.
 func certify(f *fixture) judge {
+	f.notTimed() // settings read from the server
 	var in mq.Inspector
 	if err := f.kitStep("open-inspector", "read-only view of the server's settings", func() (err error) {
 		in, err = f.t.Inspect(f.ctx)

@@ -299,5 +299,5 @@ func runSafely(f *fixture, work workload) (j judge) {
 	if err := f.open(); err != nil {
 		return f.failed(err, "opening the broker")
 	}
-	return work(f)
+	return f.stallAware(work(f))
 }

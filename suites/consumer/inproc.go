@@ -391,22 +391,30 @@ func (h *inproc) handle(inst *instance, kd *kitDelivery) (o handled, ok bool) {
 	}()
 	timer := time.NewTimer(h.tm.HandleDeadline)
 	defer timer.Stop()
-	select {
-	case o = <-done:
-		return o, true
-	case <-inst.gone:
-		leave() // the crashed call is abandoned; it can touch nothing any more
-		return handled{ended: true}, true
-	case <-timer.C:
-		msg := fmt.Sprintf("Handle(%s) by %s did not return within %s", kd.brokerID, inst.name, h.tm.HandleDeadline)
-		h.rec.Note(inst.name, "blocked", kd.brokerID, msg)
-		h.mu.Lock()
-		h.blocked = append(h.blocked, msg)
-		h.mu.Unlock()
-		leave() // the goroutine is abandoned; the dead instance can no longer touch a sink
-		return o, false
-	case <-h.ctx.Done():
-		return o, false
+	start := time.Now()
+	for {
+		select {
+		case o = <-done:
+			return o, true
+		case <-inst.gone:
+			leave() // the crashed call is abandoned; it can touch nothing any more
+			return handled{ended: true}, true
+		case <-timer.C:
+			if over, left := overdue(start, h.tm.HandleDeadline); !over {
+				// The kit was paused: the call has not had its time yet.
+				timer.Reset(left)
+				continue
+			}
+			msg := fmt.Sprintf("Handle(%s) by %s did not return within %s", kd.brokerID, inst.name, h.tm.HandleDeadline)
+			h.rec.Note(inst.name, "blocked", kd.brokerID, msg)
+			h.mu.Lock()
+			h.blocked = append(h.blocked, msg)
+			h.mu.Unlock()
+			leave() // the goroutine is abandoned; the dead instance can no longer touch a sink
+			return o, false
+		case <-h.ctx.Done():
+			return o, false
+		}
 	}
 }
 

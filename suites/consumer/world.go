@@ -110,6 +110,7 @@ func open(r *spec.R, t Target) *world {
 
 // newWorld is the part of every world that is not the transport's.
 func newWorld(r *spec.R, t Target, ctx context.Context) *world {
+	watchKit(r)
 	return &world{
 		r: r, ev: r.Ev, ctx: ctx, t: t, rec: history.New(), tag: runTag(r.ID),
 		model: newModel(t.Declared.Scopes),

@@ -14,6 +14,7 @@ import (
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/history"
 	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/stall"
 	"github.com/onceproof/tck/internal/verdict"
 )
 
@@ -90,8 +91,9 @@ type raceOutcome struct {
 	History   []history.Op
 	Elapsed   time.Duration
 
-	shown *round // the trial in History
-	fault faultOutcome
+	shown   *round // the trial in History
+	fault   faultOutcome
+	stalled stalledTrials
 }
 
 // reached: the rule has the contended trials its power target needs.
@@ -109,6 +111,7 @@ func runTrials(ctx context.Context, f *fixture, cfg RaceConfig, tr trial) raceOu
 // judged once it has returned.
 func runRace(ctx context.Context, f *fixture, cfg RaceConfig, tr trial, d *disruption) (out raceOutcome) {
 	defer d.wait() // also when a judge panics: the fault's goroutine ends with the rule
+	defer stall.Hold()()
 	out.Target = contendedFor(cfg.Power)
 	var pool *racers
 	if useRacers {
@@ -137,6 +140,9 @@ func runRace(ctx context.Context, f *fixture, cfg RaceConfig, tr trial, d *disru
 		// count is shaken out of it by the next.
 		rd := &round{n: max(2, cfg.Writers-1+out.Trials%3), rec: history.New(), started: time.Now(), tolerant: d.begun(), racers: pool}
 		v, pending := play(ctx, f, tr, rd)
+		if out.stalled.excuses(rd, v) {
+			v = ""
+		}
 		out.shown = rd
 		if contended(rd.at, rd.tolerant) {
 			out.Contended++
@@ -209,17 +215,23 @@ func play(ctx context.Context, f *fixture, tr trial, rd *round) (violation strin
 			rd.at = nil // lost to the fault: nothing was raced
 			return "", false
 		}
-		return "setup append failed: " + err.Error(), false
+		return setupFailed + err.Error(), false
 	}
 	v, err := tr.judge(rd, f.loader(ctx, rd.rec))
 	if err != nil {
 		if rd.tolerant {
 			return "", true
 		}
-		return "loading after the race failed: " + err.Error(), false
+		return loadFailed + err.Error(), false
 	}
 	return v, false
 }
+
+// How play says the kit's own call failed.
+const (
+	setupFailed = "setup append failed: "
+	loadFailed  = "loading after the race failed: "
+)
 
 // loader loads once.
 func (f *fixture) loader(ctx context.Context, rec *history.Recorder) loader {
@@ -696,4 +708,5 @@ func report(ev *verdict.Evidence, cfg RaceConfig, out raceOutcome) {
 		ev.Figure("violations seen", 0, "")
 	}
 	out.fault.figures(ev)
+	out.stalled.figures(ev)
 }

@@ -538,6 +538,10 @@ func (b *Broker) ReadAll(ctx context.Context, topic string) ([]mq.Stored, error)
 	if err == nil {
 		err = starts.Error()
 	}
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		// A definite answer: the topic is gone (mq.ErrNotFound).
+		return nil, fmt.Errorf("start offsets of %s: %w: %w", kt, mq.ErrNotFound, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("start offsets of %s: %w", kt, err)
 	}

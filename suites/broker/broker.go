@@ -26,6 +26,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -94,13 +95,11 @@ type Target struct {
 	Progress func(line string)
 }
 
-// Log is where a fault writes what it did while a rule ran.
-type Log interface {
-	Step(actor, action, key string, err error)  // a step on the rule's timeline: ok when err is nil, failed (with the error text) otherwise
-	Note(actor, action, key, result string)     // an informational step on the timeline
-	Figure(name string, value any, unit string) // a measured value in the rule's evidence
-	Notef(format string, args ...any)           // a line of explanation in the evidence
-}
+// Log is where a fault writes what it did while a rule ran: Step (a step on
+// the rule's timeline, failed when err is not nil), Note (an informational
+// step), Figure (a measured value in the evidence) and Notef (a line of
+// explanation). Every suite's and adapter's fault takes this one interface.
+type Log = verdict.Log
 
 // ErrViolation marks an error of Target.Disrupt that is a breach of the
 // rule seen while the fault ran, not a fault that failed to apply.

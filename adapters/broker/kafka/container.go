@@ -23,7 +23,7 @@ import (
 // it by its label, whatever it is tagged.
 const StandInImage = "onceproof/kfake-broker:local"
 
-// standInLabel marks the stand-in image (images/kfake/Dockerfile).
+// standInLabel marks the stand-in image (internal/images/kfake/Dockerfile).
 const standInLabel = "org.onceproof.tck.emulator"
 
 // clusterID is the id of every cluster the kit starts in a container:

@@ -48,6 +48,7 @@ import (
 	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/onceproof/tck/internal/leftovers"
+	"github.com/onceproof/tck/internal/poll"
 )
 
 // Labels put on everything the kit creates.
@@ -474,21 +475,10 @@ func (n *Network) Remove(ctx context.Context) error {
 
 // Retry calls f until it returns nil or ctx ends, backing off gently.
 func Retry(ctx context.Context, f func() error) error {
-	delay := 50 * time.Millisecond
-	for {
-		err := f()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
-		case <-time.After(delay):
-		}
-		if delay < time.Second {
-			delay *= 2
-		}
+	if err := poll.Until(ctx, 50*time.Millisecond, time.Second, f); err != nil {
+		return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
 	}
+	return nil
 }
 
 const loopback = "127.0.0.1"

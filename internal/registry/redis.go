@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
-	"strings"
 
 	"github.com/onceproof/tck/adapters/broker/redis"
 	redismutants "github.com/onceproof/tck/internal/mutants/redismutants"
-	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
 	"github.com/onceproof/tck/suites/broker"
@@ -132,20 +129,7 @@ func RedisBrokerTarget(rt *redis.Target) broker.Target {
 			return redisServer{s}, nil
 		}
 	}
-	for _, r := range catalog.All("broker") {
-		var why []string
-		for _, c := range r.Needs {
-			if w, ok := rt.Lacks[string(c)]; ok && !slices.Contains(why, w) {
-				why = append(why, w)
-			}
-		}
-		if len(why) > 0 {
-			if t.NotApplicable == nil {
-				t.NotApplicable = map[string]string{}
-			}
-			t.NotApplicable[r.ID] = strings.Join(why, "; ")
-		}
-	}
+	t.Lacks = rt.Lacks
 	return t
 }
 

@@ -70,9 +70,15 @@ type Target struct {
 	//
 	// BR-3.1's fault is the restart of the rule's own server (Private).
 	Disrupt func(ctx context.Context, rule, topic string, log Log) error
-	// NotApplicable lists rules this target cannot run, each with the
-	// reason (naming the capability it lacks); they are reported
-	// not-applicable with it and start no workload.
+	// Lacks gives, for a capability the broker does not have, the broker's
+	// own reason, keyed by the capability's name as the catalog spells it
+	// (docs/RULES.md, "needs"): every rule needing it is not-applicable with
+	// that reason.
+	Lacks map[string]string
+	// NotApplicable lists rules this target cannot run for a reason other
+	// than a capability (a target that runs some rules only), each with the
+	// reason; they are reported not-applicable with it and start no
+	// workload.
 	NotApplicable map[string]string
 	// LoseProduceReply, when set, starts a producer session whose next
 	// produce to topic the broker stores while its reply is lost, so the

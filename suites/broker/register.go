@@ -63,6 +63,10 @@ func newSet(t Target) *spec.Set {
 	}
 	s := spec.New("broker", capsOf(t)...)
 	s.Reasons = t.NotApplicable
+	s.Lacks = map[catalog.Capability]string{}
+	for c, why := range t.Lacks {
+		s.Lacks[catalog.Capability(c)] = why
+	}
 	// Under go test the rules run as parallel subtests, each starting its
 	// own workload, so their waits overlap (Ginkgo runs specs in order and
 	// overlaps them through Prepare instead).

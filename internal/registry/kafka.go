@@ -109,15 +109,7 @@ func KafkaBrokerTarget(kt *kafka.Target) broker.Target {
 		Caps:    kt.Caps,
 		Windows: broker.Windows{AckWait: kafkaRedeliveryBound},
 	}
-	if private := kt.Private; private != nil {
-		t.Private = func(ctx context.Context) (broker.Server, error) {
-			p, err := private(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return kafkaServer{p}, nil
-		}
-	}
+	t.Private = privateOf(kt.Private)
 	e := kt.Embedded
 	t.LoseProduceReply = func(ctx context.Context, topic string) (mq.Producer, broker.LostReply, error) {
 		if e == nil {
@@ -174,12 +166,4 @@ type sessionOn struct {
 func (s sessionOn) Close() error {
 	_ = s.Producer.Close()
 	return s.b.Close()
-}
-
-// kafkaServer is a rule's own cluster (kfake, or a container) as the suite
-// restarts it.
-type kafkaServer struct{ kafka.Server }
-
-func (s kafkaServer) Restart(ctx context.Context, how broker.Restart) error {
-	return s.Server.Restart(ctx, how == broker.Abrupt)
 }

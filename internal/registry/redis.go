@@ -120,15 +120,7 @@ func RedisBrokerTarget(rt *redis.Target) broker.Target {
 		Open: func(ctx context.Context) (mq.Broker, error) { return client.Open(ctx, url) },
 		Caps: rt.Caps,
 	}
-	if private := rt.Private; private != nil {
-		t.Private = func(ctx context.Context) (broker.Server, error) {
-			s, err := private(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return redisServer{s}, nil
-		}
-	}
+	t.Private = privateOf(rt.Private)
 	t.Lacks = rt.Lacks
 	return t
 }
@@ -150,11 +142,4 @@ func redisConfig(rt *redis.Target) map[string]string {
 		cfg[k] = v
 	}
 	return cfg
-}
-
-// redisServer is a Redis server of a rule's own, as the suite restarts it.
-type redisServer struct{ *redis.OwnServer }
-
-func (s redisServer) Restart(ctx context.Context, how broker.Restart) error {
-	return s.OwnServer.Restart(ctx, how == broker.Abrupt)
 }

@@ -36,6 +36,7 @@ type Factory func(ctx context.Context) (mq.Broker, error)
 
 // Target is the broker under test and what the kit may do to it.
 type Target struct {
+	// Open opens a handle on the broker; each rule opens its own.
 	Open Factory
 	// Caps is what the broker declares (normally Open(...).Capabilities()).
 	Caps mq.Capabilities
@@ -143,6 +144,7 @@ const (
 
 // Server is a broker a rule owns.
 type Server interface {
+	// Open opens a handle on the server.
 	Open(ctx context.Context) (mq.Broker, error)
 	// Restart stops and starts the server on the same store; it returns
 	// mq.ErrUnsupported for a kind it cannot do, with the reason wrapped.
@@ -150,6 +152,7 @@ type Server interface {
 	// Sync reads the server's durability setting: how it is spelled, and
 	// whether it can lose acknowledged writes on power loss.
 	Sync(ctx context.Context) (setting string, canLoseAcked bool, err error)
+	// Stop stops the server and releases everything it holds.
 	Stop() error
 }
 
@@ -174,9 +177,9 @@ type Windows struct {
 	Backoff []time.Duration
 	// Storage, MaxAge and Replicas are given to every topic a rule
 	// creates that does not set its own (zero: the adapter's default).
-	Storage  mq.Storage
-	MaxAge   time.Duration
-	Replicas int
+	Storage  mq.Storage    // where the topics keep messages
+	MaxAge   time.Duration // how long the topics keep a message
+	Replicas int           // copies of each topic in a cluster
 	// DedupeWindow, when set, is the de-dupe window the rules' scratch
 	// topics are created with instead of the declared one
 	// (Caps.DedupeWindow): under a profile certified on the team's server,

@@ -35,6 +35,7 @@ type Factory func(ctx context.Context) (es.EventStore, error)
 
 // Target is the store under test and what it declares.
 type Target struct {
+	// Open opens a handle on the store; each rule opens its own.
 	Open Factory
 	// Caps is what the store declares about itself.
 	Caps es.Capabilities

@@ -25,17 +25,33 @@ func main() {
 	if len(patterns) == 0 {
 		patterns = []string{"./..."}
 	}
-	pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedTypes}, patterns...)
+	leaks, err := check(isInternal, patterns...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "apicheck:", err)
 		os.Exit(2)
 	}
+	for _, l := range leaks {
+		fmt.Println(l)
+	}
+	if len(leaks) > 0 {
+		fmt.Fprintf(os.Stderr, "apicheck: %d exported identifiers of public packages name an internal type (re-export it by an alias, or keep it out of the signature)\n", len(leaks))
+		os.Exit(1)
+	}
+}
+
+// check loads the packages and returns the leaks, sorted; internal says
+// which import paths are internal.
+func check(internal func(path string) bool, patterns ...string) ([]string, error) {
+	pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedTypes}, patterns...)
+	if err != nil {
+		return nil, err
+	}
 	if packages.PrintErrors(pkgs) > 0 {
-		os.Exit(2)
+		return nil, fmt.Errorf("the packages do not load")
 	}
 	var public []*packages.Package
 	for _, p := range pkgs {
-		if p.Name != "main" && !isInternal(p.PkgPath) {
+		if p.Name != "main" && !internal(p.PkgPath) {
 			public = append(public, p)
 		}
 	}
@@ -59,7 +75,7 @@ func main() {
 			if !obj.Exported() {
 				continue
 			}
-			w := &walker{aliased: aliased, seen: map[types.Type]bool{}, report: func(t *types.TypeName) {
+			w := &walker{internal: internal, aliased: aliased, seen: map[types.Type]bool{}, report: func(t *types.TypeName) {
 				leaks = append(leaks, fmt.Sprintf("%s.%s: %s.%s", p.PkgPath, name, t.Pkg().Path(), t.Name()))
 			}}
 			switch o := obj.(type) {
@@ -77,14 +93,7 @@ func main() {
 		}
 	}
 	sort.Strings(leaks)
-	leaks = compact(leaks)
-	for _, l := range leaks {
-		fmt.Println(l)
-	}
-	if len(leaks) > 0 {
-		fmt.Fprintf(os.Stderr, "apicheck: %d exported identifiers of public packages name an internal type (re-export it by an alias, or keep it out of the signature)\n", len(leaks))
-		os.Exit(1)
-	}
+	return compact(leaks), nil
 }
 
 func isInternal(path string) bool {
@@ -92,6 +101,7 @@ func isInternal(path string) bool {
 }
 
 type walker struct {
+	internal func(path string) bool
 	aliased map[*types.TypeName]bool
 	seen    map[types.Type]bool
 	report  func(*types.TypeName)
@@ -115,7 +125,7 @@ func (w *walker) underlying(n *types.Named) {
 func (w *walker) walk(t types.Type) {
 	switch t := t.(type) {
 	case *types.Alias:
-		if t.Obj().Pkg() != nil && !isInternal(t.Obj().Pkg().Path()) {
+		if t.Obj().Pkg() != nil && !w.internal(t.Obj().Pkg().Path()) {
 			return // a public name; its own package is checked for it
 		}
 		w.walk(types.Unalias(t))
@@ -124,7 +134,7 @@ func (w *walker) walk(t types.Type) {
 			w.walk(a)
 		}
 		obj := t.Obj()
-		if obj.Pkg() == nil || !isInternal(obj.Pkg().Path()) {
+		if obj.Pkg() == nil || !w.internal(obj.Pkg().Path()) {
 			return // predeclared, or public: checked in its own package
 		}
 		if !w.aliased[t.Origin().Obj()] {

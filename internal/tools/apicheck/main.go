@@ -102,9 +102,9 @@ func isInternal(path string) bool {
 
 type walker struct {
 	internal func(path string) bool
-	aliased map[*types.TypeName]bool
-	seen    map[types.Type]bool
-	report  func(*types.TypeName)
+	aliased  map[*types.TypeName]bool
+	seen     map[types.Type]bool
+	report   func(*types.TypeName)
 }
 
 // underlying walks what a named type exposes: its exported fields or

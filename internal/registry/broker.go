@@ -124,7 +124,7 @@ func BrokerTarget(nt *nats.Target) broker.Target {
 	if p := nt.Proxy; p != nil {
 		t.Fault = &broker.Fault{
 			Addr: p.Addr, OpenVia: p.OpenVia, Split: p.Split,
-			PublishReply: func(topic string) broker.Match { return p.PublishReply(topic) },
+			PublishReply: p.PublishReply,
 		}
 	}
 	t.Private = privateOf(nt.Private)

@@ -112,24 +112,19 @@ type Log = verdict.Log
 // rule seen while the fault ran, not a fault that failed to apply.
 var ErrViolation = errors.New("violation seen during the fault")
 
-// Splitter returns the length of the first complete protocol frame in buf,
-// or 0 when buf does not yet hold a whole frame.
-type Splitter func(buf []byte) int
-
-// Match picks a frame.
-type Match func(frame []byte) bool
-
 // Fault is how to reach the broker through the kit's fault proxy.
 type Fault struct {
 	// Addr is the broker's host:port, where the proxy forwards to.
 	Addr string
 	// OpenVia opens a handle that reaches the broker at addr (the proxy).
 	OpenVia func(ctx context.Context, addr string) (mq.Broker, error)
-	// Split cuts the broker-to-client byte stream into protocol frames.
-	Split Splitter
-	// PublishReply matches the frame carrying the broker's reply to a
-	// publish on topic.
-	PublishReply func(topic string) Match
+	// Split cuts the broker-to-client byte stream into protocol frames: it
+	// returns the length of the first complete frame in buf, or 0 when buf
+	// does not yet hold a whole frame.
+	Split func(buf []byte) int
+	// PublishReply returns the match of the frame carrying the broker's
+	// reply to a publish on topic.
+	PublishReply func(topic string) func(frame []byte) bool
 }
 
 // Restart is how a Server is restarted.

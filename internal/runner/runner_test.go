@@ -36,7 +36,7 @@ func TestVerdictMapping(t *testing.T) {
 		})
 		return s
 	}
-	register := func() { set().Ginkgo(spec.GinkgoOptions{}) }
+	register := func() { set().Ginkgo() }
 	got := map[string]verdict.Result{}
 	for _, r := range runner.Run("t", register, runner.Options{}) {
 		got[r.Rule] = r

@@ -22,6 +22,7 @@ package spec
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -150,9 +151,15 @@ type Set struct {
 	// in Finish.
 	Prepare func(ids []string)
 	Finish  func()
-	// Reasons, when set before It, give a rule that needs a capability the
-	// target lacks the target's own reason by rule id (Redis Streams: "has
-	// no negative acknowledgement"), said with the capability's name.
+	// Lacks, when set before It, is the target's own reason for each
+	// capability it lacks (Redis Streams, nak-delay: "has no negative
+	// acknowledgement"): a rule that needs one is not-applicable with the
+	// reasons of every capability it misses, said with their names. The
+	// capability is declared once, by the target; the rule's need is the
+	// catalog's.
+	Lacks map[catalog.Capability]string
+	// Reasons, when set before It, are the fallback by rule id for a rule
+	// whose missing capabilities have no reason in Lacks.
 	Reasons map[string]string
 }
 
@@ -171,13 +178,20 @@ func (s *Set) It(id string, body Body) {
 	if m.Suite != s.suite {
 		panic(fmt.Sprintf("spec: rule %s belongs to suite %s, not %s", id, m.Suite, s.suite))
 	}
-	var missing []string
+	var missing, whys []string
 	for _, c := range m.Needs {
 		if !s.have[c] {
 			missing = append(missing, string(c))
+			if w, ok := s.Lacks[c]; ok && !slices.Contains(whys, w) {
+				whys = append(whys, w)
+			}
 		}
 	}
-	s.rules = append(s.rules, rule{id: id, meta: m, missing: missing, why: s.Reasons[id], body: body})
+	why := strings.Join(whys, "; ")
+	if why == "" {
+		why = s.Reasons[id]
+	}
+	s.rules = append(s.rules, rule{id: id, meta: m, missing: missing, why: why, body: body})
 }
 
 // notApplicable is the reason a rule does not apply, or "".

@@ -100,28 +100,25 @@ func (c RaceConfig) withDefaults() RaceConfig {
 }
 
 // RegisterOption tunes Register.
-type RegisterOption struct{ unknownIsSkip bool }
+type RegisterOption = spec.Option
 
-// UnknownIsSkip makes a rule the kit could not decide a Ginkgo skip instead
-// of a failure. Without it an undecided rule fails the author's suite.
-var UnknownIsSkip = RegisterOption{unknownIsSkip: true}
+// UnknownIsSkip makes Register report an undecided rule as a Ginkgo skip
+// instead of a failure. The verdict stays unknown in a report; without this
+// option an undecided rule fails the author's suite.
+func UnknownIsSkip() RegisterOption { return spec.UnknownIsSkip() }
 
 // Check runs every API rule against target as a subtest of t named by its
 // id. A fail or unknown verdict fails the subtest with its reason;
 // not-applicable skips it.
 func Check(t *testing.T, target Target) {
 	t.Helper()
-	newSet(target).Test(t)
+	spec.Entry[Target](newSet).Check(t, target)
 }
 
 // Register registers every API rule against target as a Ginkgo spec
 // labelled with its id, suite and level. Call it before RunSpecs.
 func Register(target Target, opts ...RegisterOption) {
-	var o spec.GinkgoOptions
-	for _, opt := range opts {
-		o.UnknownIsSkip = o.UnknownIsSkip || opt.unknownIsSkip
-	}
-	newSet(target).Ginkgo(o)
+	spec.Entry[Target](newSet).Register(target, opts...)
 }
 
 // newSet is the one place both entry points get their rules from.

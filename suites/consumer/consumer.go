@@ -32,26 +32,22 @@ import (
 // verdicts skip it with theirs. Check touches no Ginkgo state.
 func Check(t *testing.T, target Target) {
 	t.Helper()
-	newSet(target).Test(t)
+	spec.Entry[Target](newSet).Check(t, target)
 }
 
 // RegisterOption tunes Register.
-type RegisterOption struct{ unknownIsSkip bool }
+type RegisterOption = spec.Option
 
 // UnknownIsSkip makes Register report an undecided rule as a Ginkgo skip
 // instead of a failure. The verdict stays unknown in a report; without this
 // option an undecided rule fails the author's suite.
-var UnknownIsSkip = RegisterOption{unknownIsSkip: true}
+func UnknownIsSkip() RegisterOption { return spec.UnknownIsSkip() }
 
 // Register registers every CO rule against target as Ginkgo specs, each
 // labelled with its id, "consumer" and its level. Call it inside a Ginkgo
 // suite before RunSpecs, once per target.
 func Register(target Target, opts ...RegisterOption) {
-	var o spec.GinkgoOptions
-	for _, opt := range opts {
-		o.UnknownIsSkip = o.UnknownIsSkip || opt.unknownIsSkip
-	}
-	newSet(target).Ginkgo(o)
+	spec.Entry[Target](newSet).Register(target, opts...)
 }
 
 // newSet is the one place both entry points get their rules from.

@@ -15,6 +15,7 @@ package apidesc
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -227,10 +228,16 @@ func (d *Description) Config() map[string]string {
 // when the id goes in the body, the id field set to id.
 func (d *Description) BodyJSON(id string, vary any) []byte {
 	m := make(map[string]any, len(d.Create.Body)+2)
-	for k, v := range d.Create.Body {
-		m[k] = v
-	}
+	maps.Copy(m, d.Create.Body)
 	m[d.Create.Vary] = vary
+	return d.Payload(id, m)
+}
+
+// Payload is the create body holding fields and, when the id goes in the
+// body, the id field set to id.
+func (d *Description) Payload(id string, fields map[string]any) []byte {
+	m := make(map[string]any, len(fields)+1)
+	maps.Copy(m, fields)
 	if d.ID().In == InBody {
 		m[d.ID().Name] = id
 	}

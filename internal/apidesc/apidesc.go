@@ -17,7 +17,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Contract is what a service answers to a repeated id.
@@ -54,6 +56,11 @@ type Description struct {
 	// another scope is another request.
 	Scope  *Place `yaml:"scope" json:"scope,omitempty"`
 	Errors Errors `yaml:"errors" json:"errors"`
+	// Retention is how long after its creation the service promises to
+	// recognise a key as a repeat (a Go duration such as 24h, or days:
+	// 7d). The kit checks repeats up to the lesser of it and its horizon
+	// (API-5.2). Left out: the service promises it for ever.
+	Retention string `yaml:"retention" json:"retention,omitempty"`
 
 	// File is where the description was loaded from ("" for Default).
 	File string `yaml:"-" json:"file,omitempty"`
@@ -131,13 +138,37 @@ func Default(c Contract) *Description {
 			Body: map[string]any{"item": "book", "qty": 1},
 			Vary: "qty",
 		},
-		Read:   Read{Path: "/orders/{id}"},
-		List:   &List{Path: "/orders?requestId={id}"},
-		Scope:  &Place{In: InHeader, Name: "X-Tenant"},
-		Errors: Errors{IDField: "requestId", ScopeField: "tenant"},
+		Read:      Read{Path: "/orders/{id}"},
+		List:      &List{Path: "/orders?requestId={id}"},
+		Scope:     &Place{In: InHeader, Name: "X-Tenant"},
+		Errors:    Errors{IDField: "requestId", ScopeField: "tenant"},
+		Retention: "24h",
 	}
 	d.fill()
 	return d
+}
+
+// RetentionFor is the declared key retention; ok is false when none is
+// declared (for ever).
+func (d *Description) RetentionFor() (ret time.Duration, ok bool) {
+	ret, err := parseRetention(d.Retention)
+	return ret, err == nil && ret > 0
+}
+
+// parseRetention reads a Go duration or a number of days ("7d").
+func parseRetention(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n <= 0 {
+			return 0, fmt.Errorf("%q is not a number of days", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err == nil && d <= 0 {
+		err = fmt.Errorf("%q is not a positive duration", s)
+	}
+	return d, err
 }
 
 // fill sets the defaults of the fields left out.
@@ -220,6 +251,9 @@ func (d *Description) Config() map[string]string {
 	} else {
 		c["repeat"] = "the first response replayed"
 		c["inFlight"] = ints(d.Answers.InFlight)
+	}
+	if d.Retention != "" {
+		c["retention"] = d.Retention
 	}
 	return c
 }

@@ -157,5 +157,6 @@ func newSet(t Target) *spec.Set {
 	registerRace(s, t)
 	registerLost(s, t)
 	registerIdentity(s, t)
+	registerGenerated(s, t)
 	return s
 }

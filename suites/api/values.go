@@ -157,7 +157,7 @@ func (v *values) tenant() string {
 		return ""
 	}
 	n := 8 + v.intn(41)
-	s := "t" + v.salt + v.random(n-9, alnum)
+	s := "t" + v.salt + v.random(max(0, n-9), alnum)
 	class := "length 8-48"
 	if v.intn(3) == 0 {
 		seps := v.seps()

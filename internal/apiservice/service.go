@@ -30,6 +30,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/onceproof/tck/adapters/eventstore/sqlite"
@@ -115,6 +116,12 @@ type engine struct {
 	defect   Defect
 	store    es.EventStore
 
+	// dead is set when the service is killed: a handler still running
+	// does nothing more with the store (a killed process writes nothing);
+	// inflight lets the kill wait until no handler is inside a store call.
+	dead     atomic.Bool
+	inflight sync.WaitGroup
+
 	mu      sync.Mutex
 	index   map[string][]es.AggregateID // tenant/key -> orders (check-then-insert, server-ids)
 	replies map[string]record           // memory-replay
@@ -130,8 +137,10 @@ type cached struct {
 }
 
 func newEngine(c apidesc.Contract, d Defect, store es.EventStore) *engine {
-	return &engine{contract: c, defect: d, store: store,
+	e := &engine{contract: c, defect: d,
 		index: map[string][]es.AggregateID{}, replies: map[string]record{}, cache: map[string]cached{}, seen: map[string]string{}}
+	e.store = fenced{EventStore: store, dead: &e.dead}
+	return e
 }
 
 func (e *engine) routes() http.Handler {
@@ -139,7 +148,59 @@ func (e *engine) routes() http.Handler {
 	mux.HandleFunc("POST /orders", e.create)
 	mux.HandleFunc("GET /orders/{id}", e.read)
 	mux.HandleFunc("GET /orders", e.list)
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.inflight.Add(1)
+		defer e.inflight.Done()
+		mux.ServeHTTP(mute{w, &e.dead}, r)
+	})
+}
+
+// mute is a response writer that a kill silences: a killed process sends
+// no answer, so a handler of a killed engine ends its connection instead.
+type mute struct {
+	http.ResponseWriter
+	dead *atomic.Bool
+}
+
+func (m mute) check() {
+	if m.dead.Load() {
+		panic(http.ErrAbortHandler)
+	}
+}
+
+func (m mute) WriteHeader(status int) { m.check(); m.ResponseWriter.WriteHeader(status) }
+
+func (m mute) Write(b []byte) (int, error) { m.check(); return m.ResponseWriter.Write(b) }
+
+// kill ends the engine as SIGKILL ends a process: no store call after it;
+// it returns once no handler is inside one.
+func (e *engine) kill() {
+	e.dead.Store(true)
+	e.inflight.Wait()
+}
+
+// errKilled is what a store call of a killed engine returns.
+var errKilled = errors.New("apiservice: the service was killed")
+
+// fenced is the store as a killed engine sees it: every call after the
+// kill fails, none reaches the database.
+type fenced struct {
+	es.EventStore
+	dead *atomic.Bool
+}
+
+func (f fenced) Append(ctx context.Context, s es.Stream) error {
+	if f.dead.Load() {
+		return errKilled
+	}
+	return f.EventStore.Append(ctx, s)
+}
+
+func (f fenced) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]es.Stream, error) {
+	if f.dead.Load() {
+		return nil, errKilled
+	}
+	return f.EventStore.Load(ctx, agg, from, to)
 }
 
 func tenantOf(r *http.Request) string {
@@ -500,6 +561,7 @@ type Server struct {
 	addr string
 	srv  *http.Server
 	db   *sqlite.DB
+	eng  *engine
 	done chan struct{}
 }
 
@@ -548,7 +610,7 @@ func (s *Server) up(ctx context.Context, addr string) error {
 	srv := &http.Server{Handler: eng.routes(), ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Serve(ln) }()
-	s.addr, s.srv, s.db, s.done = ln.Addr().String(), srv, db, done
+	s.addr, s.srv, s.db, s.done, s.eng = ln.Addr().String(), srv, db, done, eng
 	return nil
 }
 
@@ -558,8 +620,10 @@ func (s *Server) down() error {
 	if s.srv == nil {
 		return nil
 	}
+	s.eng.dead.Store(true)
 	err := s.srv.Close()
 	<-s.done
+	s.eng.kill()
 	err = errors.Join(err, s.db.Close())
 	s.srv, s.db = nil, nil
 	return err

@@ -107,7 +107,8 @@ func (u *run) repeated(a, first answer, in intent, what string) {
 	u.r.Expect(a.Status).To(gomega.Equal(first.Status), "replay: %s (id %s) must get the first response's status %d, got %s", what, in.id, first.Status, a)
 	u.r.Expect(bytes.Equal(a.Body, first.Body)).To(gomega.BeTrue(),
 		"replay: %s (id %s) must get the first response byte for byte: first %q, now %q", what, in.id, clip(string(first.Body), 200), clip(string(a.Body), 200))
-	u.r.Expect(replayedHeaders(a, first)).To(gomega.BeEmpty(), "replay: %s (id %s) must carry the first response's headers", what, in.id)
+	diff := replayedHeaders(a, first)
+	u.r.Expect(diff).To(gomega.BeEmpty(), "replay: %s (id %s) must carry the first response's headers: %s", what, in.id, diff)
 }
 
 // replayHeaders are the headers of a creation a replay must repeat: where

@@ -131,7 +131,8 @@ func (v *values) slots(rule string, n int) []slot {
 				out = append(out, s)
 				base = len(out) - 1
 			}
-			if t, ok := v.twinOf(out[base].in, kind); ok && len(out) < n {
+			// Not a second twin of one kind of one base: that is the same key.
+			if t, ok := v.twinOf(out[base].in, kind); ok && len(out) < n && !taken(out, t) {
 				s := newSlot(v.d, t)
 				s.twin, s.of = kind, base
 				out = append(out, s)
@@ -141,6 +142,16 @@ func (v *values) slots(rule string, n int) []slot {
 		out = append(out, newSlot(v.d, v.newIntent(rule)))
 	}
 	return out[:n]
+}
+
+// taken reports whether a slot has in's scope and id already.
+func taken(slots []slot, in intent) bool {
+	for _, s := range slots {
+		if s.in.id == in.id && s.in.scope == in.scope {
+			return true
+		}
+	}
+	return false
 }
 
 // player plays schedules against the target: each play on fresh keys (a
@@ -225,7 +236,7 @@ func (p *player) play(ctx context.Context, steps []gen.Step[gop], count bool) ou
 		case opCreate, opRepeat:
 			create(c, inst, s, 0, false, label)
 		case opOther:
-			create(c, inst, s, op.P, false, label)
+			create(c, inst, s, 1+(op.P-1)%len(s.others), false, label)
 		case opRead:
 			done := hist.Begin(inst, mIn{Key: s.key(), Read: true, What: label})
 			a := c.read(ctx, s.in.id, s.in.scope)

@@ -22,7 +22,7 @@ func (s slot) payload(p int) intent {
 	if p == 0 {
 		return s.in
 	}
-	return s.others[(p-1)%len(s.others)]
+	return s.others[p-1]
 }
 
 // shows is which of the slot's payloads a read body shows (-1: none).

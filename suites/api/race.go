@@ -154,6 +154,7 @@ func registerRace(s *spec.Set, t Target) {
 		start := time.Now()
 		seed := runSeed(t)
 		vals := newValues(d, seed, r.ID)
+		vals.small = true
 		r.Ev.Figure("seed", seed, "tck run --seed replays the rule's values")
 		defer func() { r.Ev.Figure("value classes", vals.classes(), "") }()
 		var shown []history.Op

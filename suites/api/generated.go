@@ -44,7 +44,7 @@ const (
 	genSteps   = 48
 	genSlots   = 14
 	genPauses  = 3
-	genHorizon = 300 * time.Millisecond
+	genHorizon = 200 * time.Millisecond
 	// shrinking replays the failing schedule's parts: at most this many
 	// replays, in at most this long.
 	shrinkReplays = 40
@@ -536,7 +536,7 @@ func registerGenerated(s *spec.Set, t Target) {
 // defaultHorizon is how long after a creation API-5.2 checks repeats by
 // default: longer than the 2 s a key memory with a short time-to-live
 // keeps, short enough for a run.
-const defaultHorizon = 2500 * time.Millisecond
+const defaultHorizon = 2250 * time.Millisecond
 
 // crashTrials is how many creates API-5.3 kills.
 const crashTrials = 6

@@ -82,8 +82,8 @@ const (
 	CutKeys Defect = "cut-keys"
 	// JoinedKeys keys orders by tenant+key with no separator.
 	JoinedKeys Defect = "joined-keys"
-	// TenantFromBody takes the tenant from the body's "tenant" field, not
-	// the declared X-Tenant header.
+	// TenantFromBody takes the tenant of a create from the body's "tenant"
+	// field when it has one, over the declared X-Tenant header.
 	TenantFromBody Defect = "tenant-from-body"
 	// DropLocation replays the body and status but not the Location header.
 	DropLocation Defect = "drop-location"
@@ -247,11 +247,8 @@ func (e *engine) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	payload, _ := json.Marshal(body) // canonical: keys sorted
-	if e.defect == TenantFromBody {
-		tenant, _ = body["tenant"].(string)
-		if tenant == "" {
-			tenant = "default"
-		}
+	if t, ok := body["tenant"].(string); ok && t != "" && e.defect == TenantFromBody {
+		tenant = t
 	}
 	if e.defect == ContentDedupe {
 		fp := tenant + "/" + string(payload)

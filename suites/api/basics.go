@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"mime"
 	"slices"
 	"strings"
@@ -200,6 +201,7 @@ func registerBasics(s *spec.Set, t Target) {
 		u.unchanged(a, before, "after the request under the other scope")
 		u.one(a, "under the first scope")
 		u.one(b, "under the other scope")
+		u.decoyScope()
 	})
 
 	s.It("API-1.5", func(r *spec.R) {
@@ -219,6 +221,42 @@ func registerBasics(s *spec.Set, t Target) {
 		u.one(in, "after the restart")
 	})
 
+}
+
+// decoyScope sends a create whose body holds a member named like the
+// scope with another tenant's value: the declared place of the scope
+// decides, not the body. A service that refuses a member it does not
+// declare is not judged on this part (the evidence says so).
+func (u *run) decoyScope() {
+	d, r := u.d, u.r
+	if d.Scope.In == apidesc.InBody {
+		return
+	}
+	name := d.Errors.ScopeField
+	if name == "" {
+		name = "tenant"
+	}
+	if _, taken := d.Create.Body[name]; taken || (d.ID().In == apidesc.InBody && d.ID().Name == name) {
+		return
+	}
+	in := u.v.newIntent(r.ID)
+	decoy := u.v.tenant()
+	sent := maps.Clone(in.fields)
+	sent[name] = decoy
+	a := u.answered(u.c.create(r.Context(), "kit", in.id, in.scope, d.Payload(in.id, sent)), "the create with a decoy scope in its body")
+	if !d.IsCreated(a.Status) {
+		r.Ev.Notef("a create whose body holds the member %q the description does not declare was answered %s: the decoy check is not judged", name, a)
+		return
+	}
+	r.Ev.Notef("a create under the scope %s whose body member %q says %s: the declared %s %s decides", in.scope, name, decoy, d.Scope.In, d.Scope.Name)
+	// The read shows the payload the description declares; what it makes
+	// of the decoy member is the service's.
+	u.readShows(in, "under its declared scope, after a create whose body named another")
+	m := in
+	m.scope = decoy
+	if rd := u.answered(u.c.read(r.Context(), m.id, m.scope), "the read under the body's decoy scope"); !slices.Contains(d.Read.Missing, rd.Status) {
+		r.Expect(rd.Status).To(gomega.BeElementOf(d.Read.Missing), "the scope is the declared %s %s, not the body's member %q: id %s must not exist under the decoy scope %s, got %s", d.Scope.In, d.Scope.Name, name, in.id, decoy, rd)
+	}
 }
 
 // registerIdentity is API-3.2 and API-4.1: identity by id, and refusals

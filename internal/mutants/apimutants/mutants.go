@@ -58,7 +58,7 @@ var All = []Mutant{
 	{Name: "joined-keys", Contract: apidesc.Reject409, defect: apiservice.JoinedKeys, MustFail: []string{"API-1.6"},
 		Defect: "keys orders by tenant+key joined without a separator: (ab, c) and (a, bc) are one"},
 	{Name: "tenant-from-body", Contract: apidesc.Reject409, defect: apiservice.TenantFromBody, MustFail: []string{"API-1.4"},
-		Defect: "takes the tenant from the body's tenant field instead of the declared X-Tenant header"},
+		Defect: "takes the tenant of a create from the body's tenant field when it has one, over the declared X-Tenant header"},
 	{Name: "drop-location", Contract: apidesc.Replay, defect: apiservice.DropLocation, MustFail: []string{"API-1.2", "API-5.1"},
 		Defect: "replays the status and body of the first response but not its Location header"},
 	{Name: "lagging-reads", Contract: apidesc.Reject409, defect: apiservice.LaggingReads, MustFail: []string{"API-1.1", "API-5.1"},

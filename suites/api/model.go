@@ -115,7 +115,14 @@ func model(d *apidesc.Description) gen.Model[mState, mIn, mOut] {
 			if out.NoAnswer {
 				return in.What + " -> no answer"
 			}
-			return fmt.Sprintf("%s -> %d %s", in.What, out.Status, clip(out.Body, 80))
+			loc := ""
+			if d.IsCreated(out.Status) {
+				loc = " (no Location)"
+				if out.Location != "" {
+					loc = " (Location " + clip(out.Location, 60) + ")"
+				}
+			}
+			return fmt.Sprintf("%s -> %d%s %s", in.What, out.Status, loc, clip(out.Body, 80))
 		},
 	}
 }

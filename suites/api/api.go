@@ -149,7 +149,8 @@ func newSet(t Target) *spec.Set {
 		caps = append(caps, catalog.CapRestart)
 	}
 	s := spec.New("api", caps...)
-	s.Timeout = max(spec.DefaultTimeout, t.Race.Cap+30*time.Second)
+	// API-5.2 waits its horizon by definition.
+	s.Timeout = max(spec.DefaultTimeout, t.Race.Cap+30*time.Second, t.Horizon+30*time.Second)
 	if t.Timeout > 0 {
 		s.Timeout = t.Timeout
 	}

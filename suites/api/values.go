@@ -53,8 +53,8 @@ type values struct {
 	rng  *rand.Rand
 
 	ids, tenants, payloads map[string]int
-	// small leaves the 16-32 KiB strings out (API-2.1, whose power target
-	// counts trials, not bytes).
+	// small leaves the strings of a KiB and more out (API-2.1, whose power
+	// target counts trials, not bytes).
 	small bool
 }
 
@@ -178,7 +178,7 @@ func (v *values) tenant() string {
 // 16 to 32 KiB, Unicode in both normalization forms, JSON escapes.
 func (v *values) str() (string, string) {
 	switch c := v.intn(8); {
-	case c == 0:
+	case c == 0 && !v.small:
 		return "kb " + v.random(1024+v.intn(3072), alnum+" "), "1-4 KiB"
 	case c == 1 && !v.small:
 		return "big " + v.random(16<<10+v.intn(16<<10), alnum), "16-32 KiB"

@@ -59,6 +59,17 @@ type Target struct {
 	// service the kit (or the author's test) started can be restarted;
 	// without it API-1.5 is not applicable.
 	Restart func(ctx context.Context) error
+	// Replicas are the base URLs of further instances of the service over
+	// the same durable state (two replicas behind one load balancer); the
+	// generated rules spread their requests over URL and these. Without
+	// them those rules run on one instance and say so.
+	Replicas []string
+	// Seed seeds every rule's values and schedules (0: each rule picks one
+	// and records it in its evidence; `tck run --seed` replays it).
+	Seed int64
+	// Horizon is how long after a creation the kit checks repeats (API-5.2;
+	// default 2.25 s, bounded by the declared retention).
+	Horizon time.Duration
 	// Race tunes API-2.1; zero values take the defaults.
 	Race RaceConfig
 	// Timeout bounds each rule (default: 60 s, or the race cap plus 30 s).
@@ -135,7 +146,8 @@ func newSet(t Target) *spec.Set {
 		caps = append(caps, catalog.CapRestart)
 	}
 	s := spec.New("api", caps...)
-	s.Timeout = max(spec.DefaultTimeout, t.Race.Cap+30*time.Second)
+	// API-5.2 waits its horizon by definition.
+	s.Timeout = max(spec.DefaultTimeout, t.Race.Cap+30*time.Second, t.Horizon+30*time.Second)
 	if t.Timeout > 0 {
 		s.Timeout = t.Timeout
 	}
@@ -143,5 +155,6 @@ func newSet(t Target) *spec.Set {
 	registerRace(s, t)
 	registerLost(s, t)
 	registerIdentity(s, t)
+	registerGenerated(s, t)
 	return s
 }

@@ -131,7 +131,9 @@ func esStarted(ref target.Ref, version string, caps es.Capabilities, open events
 				"precheck":          boolString(caps.PreCheck != nil),
 			},
 		},
-		Register: func() { eventstore.Register(eventstore.Target{Open: open, Caps: caps}) },
+		Register: func() {
+			eventstore.Register(eventstore.Target{Open: open, Caps: caps, Seed: ref.Opts.Seed, MaxWait: ref.Opts.MaxWait})
+		},
 		Stop:     stop,
 	}
 }

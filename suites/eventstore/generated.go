@@ -90,7 +90,8 @@ var pairKinds = func() []string {
 // pairOf builds pair k from the rule's drawn words: two aggregates that a
 // store must keep apart. nonce makes them fresh for each play.
 func pairOf(k int, w [4]string, nonce string) [2]es.AggregateID {
-	a := es.AggregateID{Context: "ctx-" + w[0], Name: "Order-" + w[1], ID: nonce + "-" + w[2], Tenant: "Acme-" + w[3]}
+	// The pair's number in the id: no two pairs share an aggregate.
+	a := es.AggregateID{Context: "ctx-" + w[0], Name: "Order-" + w[1], ID: nonce + "-p" + strconv.Itoa(k) + "-" + w[2], Tenant: "Acme-" + w[3]}
 	b := a
 	switch pairKinds[k] {
 	case "id case":
@@ -317,11 +318,12 @@ func (p *player) step(st gen.Step[genOp]) string {
 		if op.Pick%3 == 0 {
 			from, to = es.InitialVersion, es.MaxVersion
 		}
-		call := p.rec.Invoke(actor, "load", fmt.Sprintf("%s [%d,%d]", short(agg.ID), from, to))
+		call := p.rec.Invoke(actor, "load", fmt.Sprintf("%s [%d,%d]", aggLabel(agg), from, to))
 		got, err := h.Load(p.ctx, agg, from, to)
 		if err != nil {
 			call.Info(err.Error())
-			return fmt.Sprintf("load of %s [%d,%d] failed: %v", agg, from, to, err)
+			p.setup = fmt.Errorf("load of %s [%d,%d] failed: %w", agg, from, to, err)
+			return ""
 		}
 		call.OK(fmt.Sprintf("%d streams", len(got)))
 		var want []es.Stream
@@ -336,11 +338,12 @@ func (p *player) step(st gen.Step[genOp]) string {
 		return ""
 	case opExists:
 		req, what := p.existsProbe(op, agg, m)
-		call := p.rec.Invoke(actor, "exists?", short(agg.ID)+" req="+short(req)+" ("+what+")")
+		call := p.rec.Invoke(actor, "exists?", aggLabel(agg)+" req="+short(req)+" ("+what+")")
 		got, err := h.RequestIDExists(p.ctx, agg, req)
 		if err != nil {
 			call.Info(err.Error())
-			return fmt.Sprintf("RequestIDExists(%s, %s) failed: %v", agg, short(req), err)
+			p.setup = fmt.Errorf("RequestIDExists(%s, %s) failed: %w", agg, short(req), err)
+			return ""
 		}
 		call.OK(strconv.FormatBool(got))
 		if want := m.has(req); got != want {
@@ -353,10 +356,19 @@ func (p *player) step(st gen.Step[genOp]) string {
 		p.tally.Add("body " + e.Body.Class)
 	}
 	p.tally.Add("request id " + op.Req.Class)
-	call := p.rec.Invoke(actor, op.Kind.String(), describe(s))
+	call := p.rec.Invoke(actor, "append", op.Kind.String()+": "+aggLabel(agg)+fmt.Sprintf(" v%d req=%s events=%d", s.Version, short(s.RequestID), len(s.Events)))
 	err := h.Append(p.ctx, s)
 	call.Complete(classify(err))
 	ok, allowed := m.expect(s)
+	if err != nil && !isConflict(err) {
+		if errors.Is(err, es.ErrInvalidArgument) {
+			return fmt.Sprintf("%s of %s through handle %d was refused as an invalid argument: %v (every part is valid UTF-8 without NUL)", op.Kind, describe(s), st.Instance+1, err)
+		}
+		// Not a conflict: it may or may not have taken effect, and says
+		// nothing the model can judge.
+		p.setup = fmt.Errorf("%s of %s through handle %d failed with %v (not a typed conflict)", op.Kind, describe(s), st.Instance+1, err)
+		return ""
+	}
 	switch {
 	case err == nil && ok:
 		m.streams = append(m.streams, s)
@@ -365,8 +377,6 @@ func (p *player) step(st gen.Step[genOp]) string {
 		return fmt.Sprintf("%s of %s through handle %d succeeded; the model says %s (tail %d)", op.Kind, describe(s), st.Instance+1, strings.Join(allowed, " or "), m.tail())
 	case ok && isConflict(err):
 		return fmt.Sprintf("%s of %s through handle %d was refused with %v; the model says it is stored (tail %d, request id unused)", op.Kind, describe(s), st.Instance+1, err, m.tail())
-	case ok || !isConflict(err):
-		return fmt.Sprintf("%s of %s through handle %d failed with %v (not a typed conflict)", op.Kind, describe(s), st.Instance+1, err)
 	}
 	kind := conflictName(err)
 	if !slices.Contains(allowed, kind) {
@@ -497,11 +507,28 @@ func registerGenerated(s *spec.Set, t Target) {
 			}
 			return v != ""
 		}
-		budget := 20 * time.Second
+		budget := 10 * time.Second
 		if dl, ok := r.Context().Deadline(); ok {
 			budget = min(budget, time.Until(dl)/2)
 		}
-		smallest, replays := gen.Shrink(failing, fails, budget, 400)
+		// First the steps on the failing aggregate's pair, the waits and
+		// the reopens (one replay, often most of the way), then ddmin.
+		bad := failing[len(failing)-1].Op
+		var near []gen.Step[genOp]
+		for _, st := range failing {
+			if st.Op.Pair == bad.Pair || st.Delay > 0 || st.Op.Kind == opReopen {
+				near = append(near, st)
+			}
+		}
+		replays := 0
+		if len(near) < len(failing) {
+			replays++
+			if fails(near) {
+				failing = near
+			}
+		}
+		smallest, n := gen.Shrink(failing, fails, budget, 400)
+		replays += n
 		if last == nil {
 			last = p
 		}
@@ -511,6 +538,12 @@ func registerGenerated(s *spec.Set, t Target) {
 		r.Ev.Record(p.rec.Ops())
 		r.Expect(violation).To(gomega.BeEmpty(), "seed %d, step %d of %d, shrunk to %d steps (tck run --seed %d replays it)", seed, at+1, len(sched.Steps), len(smallest), seed)
 	})
+}
+
+// aggLabel is an aggregate's whole identity for a timeline: the pairs
+// differ in any of its parts.
+func aggLabel(a es.AggregateID) string {
+	return short(a.Context) + "/" + short(a.Name) + "/" + short(a.ID) + "@" + short(a.Tenant)
 }
 
 func weights() string {

@@ -263,7 +263,8 @@ const (
 	healPoll         = 200 * time.Millisecond
 )
 
-// raceAppends releases all streams at once (one goroutine each) and returns
+// raceAppends releases all streams at once (one goroutine each, writer i
+// through stores[i mod len]) and returns
 // every attempt, each with the start and end of its call. A panicking store
 // is recorded as an indeterminate operation. The calls go on the round's
 // timeline after the race: recording them as they start would take the
@@ -282,7 +283,7 @@ var spinsBeforeYield = 1000
 // for an in-process check-then-write to finish before its rival starts. The
 // last goroutine to arrive opens the gate, and the waiters yield while they
 // spin so that every writer reaches the gate even on two cores.
-func raceAppends(ctx context.Context, store es.EventStore, rd *round, streams []es.Stream) []attempt {
+func raceAppends(ctx context.Context, stores []es.EventStore, rd *round, streams []es.Stream) []attempt {
 	out := make([]attempt, len(streams))
 	base := rd.started
 	var arrived atomic.Int32
@@ -305,7 +306,8 @@ func raceAppends(ctx context.Context, store es.EventStore, rd *round, streams []
 				out[i] = attempt{s, fmt.Errorf("panic in Append: %v", p), begin, time.Since(base)}
 			}
 		}()
-		err := store.Append(ctx, s)
+		// Writers spread over the rule's handles, as over service instances.
+		err := stores[i%len(stores)].Append(ctx, s)
 		out[i] = attempt{s, err, begin, time.Since(base)}
 	}
 	if rd.racers != nil {
@@ -449,7 +451,7 @@ func versionRace() trial {
 			for i := 0; i < rd.n; i++ {
 				ss = append(ss, stream(agg, 2, fmt.Sprintf("req-w%d", i)))
 			}
-			rd.at = raceAppends(ctx, f.store, rd, ss)
+			rd.at = raceAppends(ctx, f.handles(), rd, ss)
 			return nil
 		},
 		judge: func(rd *round, load loader) (string, error) {
@@ -473,7 +475,7 @@ func createRace() trial {
 			for i := 0; i < rd.n; i++ {
 				ss = append(ss, stream(agg, 1, fmt.Sprintf("req-w%d", i)))
 			}
-			rd.at = raceAppends(ctx, f.store, rd, ss)
+			rd.at = raceAppends(ctx, f.handles(), rd, ss)
 			return nil
 		},
 		judge: func(rd *round, load loader) (string, error) {
@@ -503,7 +505,7 @@ func requestRace() trial {
 			for i := 0; i < rd.n; i++ {
 				ss = append(ss, stream(agg, 2+i, "req-raced"))
 			}
-			rd.at = raceAppends(ctx, f.store, rd, ss)
+			rd.at = raceAppends(ctx, f.handles(), rd, ss)
 			return nil
 		},
 		judge: func(rd *round, load loader) (string, error) {
@@ -537,7 +539,7 @@ func crossAggregateRace() trial {
 			for i := 0; i < rd.n; i++ {
 				ss = append(ss, stream(f.aggregate(fmt.Sprintf("x%d", i)), 1, "req-shared"))
 			}
-			rd.at = raceAppends(ctx, f.store, rd, ss)
+			rd.at = raceAppends(ctx, f.handles(), rd, ss)
 			return nil
 		},
 		judge: func(rd *round, load loader) (string, error) {
@@ -581,7 +583,7 @@ func mixedRace() trial {
 					ss = append(ss, stream(agg, 2, fmt.Sprintf("req-n%d", i), "A", "B", "C"))
 				}
 			}
-			rd.at = raceAppends(ctx, f.store, rd, ss)
+			rd.at = raceAppends(ctx, f.handles(), rd, ss)
 			return nil
 		},
 		judge: func(rd *round, load loader) (string, error) {
@@ -610,7 +612,7 @@ func loadRace() trial {
 				for i, agg := range aggs {
 					ss = append(ss, stream(agg, v, fmt.Sprintf("req-%d-%d", i, v)))
 				}
-				at := raceAppends(ctx, f.store, rd, ss)
+				at := raceAppends(ctx, f.handles(), rd, ss)
 				rd.at = append(rd.at, at...)
 				for _, a := range at {
 					if a.err != nil {

@@ -342,6 +342,12 @@ func tally(rd *round, got, setup []es.Stream, attempts []attempt) string {
 	}
 	oks := 0
 	for _, a := range attempts {
+		// Every refusal in full: the typed conflict names what was asked.
+		if conflictName(a.err) != "error" {
+			if what := conflictFields(a.err, a.stream); what != "" {
+				return fmt.Sprintf("%s refused with %s, but %s", describe(a.stream), conflictName(a.err), what)
+			}
+		}
 		switch {
 		case a.err == nil:
 			oks++

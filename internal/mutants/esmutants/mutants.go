@@ -114,7 +114,7 @@ var All = []Mutant{
 	{"request-id-ttl", "forgets a request id 1 s after it was stored (a cache with a time to live), in Append and in the query", []string{"ES-4.1"}, requestTTL},
 	{"leaked-reservation", "a refused append (version or creation conflict) still reserves its request id", []string{"ES-1.9", "ES-4.1"}, leakedReservation},
 	{"tail-as-version", "the version conflict reports the tail instead of the version asked for", []string{"ES-1.4", "ES-4.1"}, tailAsVersion},
-	{"stored-request-in-create-conflict", "the creation conflict carries the stored create's request id instead of the refused one", []string{"ES-1.3", "ES-4.1"}, storedRequestInCreate},
+	{"stored-request-in-create-conflict", "the creation conflict carries the stored create's request id instead of the refused one", []string{"ES-1.3", "ES-2.2", "ES-4.1"}, storedRequestInCreate},
 	{"torn-load", "writes a multi-event stream event by event, each visible at once (no transaction around them)", []string{"ES-4.2"}, tornLoad},
 }
 

@@ -44,7 +44,7 @@ type Target struct {
 	// the seed is the figure "seed" in the rule's evidence, and setting it
 	// (tck run --seed) replays the same values and schedule.
 	Seed int64
-	// MaxWait, when longer than the default (2.4 s), is the time horizon of
+	// MaxWait, when longer than the default (1.5 s), is the time horizon of
 	// the ES-4.1 schedule: how long after a write its retries and queries
 	// may come (tck run --max-wait).
 	MaxWait time.Duration

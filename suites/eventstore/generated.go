@@ -33,7 +33,7 @@ const (
 	genSteps     = 260
 	genInstances = 3
 	genPauses    = 3
-	genHorizon   = 2400 * time.Millisecond // the default time horizon
+	genHorizon   = 1500 * time.Millisecond // the default time horizon
 	pLargeBody   = 0.03                    // an event body of 1 MiB and more
 )
 

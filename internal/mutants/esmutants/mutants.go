@@ -70,7 +70,7 @@ const (
 const (
 	idWidth       = 64          // a VARCHAR(64) id column
 	bodyWidth     = 64 << 10    // a 64 KiB body column
-	requestTTLFor = time.Second // request ids forgotten after this
+	requestTTLFor = 500 * time.Millisecond // request ids forgotten after this
 )
 
 // window is how many of an aggregate's newest streams the request-window
@@ -111,7 +111,7 @@ var All = []Mutant{
 	{"truncated-bodies", "cuts event bodies to a 64 KiB column", []string{"ES-1.1", "ES-4.1"}, truncatedBodies},
 	{"tail-per-handle", "each handle caches the tail version it last wrote and checks versions against its cache", []string{"ES-4.1"}, tailPerHandle},
 	{"uniqueness-per-handle", "request-id uniqueness is checked against the handle's own cache of the ids it wrote", []string{"ES-4.1"}, uniquenessPerHandle},
-	{"request-id-ttl", "forgets a request id 1 s after it was stored (a cache with a time to live), in Append and in the query", []string{"ES-4.1"}, requestTTL},
+	{"request-id-ttl", "forgets a request id 0.5 s after it was stored (a cache with a time to live), in Append and in the query", []string{"ES-4.1"}, requestTTL},
 	{"leaked-reservation", "a refused append (version or creation conflict) still reserves its request id", []string{"ES-1.9", "ES-4.1"}, leakedReservation},
 	{"tail-as-version", "the version conflict reports the tail instead of the version asked for", []string{"ES-1.4", "ES-4.1"}, tailAsVersion},
 	{"stored-request-in-create-conflict", "the creation conflict carries the stored create's request id instead of the refused one", []string{"ES-1.3", "ES-2.2", "ES-4.1"}, storedRequestInCreate},

@@ -68,8 +68,8 @@ const (
 
 // The widths and times of the generated-defect mutants.
 const (
-	idWidth       = 64          // a VARCHAR(64) id column
-	bodyWidth     = 64 << 10    // a 64 KiB body column
+	idWidth       = 64                     // a VARCHAR(64) id column
+	bodyWidth     = 64 << 10               // a 64 KiB body column
 	requestTTLFor = 500 * time.Millisecond // request ids forgotten after this
 )
 

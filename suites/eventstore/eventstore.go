@@ -41,6 +41,19 @@ type Target struct {
 	Caps es.Capabilities
 	// Race tunes the ES-2 race rules; zero values take the defaults.
 	Race RaceConfig
+	// Seed seeds every generated value and schedule (the adversarial ids
+	// of every rule, the ES-4 histories). 0 picks one per rule; either way
+	// the seed is the figure "seed" in the rule's evidence, and setting it
+	// (tck run --seed) replays the same values and schedule.
+	Seed int64
+	// MaxWait, when longer than the default (1.5 s), is the time horizon of
+	// the ES-4.1 schedule: how long after a write its retries and queries
+	// may come (tck run --max-wait).
+	MaxWait time.Duration
+	// OneHandle, when set, says why the factory cannot open a second
+	// handle on the same data; the rules then use one handle and the
+	// multi-instance rules say so in their evidence.
+	OneHandle string
 	// Timeout bounds each rule (default 60 s). A fault run sets it to cover
 	// the race budget, the fault and the store's recovery.
 	Timeout time.Duration
@@ -155,5 +168,6 @@ func newSet(t Target) *spec.Set {
 	registerBasics(s, t)
 	registerRaces(s, t)
 	registerPreCheck(s, t)
+	registerGenerated(s, t)
 	return s
 }

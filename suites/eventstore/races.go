@@ -277,7 +277,8 @@ const (
 	healPoll         = 200 * time.Millisecond
 )
 
-// raceAppends releases all streams at once (one goroutine each) and returns
+// raceAppends releases all streams at once (one goroutine each, writer i
+// through stores[i mod len]) and returns
 // every attempt, each with the start and end of its call. A panicking store
 // is recorded as an indeterminate operation. The calls go on the round's
 // timeline after the race: recording them as they start would take the
@@ -296,7 +297,7 @@ var spinsBeforeYield = 1000
 // for an in-process check-then-write to finish before its rival starts. The
 // last goroutine to arrive opens the gate, and the waiters yield while they
 // spin so that every writer reaches the gate even on two cores.
-func raceAppends(ctx context.Context, store es.EventStore, rd *round, streams []es.Stream) []attempt {
+func raceAppends(ctx context.Context, stores []es.EventStore, rd *round, streams []es.Stream) []attempt {
 	out := make([]attempt, len(streams))
 	base := rd.started
 	var arrived atomic.Int32
@@ -319,7 +320,8 @@ func raceAppends(ctx context.Context, store es.EventStore, rd *round, streams []
 				out[i] = attempt{s, fmt.Errorf("panic in Append: %v", p), begin, time.Since(base)}
 			}
 		}()
-		err := store.Append(ctx, s)
+		// Writers spread over the rule's handles, as over service instances.
+		err := stores[i%len(stores)].Append(ctx, s)
 		out[i] = attempt{s, err, begin, time.Since(base)}
 	}
 	if rd.racers != nil {
@@ -354,6 +356,12 @@ func tally(rd *round, got, setup []es.Stream, attempts []attempt) string {
 	}
 	oks := 0
 	for _, a := range attempts {
+		// Every refusal in full: the typed conflict names what was asked.
+		if conflictName(a.err) != "error" {
+			if what := conflictFields(a.err, a.stream); what != "" {
+				return fmt.Sprintf("%s refused with %s, but %s", describe(a.stream), conflictName(a.err), what)
+			}
+		}
 		switch {
 		case a.err == nil:
 			oks++
@@ -463,7 +471,7 @@ func versionRace() trial {
 			for i := 0; i < rd.n; i++ {
 				ss = append(ss, stream(agg, 2, fmt.Sprintf("req-w%d", i)))
 			}
-			rd.at = raceAppends(ctx, f.store, rd, ss)
+			rd.at = raceAppends(ctx, f.handles(), rd, ss)
 			return nil
 		},
 		judge: func(rd *round, load loader) (string, error) {
@@ -487,7 +495,7 @@ func createRace() trial {
 			for i := 0; i < rd.n; i++ {
 				ss = append(ss, stream(agg, 1, fmt.Sprintf("req-w%d", i)))
 			}
-			rd.at = raceAppends(ctx, f.store, rd, ss)
+			rd.at = raceAppends(ctx, f.handles(), rd, ss)
 			return nil
 		},
 		judge: func(rd *round, load loader) (string, error) {
@@ -517,7 +525,7 @@ func requestRace() trial {
 			for i := 0; i < rd.n; i++ {
 				ss = append(ss, stream(agg, 2+i, "req-raced"))
 			}
-			rd.at = raceAppends(ctx, f.store, rd, ss)
+			rd.at = raceAppends(ctx, f.handles(), rd, ss)
 			return nil
 		},
 		judge: func(rd *round, load loader) (string, error) {
@@ -551,7 +559,7 @@ func crossAggregateRace() trial {
 			for i := 0; i < rd.n; i++ {
 				ss = append(ss, stream(f.aggregate(fmt.Sprintf("x%d", i)), 1, "req-shared"))
 			}
-			rd.at = raceAppends(ctx, f.store, rd, ss)
+			rd.at = raceAppends(ctx, f.handles(), rd, ss)
 			return nil
 		},
 		judge: func(rd *round, load loader) (string, error) {
@@ -595,7 +603,7 @@ func mixedRace() trial {
 					ss = append(ss, stream(agg, 2, fmt.Sprintf("req-n%d", i), "A", "B", "C"))
 				}
 			}
-			rd.at = raceAppends(ctx, f.store, rd, ss)
+			rd.at = raceAppends(ctx, f.handles(), rd, ss)
 			return nil
 		},
 		judge: func(rd *round, load loader) (string, error) {
@@ -624,7 +632,7 @@ func loadRace() trial {
 				for i, agg := range aggs {
 					ss = append(ss, stream(agg, v, fmt.Sprintf("req-%d-%d", i, v)))
 				}
-				at := raceAppends(ctx, f.store, rd, ss)
+				at := raceAppends(ctx, f.handles(), rd, ss)
 				rd.at = append(rd.at, at...)
 				for _, a := range at {
 					if a.err != nil {

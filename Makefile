@@ -27,13 +27,15 @@ test:
 	$(GO) test -count=1 -p 1 -timeout 40m ./...
 
 # Hygiene CI checks before the tests: formatting, a tidy go.mod, staticcheck
-# at a pinned version (through the module proxy), and the examples built as
+# at a pinned version (through the module proxy), no exported identifier of a
+# public package naming an internal type (apicheck), and the examples built as
 # an author would build them, in a fresh module outside this repository.
 STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
 	$(GO) mod tidy -diff
 	$(GO) run $(STATICCHECK) ./...
+	$(GO) run ./internal/tools/apicheck ./...
 	scripts/check-examples.sh
 
 # docs/RULES.md is generated from the catalog; a test fails when they differ.

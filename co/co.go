@@ -23,10 +23,10 @@ import (
 // carry the same one; an edit carries a new one (seed 002, 四: evt:m-9:v1,
 // evt:m-9:v2).
 type Event struct {
-	EventID   string `json:"eventId"`
-	MessageID string `json:"messageId"`
-	Version   int    `json:"version"`
-	Body      string `json:"body"`
+	EventID   string `json:"eventId"`   // stable for one (message, version): EventID(MessageID, Version)
+	MessageID string `json:"messageId"` // the business message
+	Version   int    `json:"version"`   // its business version, from 1
+	Body      string `json:"body"`      // what the effects carry
 }
 
 // EventID is the stable event id of (message, version).
@@ -70,9 +70,13 @@ func Decode(payload []byte) (Event, error) {
 // every duration a consumer sees). A Handle that returns an error without
 // settling is nak'ed by the kit, as a consumer framework would.
 type Delivery interface {
+	// Event is the event delivered.
 	Event() Event
+	// Attempt counts this event's deliveries to the consumer group, from 1.
 	Attempt() int
+	// Ack settles the delivery as done.
 	Ack(ctx context.Context) error
+	// Nak hands the delivery back, to come again after delay (kit clock).
 	Nak(ctx context.Context, delay time.Duration) error
 }
 
@@ -80,6 +84,7 @@ type Delivery interface {
 // from one goroutine per delivery; two workers run two instances at once.
 // Every side effect goes through the Env the instance was built with.
 type Consumer interface {
+	// Handle performs d's effects and settles it.
 	Handle(ctx context.Context, d Delivery) error
 }
 
@@ -87,6 +92,7 @@ type Consumer interface {
 // an ack that came before them (seed 002, 三: 除非另有对账/重建). The kit calls
 // it on a fresh instance after such a crash and checks the effect is back.
 type Reconciler interface {
+	// Reconcile restores every effect an acked event should have had.
 	Reconcile(ctx context.Context) error
 }
 
@@ -104,10 +110,10 @@ type Env struct {
 	// with state of its own (a table, a cache) needs no reset between
 	// rules; Rule lets it keep that state apart, or name it, if it wants.
 	Rule     string
-	Index    Index
-	Notifier Notifier
-	Store    Store
-	Clock    Clock
+	Index    Index    // the search index
+	Notifier Notifier // the push notifier
+	Store    Store    // the instance's handle on its durable store
+	Clock    Clock    // the kit's clock
 }
 
 // ErrEnded is what every call of an instance returns once the kit has
@@ -137,6 +143,7 @@ type Declared struct {
 // Publisher is what an outbox relay (or a broken writer) publishes through;
 // the kit wraps the broker's Publish to crash around it.
 type Publisher interface {
+	// Publish puts m on topic, as mq.Broker's Publish does.
 	Publish(ctx context.Context, topic string, m mq.Message) (mq.PublishAck, error)
 }
 
@@ -164,6 +171,7 @@ type Outbox func(ctx context.Context, dbPath string, pub Publisher, topic string
 // record lifetimes, claim leases). The kit runs it faster than real time so
 // that the contract's minutes fit in a test run.
 type Clock interface {
+	// Now is the kit's time now.
 	Now() time.Time
 }
 
@@ -177,9 +185,9 @@ const (
 // kit requires to be the message id; Version is the business version of the
 // event that produced it.
 type Doc struct {
-	ID      string `json:"id"`
-	Version int    `json:"version"`
-	Body    string `json:"body"`
+	ID      string `json:"id"`      // the message id
+	Version int    `json:"version"` // the event's version
+	Body    string `json:"body"`    // the event's body
 }
 
 // Index is the search index as a consumer sees it. Like any remote call, a
@@ -201,9 +209,9 @@ type Index interface {
 
 // Notification is one visible notification about a message version.
 type Notification struct {
-	MessageID string `json:"messageId"`
-	Version   int    `json:"version"`
-	Text      string `json:"text"`
+	MessageID string `json:"messageId"` // the message it is about
+	Version   int    `json:"version"`   // and its version
+	Text      string `json:"text"`      // what the user sees
 }
 
 // Notifier stands for a push service that has no idempotency key: every
@@ -213,6 +221,7 @@ type Notification struct {
 // out. A Send fails like an index write: an error before, or a timeout after
 // the notification went out.
 type Notifier interface {
+	// Send sends n: one more notification a user sees.
 	Send(ctx context.Context, n Notification) error
 	// Sent counts the notifications sent so far for (messageID, version).
 	Sent(ctx context.Context, messageID string, version int) (int, error)
@@ -221,8 +230,8 @@ type Notifier interface {
 // Record is one stored value and when it expires on the kit's clock (zero:
 // never).
 type Record struct {
-	Value   string    `json:"value"`
-	Expires time.Time `json:"expires"`
+	Value   string    `json:"value"`   // what was stored
+	Expires time.Time `json:"expires"` // when it expires (zero: never)
 }
 
 // Store is a durable key-value store a consumer may keep its de-dupe records
@@ -230,6 +239,7 @@ type Record struct {
 // on the same file). Expiry is read on the kit's clock; an expired record is
 // absent to every call. ttl 0 means the record never expires.
 type Store interface {
+	// Get reads the live record of key.
 	Get(ctx context.Context, key string) (Record, bool, error)
 	// Insert stores the record only if the key is absent (or expired),
 	// atomically; inserted says whether it did. This is the one call that
@@ -239,5 +249,6 @@ type Store interface {
 	Put(ctx context.Context, key, value string, ttl time.Duration) error
 	// CompareAndSwap replaces the value only if the live record holds old.
 	CompareAndSwap(ctx context.Context, key, old, value string, ttl time.Duration) (bool, error)
+	// Delete removes the record of key.
 	Delete(ctx context.Context, key string) error
 }

@@ -17,10 +17,11 @@ const InitialVersion = 1
 type AggregateID struct {
 	Context string `json:"context"` // bounded context
 	Name    string `json:"name"`    // aggregate name (type)
-	ID      string `json:"id"`
-	Tenant  string `json:"tenant"`
+	ID      string `json:"id"`      // the aggregate's own id
+	Tenant  string `json:"tenant"`  // the tenant it belongs to
 }
 
+// String is the id as the kit's messages print it: context.name/id@tenant.
 func (a AggregateID) String() string {
 	return fmt.Sprintf("%s.%s/%s@%s", a.Context, a.Name, a.ID, a.Tenant)
 }
@@ -28,19 +29,19 @@ func (a AggregateID) String() string {
 // Event is one domain event inside a stream. Body is opaque: a store must
 // return it byte for byte.
 type Event struct {
-	Name string `json:"name"`
-	Body []byte `json:"body"`
+	Name string `json:"name"` // the event's type
+	Body []byte `json:"body"` // the payload, stored and returned byte for byte
 }
 
 // Stream is what one command appends: one version of one aggregate, carrying
 // the caller's request id (the business intent, stable across retries) and the
 // command id (this one attempt), and one or more events.
 type Stream struct {
-	Aggregate AggregateID `json:"aggregate"`
-	Version   int         `json:"version"`
-	RequestID string      `json:"requestId"`
-	CommandID string      `json:"commandId"`
-	Events    []Event     `json:"events"`
+	Aggregate AggregateID `json:"aggregate"` // the aggregate appended to
+	Version   int         `json:"version"`   // the version it takes (InitialVersion creates)
+	RequestID string      `json:"requestId"` // the business intent, unique per aggregate
+	CommandID string      `json:"commandId"` // this one attempt
+	Events    []Event     `json:"events"`    // one or more, stored all or none
 }
 
 // EventStore is the contract under test.

@@ -8,42 +8,46 @@ import (
 // TopicInfo is a topic as the broker holds it, read by the broker's own
 // name for it (a NATS stream name).
 type TopicInfo struct {
-	Name     string      `json:"name"`
-	Subjects []string    `json:"subjects,omitempty"`
-	Config   TopicConfig `json:"config"`
+	Name     string      `json:"name"`               // the broker's name for it
+	Subjects []string    `json:"subjects,omitempty"` // what it stores (NATS subjects)
+	Config   TopicConfig `json:"config"`             // its settings as held
 }
 
 // AckPolicy is how a consumer group acknowledges (NATS ack_policy).
 type AckPolicy string
 
 const (
-	AckExplicit AckPolicy = "explicit"
-	AckAll      AckPolicy = "all"
-	AckNone     AckPolicy = "none" // acked as sent: nothing comes back
+	AckExplicit AckPolicy = "explicit" // each delivery acked on its own
+	AckAll      AckPolicy = "all"      // an ack covers every earlier delivery
+	AckNone     AckPolicy = "none"     // acked as sent: nothing comes back
 )
 
 // ConsumerInfo is a consumer group as the broker holds it (a NATS durable
 // consumer). Config.Group is its name; MaxDeliver -1 or 0 is unlimited.
 type ConsumerInfo struct {
-	Config    ConsumerConfig `json:"config"`
-	AckPolicy AckPolicy      `json:"ackPolicy"`
+	Config    ConsumerConfig `json:"config"`    // its settings as held
+	AckPolicy AckPolicy      `json:"ackPolicy"` // how it acknowledges
 }
 
 // ServerInfo is what a client connection can read about the server: its
 // version, and its settings as read, each with how it was read ("not
 // readable by a client" when it cannot be).
 type ServerInfo struct {
-	Version  string            `json:"version"`
-	Settings map[string]string `json:"settings"`
+	Version  string            `json:"version"`  // as the server reports it
+	Settings map[string]string `json:"settings"` // each setting as read
 }
 
 // Inspector reads settings from the broker by name and changes nothing: it
 // is how the kit certifies a team's own topics and consumers, which it may
 // only read.
 type Inspector interface {
+	// Topic reads the topic the broker calls name.
 	Topic(ctx context.Context, name string) (TopicInfo, error)
+	// Consumer reads consumer group name on topic.
 	Consumer(ctx context.Context, topic, name string) (ConsumerInfo, error)
+	// Server reads the server's version and settings.
 	Server(ctx context.Context) (ServerInfo, error)
+	// Close releases the view.
 	Close() error
 }
 

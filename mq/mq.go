@@ -21,9 +21,9 @@ import (
 // broker de-duplicates on (NATS Nats-Msg-Id); it is the producer's duty to
 // keep it across retries of the same intent.
 type Message struct {
-	ID      string            `json:"id"`
-	Payload []byte            `json:"payload"`
-	Headers map[string]string `json:"headers,omitempty"`
+	ID      string            `json:"id"`                // the stable message id
+	Payload []byte            `json:"payload"`           // opaque, returned byte for byte
+	Headers map[string]string `json:"headers,omitempty"` // carried with the message
 }
 
 // PublishAck is the broker's reply to a publish.
@@ -54,7 +54,7 @@ const (
 type Storage string
 
 const (
-	FileStorage   Storage = "file"
+	FileStorage   Storage = "file"   // an acked publish survives a restart
 	MemoryStorage Storage = "memory" // an acked publish does not survive a restart
 )
 
@@ -62,23 +62,24 @@ const (
 // an Inspector reads back. A zero field is the broker's (or the adapter's)
 // default.
 type TopicConfig struct {
-	DedupeWindow time.Duration `json:"dedupeWindow"` // 0: the broker's default
-	Retention    Retention     `json:"retention"`
-	Replicas     int           `json:"replicas,omitempty"`
-	MaxAge       time.Duration `json:"maxAge,omitempty"` // 0: kept without an age limit
-	Storage      Storage       `json:"storage,omitempty"`
+	DedupeWindow time.Duration `json:"dedupeWindow"`       // 0: the broker's default
+	Retention    Retention     `json:"retention"`          // "": the broker's default
+	Replicas     int           `json:"replicas,omitempty"` // copies in a cluster; 0: the broker's default
+	MaxAge       time.Duration `json:"maxAge,omitempty"`   // 0: kept without an age limit
+	Storage      Storage       `json:"storage,omitempty"`  // "": the adapter's default
 }
 
 // ConsumerConfig opens one member of a consumer group.
 type ConsumerConfig struct {
-	Group      string          `json:"group"`
-	AckWait    time.Duration   `json:"ackWait"`
-	MaxDeliver int             `json:"maxDeliver"` // 0: unlimited
-	Backoff    []time.Duration `json:"backoff,omitempty"`
+	Group      string          `json:"group"`             // the consumer group the member joins
+	AckWait    time.Duration   `json:"ackWait"`           // until an unacked delivery comes back
+	MaxDeliver int             `json:"maxDeliver"`        // 0: unlimited
+	Backoff    []time.Duration `json:"backoff,omitempty"` // waits after each delivery, overriding AckWait
 }
 
 // Delivery is one attempt to hand a message to a consumer.
 type Delivery interface {
+	// Message is the message delivered.
 	Message() Message
 	// Attempt is 1 for the first delivery and grows by one per redelivery.
 	Attempt() int
@@ -106,21 +107,29 @@ type Consumer interface {
 
 // Stored is one message as the topic holds it, read back authoritatively.
 type Stored struct {
-	Message  Message `json:"message"`
-	Position string  `json:"position"`
+	Message  Message `json:"message"`  // the message as stored
+	Position string  `json:"position"` // where it is stored
 }
 
 // Broker is one broker target as the suites see it. The kit creates and
 // removes its own topics and touches nothing else.
 type Broker interface {
+	// CreateTopic creates the kit's topic name with cfg.
 	CreateTopic(ctx context.Context, name string, cfg TopicConfig) error
+	// DeleteTopic deletes the kit's topic and what belongs to it.
 	DeleteTopic(ctx context.Context, name string) error
+	// Publish publishes m to topic and returns the broker's reply.
 	Publish(ctx context.Context, topic string, m Message) (PublishAck, error)
 	// Consumer opens a new member of cfg.Group on topic.
 	Consumer(ctx context.Context, topic string, cfg ConsumerConfig) (Consumer, error)
-	// ReadAll returns every message the topic stores now, in order.
+	// ReadAll returns every message the topic stores now, in order. A
+	// topic the broker does not have is an error wrapping ErrNotFound (a
+	// definite answer: what it held is gone); any other error leaves what
+	// it holds unknown.
 	ReadAll(ctx context.Context, topic string) ([]Stored, error)
+	// Capabilities is what the broker declares.
 	Capabilities() Capabilities
+	// Close releases the handle.
 	Close() error
 }
 
@@ -136,10 +145,10 @@ type Capabilities struct {
 	DuplicateFlag bool `json:"duplicateFlag"`
 	AckWait       bool `json:"ackWait"`      // unacked deliveries come back by themselves
 	ConfirmedAck  bool `json:"confirmedAck"` // the broker confirms an ack
-	NakDelay      bool `json:"nakDelay"`
-	Term          bool `json:"term"`
-	MaxDeliver    bool `json:"maxDeliver"`
-	InProgress    bool `json:"inProgress"`
+	NakDelay      bool `json:"nakDelay"`     // a nak with a redelivery delay
+	Term          bool `json:"term"`         // stop redelivery of one message for good
+	MaxDeliver    bool `json:"maxDeliver"`   // a limit on delivery attempts
+	InProgress    bool `json:"inProgress"`   // push a delivery's deadline back
 	// PendingList: the broker keeps each group's delivered, unacknowledged
 	// messages with a delivery counter, readable through PendingInspector
 	// (Redis Streams: the pending entries list, XPENDING).

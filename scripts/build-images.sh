@@ -46,7 +46,7 @@ current() { docker image inspect -f '{{index .Config.Labels "org.onceproof.tck.i
 build_nats() {
 	local ctx=$work/nats
 	local inputs
-	inputs=$( (echo "$NATS_SERVER_VERSION"; go version; cat "$root/images/nats/Dockerfile" "$root/images/nats/nats-server.conf") | sha256sum | cut -c1-16)
+	inputs=$( (echo "$NATS_SERVER_VERSION"; go version; cat "$root/internal/images/nats/Dockerfile" "$root/internal/images/nats/nats-server.conf") | sha256sum | cut -c1-16)
 	if [[ "${FORCE:-}" != 1 && "$(current "$NATS_IMAGE")" == "$inputs" ]]; then
 		log "$NATS_IMAGE is up to date ($inputs)"
 		return
@@ -56,7 +56,7 @@ build_nats() {
 	# go install outside any module builds exactly the released module.
 	(cd "$ctx" && GOFLAGS=-mod=mod CGO_ENABLED=0 GOBIN="$ctx" \
 		go install -trimpath -ldflags='-s -w' "github.com/nats-io/nats-server/v2@$NATS_SERVER_VERSION")
-	cp "$root/images/nats/Dockerfile" "$root/images/nats/nats-server.conf" "$ctx/"
+	cp "$root/internal/images/nats/Dockerfile" "$root/internal/images/nats/nats-server.conf" "$ctx/"
 	docker build -q --label "org.onceproof.tck.image=1" --label "org.onceproof.tck.inputs=$inputs" \
 		-t "$NATS_IMAGE" "$ctx" >/dev/null
 	prune
@@ -88,7 +88,7 @@ build_postgres() {
 	local pkgver
 	pkgver=$(dpkg-query -W -f '${Version}' "postgresql-$PG_MAJOR" 2>/dev/null || "$pgbin/postgres" --version)
 	local inputs
-	inputs=$( (echo "$pkgver"; go version; cat "$root/images/postgres/Dockerfile" "$root/internal/images/pgentrypoint/main.go") | sha256sum | cut -c1-16)
+	inputs=$( (echo "$pkgver"; go version; cat "$root/internal/images/postgres/Dockerfile" "$root/internal/images/pgentrypoint/main.go") | sha256sum | cut -c1-16)
 	if [[ "${FORCE:-}" != 1 && "$(current "$POSTGRES_IMAGE")" == "$inputs" ]]; then
 		log "$POSTGRES_IMAGE is up to date ($inputs)"
 		return
@@ -115,7 +115,7 @@ build_postgres() {
 	(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$rootfs/docker-entrypoint" ./internal/images/pgentrypoint)
 	chmod 1777 "$ctx/owned/tmp"
 	chmod 0700 "$ctx/owned/var/lib/postgresql/data"
-	cp "$root/images/postgres/Dockerfile" "$ctx/"
+	cp "$root/internal/images/postgres/Dockerfile" "$ctx/"
 	docker build -q --label "org.onceproof.tck.image=1" --label "org.onceproof.tck.inputs=$inputs" \
 		-t "$POSTGRES_IMAGE" "$ctx" >/dev/null
 	prune
@@ -130,7 +130,7 @@ build_redis() {
 	local pkgver
 	pkgver=$(dpkg-query -W -f '${Version}' redis-server 2>/dev/null || redis-server --version)
 	local inputs
-	inputs=$( (echo "$pkgver"; cat "$root/images/redis/Dockerfile") | sha256sum | cut -c1-16)
+	inputs=$( (echo "$pkgver"; cat "$root/internal/images/redis/Dockerfile") | sha256sum | cut -c1-16)
 	if [[ "${FORCE:-}" != 1 && "$(current "$REDIS_IMAGE")" == "$inputs" ]]; then
 		log "$REDIS_IMAGE is up to date ($inputs)"
 		return
@@ -142,7 +142,7 @@ build_redis() {
 	# /usr/bin/redis-server is a link to redis-check-rdb, which picks its
 	# role from its name: copied dereferenced under the name redis-server.
 	copy_with_libs /usr/bin/redis-server
-	cp "$root/images/redis/Dockerfile" "$ctx/"
+	cp "$root/internal/images/redis/Dockerfile" "$ctx/"
 	docker build -q --label "org.onceproof.tck.image=1" --label "org.onceproof.tck.inputs=$inputs" \
 		-t "$REDIS_IMAGE" "$ctx" >/dev/null
 	prune
@@ -151,7 +151,7 @@ build_redis() {
 
 build_kfake() {
 	local inputs
-	inputs=$( (cd "$root" && go list -m -f '{{.Version}}' github.com/twmb/franz-go/pkg/kfake; go version; cat "$root/images/kfake/Dockerfile" "$root/internal/images/kfakebroker/main.go") | sha256sum | cut -c1-16)
+	inputs=$( (cd "$root" && go list -m -f '{{.Version}}' github.com/twmb/franz-go/pkg/kfake; go version; cat "$root/internal/images/kfake/Dockerfile" "$root/internal/images/kfakebroker/main.go") | sha256sum | cut -c1-16)
 	if [[ "${FORCE:-}" != 1 && "$(current "$KFAKE_IMAGE")" == "$inputs" ]]; then
 		log "$KFAKE_IMAGE is up to date ($inputs)"
 		return
@@ -160,7 +160,7 @@ build_kfake() {
 	local ctx=$work/kfake
 	rm -rf "$ctx" && mkdir -p "$ctx"
 	(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$ctx/kfakebroker" ./internal/images/kfakebroker)
-	cp "$root/images/kfake/Dockerfile" "$ctx/"
+	cp "$root/internal/images/kfake/Dockerfile" "$ctx/"
 	docker build -q --label "org.onceproof.tck.image=1" --label "org.onceproof.tck.inputs=$inputs" \
 		-t "$KFAKE_IMAGE" "$ctx" >/dev/null
 	prune

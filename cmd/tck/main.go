@@ -28,6 +28,8 @@ import (
 	"strings"
 	"syscall"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/onceproof/tck/internal/containers"
 
 	"github.com/onceproof/tck/internal/leftovers"
@@ -108,6 +110,13 @@ func main() {
 			panic(p)
 		}
 	}()
+	// The CLI owns its process, so it alone handles signals: it cancels the
+	// run, and the leftovers watcher removes what the kit created.
+	leftovers.HandleSignals()
+	containers.Quiet()
+	// go-redis logs dial failures on its own, process-wide; the CLI reports
+	// every error through its return, on one line.
+	goredis.SetLogger(quiet{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -210,3 +219,8 @@ func cmdVersion(_ context.Context, args []string, stdout, _ io.Writer) error {
 	fmt.Fprintf(stdout, "onceproof tck %s\n", v)
 	return nil
 }
+
+// quiet is a go-redis logger that says nothing.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}

@@ -17,6 +17,7 @@ import (
 	"github.com/onceproof/tck/internal/reports"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/selftest"
+	"github.com/onceproof/tck/internal/stall"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
 )
@@ -265,6 +266,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := checkAPIDesc(*apiDesc, p); err != nil {
 		return err
 	}
+	// The kit's heartbeat for the whole run: a pause of this process is
+	// the kit's, and timed rules ask about it (package stall).
+	defer stall.Hold()()
 	started := time.Now()
 	dir, unlock, err := claimOutDir(*out, started)
 	if err != nil {

@@ -1,16 +1,15 @@
 package consumer
 
 import (
-	"context"
 	"testing"
 
-	"github.com/onceproof/tck/adapters/broker/nats"
-	"github.com/onceproof/tck/mq"
 	tck "github.com/onceproof/tck/suites/consumer"
 )
 
 // TestProjection runs every CO rule against the projection as a subtest
-// named by its id, over an embedded NATS JetStream server:
+// named by its id. The target names no broker, so each rule runs over an
+// embedded NATS JetStream server of its own (set Target.Broker to run over
+// another):
 //
 //	go test -run 'TestProjection/CO-1.1' -v
 //
@@ -18,13 +17,7 @@ import (
 // second scope, an outbox) are skipped with the reason; a rule the kit could
 // not decide fails the test with its reason.
 func TestProjection(t *testing.T) {
-	srv, err := nats.StartEmbedded(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
 	tck.Check(t, tck.Target{
-		Broker:   func(ctx context.Context) (mq.Broker, error) { return nats.Connect(ctx, srv.URL(), nats.Options{}) },
 		New:      New,
 		Declared: Declared,
 	})

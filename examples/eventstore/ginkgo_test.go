@@ -11,7 +11,7 @@ import (
 
 // TestWithGinkgo runs the same rules inside a Ginkgo suite of yours. Each
 // rule is a spec labelled with its id, suite and level. A rule the kit
-// cannot decide fails the suite; pass eventstore.UnknownIsSkip to Register
+// cannot decide fails the suite; pass eventstore.UnknownIsSkip() to Register
 // to report it as a skip instead.
 func TestWithGinkgo(t *testing.T) {
 	RegisterFailHandler(Fail)

@@ -15,8 +15,11 @@ package apidesc
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Contract is what a service answers to a repeated id.
@@ -53,6 +56,11 @@ type Description struct {
 	// another scope is another request.
 	Scope  *Place `yaml:"scope" json:"scope,omitempty"`
 	Errors Errors `yaml:"errors" json:"errors"`
+	// Retention is how long after its creation the service promises to
+	// recognise a key as a repeat (a Go duration such as 24h, or days:
+	// 7d). The kit checks repeats up to the lesser of it and its horizon
+	// (API-5.2). Left out: the service promises it for ever.
+	Retention string `yaml:"retention" json:"retention,omitempty"`
 
 	// File is where the description was loaded from ("" for Default).
 	File string `yaml:"-" json:"file,omitempty"`
@@ -130,13 +138,37 @@ func Default(c Contract) *Description {
 			Body: map[string]any{"item": "book", "qty": 1},
 			Vary: "qty",
 		},
-		Read:   Read{Path: "/orders/{id}"},
-		List:   &List{Path: "/orders?requestId={id}"},
-		Scope:  &Place{In: InHeader, Name: "X-Tenant"},
-		Errors: Errors{IDField: "requestId", ScopeField: "tenant"},
+		Read:      Read{Path: "/orders/{id}"},
+		List:      &List{Path: "/orders?requestId={id}"},
+		Scope:     &Place{In: InHeader, Name: "X-Tenant"},
+		Errors:    Errors{IDField: "requestId", ScopeField: "tenant"},
+		Retention: "24h",
 	}
 	d.fill()
 	return d
+}
+
+// RetentionFor is the declared key retention; ok is false when none is
+// declared (for ever).
+func (d *Description) RetentionFor() (ret time.Duration, ok bool) {
+	ret, err := parseRetention(d.Retention)
+	return ret, err == nil && ret > 0
+}
+
+// parseRetention reads a Go duration or a number of days ("7d").
+func parseRetention(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n <= 0 {
+			return 0, fmt.Errorf("%q is not a number of days", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err == nil && d <= 0 {
+		err = fmt.Errorf("%q is not a positive duration", s)
+	}
+	return d, err
 }
 
 // fill sets the defaults of the fields left out.
@@ -220,6 +252,9 @@ func (d *Description) Config() map[string]string {
 		c["repeat"] = "the first response replayed"
 		c["inFlight"] = ints(d.Answers.InFlight)
 	}
+	if d.Retention != "" {
+		c["retention"] = d.Retention
+	}
 	return c
 }
 
@@ -227,10 +262,16 @@ func (d *Description) Config() map[string]string {
 // when the id goes in the body, the id field set to id.
 func (d *Description) BodyJSON(id string, vary any) []byte {
 	m := make(map[string]any, len(d.Create.Body)+2)
-	for k, v := range d.Create.Body {
-		m[k] = v
-	}
+	maps.Copy(m, d.Create.Body)
 	m[d.Create.Vary] = vary
+	return d.Payload(id, m)
+}
+
+// Payload is the create body holding fields and, when the id goes in the
+// body, the id field set to id.
+func (d *Description) Payload(id string, fields map[string]any) []byte {
+	m := make(map[string]any, len(fields)+1)
+	maps.Copy(m, fields)
 	if d.ID().In == InBody {
 		m[d.ID().Name] = id
 	}

@@ -122,6 +122,11 @@ func (d *Description) validate(dec decoded) error {
 			return errf("create.created", "%d is not a success status", c)
 		}
 	}
+	if d.Retention != "" {
+		if _, err := parseRetention(d.Retention); err != nil {
+			return errf("retention", "%v: want a duration such as 24h or 7d", err)
+		}
+	}
 	if d.Contract == Replay && len(d.Answers.Repeat) > 0 {
 		return errf("answers.repeat", "under replay a repeat gets the first response; leave answers.repeat out")
 	}

@@ -25,9 +25,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/onceproof/tck/adapters/eventstore/sqlite"
@@ -60,6 +63,41 @@ const (
 	// ContentDedupe refuses a request whose payload was seen under another
 	// key: identity by content, not by id.
 	ContentDedupe Defect = "content-dedupe"
+
+	// The defects of issue 20, each a fresh defect the tame values and
+	// schedules of the earlier rules let through.
+
+	// ForgetKeys keeps a key for 2 s: a repeat later is a new creation.
+	ForgetKeys Defect = "forget-keys"
+	// ResponseAfterCommit commits the order, then stores the response to
+	// replay in a second transaction: a crash between the two leaves a key
+	// without a response, which the service answers as in flight forever.
+	ResponseAfterCommit Defect = "response-after-commit"
+	// PartialFingerprint compares only the vary field of two payloads: a
+	// payload that differs in another field is replayed, not refused.
+	PartialFingerprint Defect = "partial-fingerprint"
+	// LowerKeys folds the key to lower case (a case-insensitive collation).
+	LowerKeys Defect = "lower-keys"
+	// CutKeys keeps the first 32 bytes of a key (a CHAR(32) column).
+	CutKeys Defect = "cut-keys"
+	// JoinedKeys keys orders by tenant+key with no separator.
+	JoinedKeys Defect = "joined-keys"
+	// TenantFromBody takes the tenant of a create from the body's "tenant"
+	// field when it has one, over the declared X-Tenant header.
+	TenantFromBody Defect = "tenant-from-body"
+	// DropLocation replays the body and status but not the Location header.
+	DropLocation Defect = "drop-location"
+	// LaggingReads serves reads from a view 1 s behind the writes.
+	LaggingReads Defect = "lagging-reads"
+)
+
+// The time constants of the timed defects.
+const (
+	forgetAfter = 2 * time.Second
+	readLag     = time.Second
+	// commitGap is how long the second transaction of ResponseAfterCommit
+	// comes after the first (a fsync, a message to a worker).
+	commitGap = 30 * time.Millisecond
 )
 
 // record is the one event of an order.
@@ -67,6 +105,8 @@ type record struct {
 	Payload  json.RawMessage `json:"payload"`  // canonical JSON of the request body
 	Status   int             `json:"status"`   // of the creation
 	Response []byte          `json:"response"` // the creation's body, byte for byte
+	Location string          `json:"location,omitempty"`
+	At       time.Time       `json:"at"` // when the order was created
 }
 
 // engine is the service's in-process state; a restart makes a new one, so
@@ -75,6 +115,12 @@ type engine struct {
 	contract apidesc.Contract
 	defect   Defect
 	store    es.EventStore
+
+	// dead is set when the service is killed: a handler still running
+	// does nothing more with the store (a killed process writes nothing);
+	// inflight lets the kill wait until no handler is inside a store call.
+	dead     atomic.Bool
+	inflight sync.WaitGroup
 
 	mu      sync.Mutex
 	index   map[string][]es.AggregateID // tenant/key -> orders (check-then-insert, server-ids)
@@ -91,8 +137,10 @@ type cached struct {
 }
 
 func newEngine(c apidesc.Contract, d Defect, store es.EventStore) *engine {
-	return &engine{contract: c, defect: d, store: store,
+	e := &engine{contract: c, defect: d,
 		index: map[string][]es.AggregateID{}, replies: map[string]record{}, cache: map[string]cached{}, seen: map[string]string{}}
+	e.store = fenced{EventStore: store, dead: &e.dead}
+	return e
 }
 
 func (e *engine) routes() http.Handler {
@@ -100,7 +148,59 @@ func (e *engine) routes() http.Handler {
 	mux.HandleFunc("POST /orders", e.create)
 	mux.HandleFunc("GET /orders/{id}", e.read)
 	mux.HandleFunc("GET /orders", e.list)
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.inflight.Add(1)
+		defer e.inflight.Done()
+		mux.ServeHTTP(mute{w, &e.dead}, r)
+	})
+}
+
+// mute is a response writer that a kill silences: a killed process sends
+// no answer, so a handler of a killed engine ends its connection instead.
+type mute struct {
+	http.ResponseWriter
+	dead *atomic.Bool
+}
+
+func (m mute) check() {
+	if m.dead.Load() {
+		panic(http.ErrAbortHandler)
+	}
+}
+
+func (m mute) WriteHeader(status int) { m.check(); m.ResponseWriter.WriteHeader(status) }
+
+func (m mute) Write(b []byte) (int, error) { m.check(); return m.ResponseWriter.Write(b) }
+
+// kill ends the engine as SIGKILL ends a process: no store call after it;
+// it returns once no handler is inside one.
+func (e *engine) kill() {
+	e.dead.Store(true)
+	e.inflight.Wait()
+}
+
+// errKilled is what a store call of a killed engine returns.
+var errKilled = errors.New("apiservice: the service was killed")
+
+// fenced is the store as a killed engine sees it: every call after the
+// kill fails, none reaches the database.
+type fenced struct {
+	es.EventStore
+	dead *atomic.Bool
+}
+
+func (f fenced) Append(ctx context.Context, s es.Stream) error {
+	if f.dead.Load() {
+		return errKilled
+	}
+	return f.EventStore.Append(ctx, s)
+}
+
+func (f fenced) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]es.Stream, error) {
+	if f.dead.Load() {
+		return nil, errKilled
+	}
+	return f.EventStore.Load(ctx, agg, from, to)
 }
 
 func tenantOf(r *http.Request) string {
@@ -111,8 +211,15 @@ func tenantOf(r *http.Request) string {
 }
 
 func (e *engine) agg(key, tenant string) es.AggregateID {
-	if e.defect == Unscoped {
+	switch e.defect {
+	case Unscoped:
 		tenant = ""
+	case LowerKeys:
+		key = strings.ToLower(key)
+	case CutKeys:
+		key = key[:min(len(key), 32)]
+	case JoinedKeys:
+		key, tenant = tenant+key, ""
 	}
 	return es.AggregateID{Context: "api", Name: "order", ID: key, Tenant: tenant}
 }
@@ -140,6 +247,9 @@ func (e *engine) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	payload, _ := json.Marshal(body) // canonical: keys sorted
+	if t, ok := body["tenant"].(string); ok && t != "" && e.defect == TenantFromBody {
+		tenant = t
+	}
 	if e.defect == ContentDedupe {
 		fp := tenant + "/" + string(payload)
 		e.mu.Lock()
@@ -160,8 +270,19 @@ func (e *engine) create(w http.ResponseWriter, r *http.Request) {
 		e.createIndexed(w, r, agg, key, tenant, rec)
 		return
 	}
-	err := e.store.Append(r.Context(), e.stream(agg, key, rec, 1))
+	first := rec
+	if e.defect == ResponseAfterCommit {
+		first.Response, first.Location = nil, ""
+	}
+	err := e.store.Append(r.Context(), e.stream(agg, key, first, 1))
 	if err == nil {
+		if e.defect == ResponseAfterCommit {
+			time.Sleep(commitGap)
+			if err := e.store.Append(r.Context(), e.stream(agg, key, rec, 2)); err != nil {
+				problem(w, http.StatusServiceUnavailable, "store unavailable", err.Error(), key, tenant)
+				return
+			}
+		}
 		if e.defect == MemoryReplay {
 			e.mu.Lock()
 			e.replies[tenant+"/"+key] = rec
@@ -183,14 +304,15 @@ func (e *engine) render(key, tenant string, body map[string]any, payload []byte)
 	e.seq++
 	seq := e.seq
 	e.mu.Unlock()
-	res := map[string]any{"id": key, "tenant": tenant, "createdAt": time.Now().UTC().Format(time.RFC3339Nano), "seq": seq}
+	now := time.Now().UTC()
+	res := map[string]any{"id": key, "tenant": tenant, "createdAt": now.Format(time.RFC3339Nano), "seq": seq}
 	for k, v := range body {
 		if _, taken := res[k]; !taken {
 			res[k] = v
 		}
 	}
 	b, _ := json.Marshal(res)
-	return record{Payload: payload, Status: http.StatusCreated, Response: b}
+	return record{Payload: payload, Status: http.StatusCreated, Response: b, Location: "/orders/" + url.PathEscape(key), At: now}
 }
 
 func (e *engine) stream(agg es.AggregateID, key string, rec record, version int) es.Stream {
@@ -205,6 +327,9 @@ func (e *engine) stream(agg es.AggregateID, key string, rec record, version int)
 
 func write(w http.ResponseWriter, rec record) {
 	w.Header().Set("Content-Type", "application/json")
+	if rec.Location != "" {
+		w.Header().Set("Location", rec.Location)
+	}
 	w.WriteHeader(rec.Status)
 	_, _ = w.Write(rec.Response)
 }
@@ -222,6 +347,15 @@ func (e *engine) repeat(w http.ResponseWriter, r *http.Request, agg es.Aggregate
 		problem(w, http.StatusServiceUnavailable, "store unavailable", fmt.Sprint("reading the order: ", err), key, tenant)
 		return
 	}
+	if e.defect == ForgetKeys && time.Since(first.At) > forgetAfter {
+		// The key has expired: the request is taken as a new one.
+		if err := e.store.Append(r.Context(), e.stream(agg, key, rec, version+1)); err != nil {
+			problem(w, http.StatusServiceUnavailable, "store unavailable", err.Error(), key, tenant)
+			return
+		}
+		write(w, rec)
+		return
+	}
 	if e.defect == Overwrite {
 		rec.Status = http.StatusOK
 		if err := e.store.Append(r.Context(), e.stream(agg, key, rec, version+1)); err != nil {
@@ -232,11 +366,21 @@ func (e *engine) repeat(w http.ResponseWriter, r *http.Request, agg es.Aggregate
 		return
 	}
 	same := bytes.Equal(first.Payload, rec.Payload)
+	if e.defect == PartialFingerprint {
+		same = field(first.Payload, "qty") == field(rec.Payload, "qty")
+	}
+	if e.defect == DropLocation {
+		first.Location = ""
+	}
 	switch {
 	case e.contract == apidesc.Reject409:
 		problem(w, http.StatusConflict, "duplicate request id", "an order with this Idempotency-Key exists; it is unchanged", key, tenant)
 	case !same:
 		problem(w, http.StatusUnprocessableEntity, "Idempotency-Key reused", "this Idempotency-Key was used with another payload", key, tenant)
+	case e.defect == ResponseAfterCommit && first.Response == nil:
+		// The key is taken and no response stored: still in flight, it
+		// says, whatever happened to the request.
+		problem(w, http.StatusConflict, "request in flight", "a request with this Idempotency-Key is still being processed", key, tenant)
 	case e.defect == MemoryReplay:
 		e.mu.Lock()
 		kept, ok := e.replies[tenant+"/"+key]
@@ -261,12 +405,19 @@ func (e *engine) latest(ctx context.Context, agg es.AggregateID) (record, int, e
 	}
 	last := streams[len(streams)-1]
 	shown := streams[0] // the creation; an overwrite shows its last write
-	if e.defect == Overwrite {
+	if e.defect == Overwrite || e.defect == ForgetKeys || e.defect == ResponseAfterCommit {
 		shown = last
 	}
 	var rec record
 	err = json.Unmarshal(shown.Events[0].Body, &rec)
 	return rec, last.Version, err
+}
+
+// field is one member of a JSON object, as JSON ("" if absent).
+func field(obj []byte, name string) string {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(obj, &m)
+	return string(m[name])
 }
 
 // createIndexed is the create of the two mutants that key orders by a
@@ -310,8 +461,8 @@ func (e *engine) orders(ctx context.Context, key, tenant string) ([]record, erro
 		if err != nil {
 			return nil, err
 		}
-		if v > 0 {
-			out = append(out, rec)
+		if v > 0 && (e.defect != LaggingReads || time.Since(rec.At) >= readLag) {
+			out = append(out, rec) // a lagging view does not show it yet
 		}
 	}
 	return out, nil
@@ -338,7 +489,7 @@ func (e *engine) read(w http.ResponseWriter, r *http.Request) {
 	}
 	c := cached{status: http.StatusNotFound, ctype: "application/problem+json"}
 	if len(recs) > 0 {
-		c = cached{status: http.StatusOK, ctype: "application/json", body: recs[0].Response}
+		c = cached{status: http.StatusOK, ctype: "application/json", body: recs[0].shown(key, tenant)}
 	} else {
 		c.body, _ = json.Marshal(map[string]any{"type": "about:blank", "title": "no such order", "status": 404, "requestId": key, "tenant": tenant})
 	}
@@ -365,11 +516,27 @@ func (e *engine) list(w http.ResponseWriter, r *http.Request) {
 	}
 	items := make([]json.RawMessage, 0, len(recs))
 	for _, rec := range recs {
-		items = append(items, rec.Response)
+		items = append(items, rec.shown(key, tenant))
 	}
 	b, _ := json.Marshal(items)
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(b)
+}
+
+// shown is the order as a read shows it: the creation's response, or (an
+// order whose response is not stored) its payload with its identifiers.
+func (rec record) shown(key, tenant string) []byte {
+	if rec.Response != nil {
+		return rec.Response
+	}
+	var m map[string]any
+	_ = json.Unmarshal(rec.Payload, &m)
+	if m == nil {
+		m = map[string]any{}
+	}
+	m["id"], m["tenant"] = key, tenant
+	b, _ := json.Marshal(m)
+	return b
 }
 
 func newID() string {
@@ -385,11 +552,13 @@ type Server struct {
 	defect   Defect
 	dir      string
 	untrack  func()
+	replica  bool // shares another server's directory: Stop leaves it
 
 	mu   sync.Mutex
 	addr string
 	srv  *http.Server
 	db   *sqlite.DB
+	eng  *engine
 	done chan struct{}
 }
 
@@ -438,7 +607,7 @@ func (s *Server) up(ctx context.Context, addr string) error {
 	srv := &http.Server{Handler: eng.routes(), ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Serve(ln) }()
-	s.addr, s.srv, s.db, s.done = ln.Addr().String(), srv, db, done
+	s.addr, s.srv, s.db, s.done, s.eng = ln.Addr().String(), srv, db, done, eng
 	return nil
 }
 
@@ -448,8 +617,10 @@ func (s *Server) down() error {
 	if s.srv == nil {
 		return nil
 	}
+	s.eng.dead.Store(true)
 	err := s.srv.Close()
 	<-s.done
+	s.eng.kill()
 	err = errors.Join(err, s.db.Close())
 	s.srv, s.db = nil, nil
 	return err
@@ -473,6 +644,17 @@ func (s *Server) Restart(ctx context.Context) error {
 	return s.up(ctx, s.addr)
 }
 
+// Replica starts a second instance of the service on another free port
+// over the same database, as two replicas of one service share theirs.
+// Its Stop leaves the database to s.
+func (s *Server) Replica(ctx context.Context) (*Server, error) {
+	r := &Server{contract: s.contract, defect: s.defect, dir: s.dir, replica: true}
+	if err := r.up(ctx, "127.0.0.1:0"); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // Stop ends the service and removes its directory.
 func (s *Server) Stop() error {
 	s.mu.Lock()
@@ -481,6 +663,9 @@ func (s *Server) Stop() error {
 }
 
 func (s *Server) removeDir() error {
+	if s.replica {
+		return nil
+	}
 	err := os.RemoveAll(s.dir)
 	if err == nil {
 		s.untrack()

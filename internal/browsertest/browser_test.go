@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/internal/profile"
-	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/internal/reports"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 // start opens the browser, or fails the test when TCK_REQUIRE_BROWSER=1

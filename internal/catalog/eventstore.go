@@ -62,5 +62,9 @@ func init() {
 			"Uniqueness is scoped to one aggregate: concurrent appends to different aggregates raise no conflicts."+powerWeak, srcDurable),
 		es("ES-3.1", Must, Requirement, "the pre-check confirms a fast 'maybe' with the authoritative query and fails closed",
 			"快速检查判定可以继续时直接放行；当它报告“可能重复”时，再通过 RequestIdExistenceChecker 查询持久历史。没有权威查询器时默认拒绝该请求，而不是冒险放行。", srcPreCheck, CapPreCheck),
+		es("ES-4.1", Must, Requirement, "a randomized multi-instance history of appends, retries, loads and queries equals the model",
+			contractAtomic+" A seeded schedule of 260 steps (appends at the next version, stale appends, creates, retries of stored request ids, a refused request id again at the next version, twin request ids, loads of version ranges, request-id queries, handle reopens) over 3 handles on one store and a time horizon (1.5 s by default, --max-wait longer), on pairs of aggregates the contract keeps apart (case, NFC/NFD, spaces, a tail past 255 characters, a separator moved between id and tenant), with ids of every class and bodies from empty to over 1 MiB: every answer equals the sequential model's, every refusal's typed conflict carries the aggregate, version and request id asked. A failure shows the seed and the history shrunk by replay; tck run --seed replays it.", srcDurable),
+		es("ES-4.2", Must, Requirement, "loads and request-id queries during multi-event appends see whole streams only (no torn read)",
+			"EventStore.append 是事件流能否成为权威历史的持久边界: a stream becomes visible whole or not at all, on every handle. Writers on two handles race multi-event appends at the next version while readers on other handles load and query; the history (call and return times) is checked for linearizability against the model (porcupine) and every loaded stream equals the one appended, event for event, byte for byte.", srcDurable),
 	)
 }

@@ -13,9 +13,15 @@
 // process is gone.
 //
 // The testcontainers reaper (Ryuk) needs its own image, which a host without
-// a registry cannot pull, so unless the user set TESTCONTAINERS_RYUK_DISABLED
-// themselves the kit sets it to "true" (the only value testcontainers reads
-// as disabled) and does the reaping itself, by label.
+// a registry cannot pull, so the kit's option is Ryuk off (it does the
+// reaping itself, by label). Importing the package changes nothing in the
+// process: the setting reaches testcontainers when the kit first creates a
+// container (see configure), and the environment is left as it was. The
+// user's own TESTCONTAINERS_RYUK_DISABLED or ~/.testcontainers.properties
+// wins, as does a configuration testcontainers read before the kit's first
+// container. testcontainers' narration goes to a logger given to each
+// container (silent unless TCK_DEBUG=1); its process-wide logger is the
+// CLI's to silence (Quiet).
 //
 // A machine without Docker gets an error wrapping ErrNoDocker within a few
 // seconds, never a hang.
@@ -42,6 +48,7 @@ import (
 	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/onceproof/tck/internal/leftovers"
+	"github.com/onceproof/tck/internal/poll"
 )
 
 // Labels put on everything the kit creates.
@@ -60,17 +67,49 @@ var ErrNoDocker = errors.New("docker is not available")
 // pulled, so the message says how to build it.
 var ErrNoImage = errors.New("image not present locally")
 
-func init() {
-	// Must happen before testcontainers reads its configuration (once, on
-	// first use). A user who set the variable keeps their choice.
-	if _, set := os.LookupEnv("TESTCONTAINERS_RYUK_DISABLED"); !set {
-		os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
-	}
-	// testcontainers narrates every step on stderr; the kit's output is its
-	// report. TCK_DEBUG=1 brings the narration back.
+// ryuk is the kit's own option for the testcontainers reaper: off, since
+// the kit removes what it made by label and a host without a registry cannot
+// pull the reaper's image.
+const ryuk = false
+
+var configureOnce sync.Once
+
+// configure hands testcontainers the kit's Ryuk setting before its first
+// use. testcontainers reads its configuration once per process, from the
+// environment and its properties file only, so the variable is set for that
+// one read and then put back as it was. A variable the user set is left
+// alone and wins.
+func configure() {
+	configureOnce.Do(func() {
+		const key = "TESTCONTAINERS_RYUK_DISABLED"
+		if _, set := os.LookupEnv(key); set || ryuk {
+			testcontainers.ReadConfig()
+			return
+		}
+		os.Setenv(key, "true") // the only value testcontainers reads as disabled
+		testcontainers.ReadConfig()
+		os.Unsetenv(key)
+	})
+}
+
+// Quiet silences testcontainers' process-wide logger (its banner on the
+// first Docker call, which no per-container logger reaches) unless
+// TCK_DEBUG=1. Only a program that owns its process calls it (the CLI, in
+// main): the kit's output is its report. In an author's test binary
+// testcontainers keeps the author's logging.
+func Quiet() {
 	if os.Getenv("TCK_DEBUG") == "" {
 		tclog.SetDefault(tclog.NewNoopLogger())
 	}
+}
+
+// tcLogger is where testcontainers narrates a container's steps: nowhere,
+// since the kit's output is its report, unless TCK_DEBUG=1.
+func tcLogger() tclog.Logger {
+	if os.Getenv("TCK_DEBUG") == "" {
+		return tclog.NewNoopLogger()
+	}
+	return tclog.Default()
 }
 
 var (
@@ -231,7 +270,9 @@ func Start(ctx context.Context, spec Spec) (*Container, error) {
 	if spec.Name != "" {
 		name = "onceproof-" + spec.Name + "-" + shortID()
 	}
+	configure()
 	opts := []testcontainers.ContainerCustomizer{
+		testcontainers.WithLogger(tcLogger()),
 		testcontainers.WithName(name),
 		testcontainers.WithLabels(Labels(spec.Role)),
 		testcontainers.WithExposedPorts(spec.Ports...),
@@ -416,6 +457,7 @@ func NewNetwork(ctx context.Context, role string) (*Network, error) {
 	if leftovers.Closing() {
 		return nil, leftovers.ErrClosing
 	}
+	configure()
 	n, err := tcnetwork.New(ctx, tcnetwork.WithLabels(Labels(role)))
 	if err != nil {
 		return nil, fmt.Errorf("create network: %w", err)
@@ -433,21 +475,10 @@ func (n *Network) Remove(ctx context.Context) error {
 
 // Retry calls f until it returns nil or ctx ends, backing off gently.
 func Retry(ctx context.Context, f func() error) error {
-	delay := 50 * time.Millisecond
-	for {
-		err := f()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
-		case <-time.After(delay):
-		}
-		if delay < time.Second {
-			delay *= 2
-		}
+	if err := poll.Until(ctx, 50*time.Millisecond, time.Second, f); err != nil {
+		return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
 	}
+	return nil
 }
 
 const loopback = "127.0.0.1"

@@ -4,6 +4,11 @@
 // without a byte of the answer. To the client this is a timeout or a reset
 // (the seed's "回包丢失"); to the service the request succeeded. The proxy
 // keeps what it dropped so a rule can compare a later replay with it.
+//
+// It can also hold a request (HoldNext): it tells the rule the moment the
+// request is forwarded, and sends nothing back until the rule releases it,
+// so the rule can kill the service while the request is being handled and
+// know whether the service had answered by then.
 package httpfault
 
 import (
@@ -26,6 +31,9 @@ type Dropped struct {
 	Header       http.Header
 	Body         []byte
 	At           time.Time
+	// Err is set when the service broke off without an answer (it was
+	// killed while handling the request); Status and Body are then empty.
+	Err error
 }
 
 // Match selects the request whose response is to be lost.
@@ -34,6 +42,9 @@ type Match func(r *http.Request, body []byte) bool
 type arm struct {
 	match Match
 	got   chan Dropped
+	// A held request: forwarded is closed when it is sent to the
+	// service, release by the rule when the proxy may drop the answer.
+	forwarded, release chan struct{}
 }
 
 // Proxy forwards every request to one upstream.
@@ -85,6 +96,33 @@ func (p *Proxy) LoseNext(match Match) <-chan Dropped {
 	return a.got
 }
 
+// Hold is a held request (HoldNext).
+type Hold struct {
+	a *arm
+}
+
+// Forwarded is closed once the request has been sent to the service.
+func (h *Hold) Forwarded() <-chan struct{} { return h.a.forwarded }
+
+// Release lets the proxy drop the answer (or the broken exchange) and
+// returns what the service answered, if anything.
+func (h *Hold) Release() Dropped {
+	close(h.a.release)
+	return <-h.a.got
+}
+
+// HoldNext arms the proxy to hold the next request that match selects: it
+// is forwarded (Forwarded closes), and whatever the service does, nothing
+// reaches the client until Release, after which the client's connection is
+// closed without an answer.
+func (p *Proxy) HoldNext(match Match) *Hold {
+	a := &arm{match: match, got: make(chan Dropped, 1), forwarded: make(chan struct{}), release: make(chan struct{})}
+	p.mu.Lock()
+	p.arms = append(p.arms, a)
+	p.mu.Unlock()
+	return &Hold{a: a}
+}
+
 // take returns and disarms the first arm matching the request.
 func (p *Proxy) take(r *http.Request, body []byte) *arm {
 	p.mu.Lock()
@@ -113,12 +151,22 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	// complete answer, whatever the client does meanwhile.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out, err := http.NewRequestWithContext(ctx, r.Method, u.String(), bytes.NewReader(body))
+	// An opaque body: net/http must never resend a request (it would for
+	// a POST carrying an Idempotency-Key on a broken kept-alive connection).
+	out, err := http.NewRequestWithContext(ctx, r.Method, u.String(), struct{ io.Reader }{bytes.NewReader(body)})
 	if err != nil {
 		http.Error(w, "httpfault: "+err.Error(), http.StatusBadGateway)
 		return
 	}
+	out.ContentLength = int64(len(body))
+	if len(body) == 0 {
+		out.Body = http.NoBody
+	}
 	out.Header = r.Header.Clone()
+	if lose != nil && lose.forwarded != nil {
+		p.held(w, r, lose, out)
+		return
+	}
 	res, err := p.client.Do(out)
 	if err != nil {
 		// The client must not mistake the kit's proxy for the service.
@@ -150,6 +198,34 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(res.StatusCode)
 	_, _ = w.Write(rb)
+}
+
+// held forwards a held request, waits for the rule's release and drops
+// the answer.
+func (p *Proxy) held(w http.ResponseWriter, r *http.Request, a *arm, out *http.Request) {
+	close(a.forwarded)
+	d := Dropped{Method: r.Method, Path: r.URL.RequestURI()}
+	// A connection of its own: the service is about to be killed.
+	one := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, CheckRedirect: p.client.CheckRedirect}
+	res, err := one.Do(out)
+	if err == nil {
+		d.Body, err = io.ReadAll(res.Body)
+		res.Body.Close()
+		d.Status, d.Header = res.StatusCode, res.Header.Clone()
+	}
+	d.At, d.Err = time.Now(), err
+	if err != nil {
+		d.Status, d.Body = 0, nil
+	}
+	<-a.release
+	a.got <- d
+	if hj, ok := w.(http.Hijacker); ok {
+		if c, _, err := hj.Hijack(); err == nil {
+			_ = c.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler)
 }
 
 // Close stops the proxy and closes its connections.

@@ -86,3 +86,46 @@ func TestUpstreamDownIsMarked(t *testing.T) {
 		t.Errorf("got %d %v", res.StatusCode, res.Header)
 	}
 }
+
+// A held request: Forwarded closes once the service has it; the client
+// gets nothing until Release, then no answer; Dropped says whether the
+// service had answered (here it dies mid-request: it had not).
+func TestHoldsARequestThroughAKill(t *testing.T) {
+	kill := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-kill
+		c, _, err := w.(http.Hijacker).Hijack() // the process dies: the connection closes unanswered
+		if err == nil {
+			_ = c.Close()
+		}
+	}))
+	defer up.Close()
+	p, err := Start(up.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	h := p.HoldNext(func(*http.Request, []byte) bool { return true })
+	got := make(chan error, 1)
+	go func() {
+		res, err := http.Post(p.URL()+"/x", "application/json", strings.NewReader(`{}`))
+		if err == nil {
+			res.Body.Close()
+		}
+		got <- err
+	}()
+	<-h.Forwarded()
+	close(kill)
+	select {
+	case err := <-got:
+		t.Fatalf("the client got an answer before the release: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	d := h.Release()
+	if d.Err == nil || d.Status != 0 {
+		t.Errorf("the service died before it answered, the proxy says %d %v", d.Status, d.Err)
+	}
+	if err := <-got; err == nil {
+		t.Error("the client got an answer to a held request")
+	}
+}

@@ -6,8 +6,13 @@
 // The rule for a creator: Track (or Create) before the thing exists, with a
 // remove that works whether it was created or not; call the returned untrack
 // once the creator removed it itself. The CLI calls RemoveAll when it exits
-// (whatever the exit path, after writing its report); the signal watcher
-// armed while anything is tracked calls it on the first SIGINT or SIGTERM, then
+// (whatever the exit path, after writing its report).
+//
+// Signals are the CLI's alone: importing this package (through a suite, in
+// an author's test binary) installs no handler; there the rule that created
+// a thing removes it through its own cleanup (t.Cleanup, DeferCleanup).
+// The CLI calls HandleSignals, and from then on a signal watcher, armed while
+// anything is tracked, calls RemoveAll on the first SIGINT or SIGTERM, then
 // lets the program finish on its own (the CLI writes its report and exits
 // 2); a second signal exits at once with code 2.
 //
@@ -43,7 +48,8 @@ type Registry struct {
 	items   map[int]item
 	closing bool
 
-	// watch, when set, is armed while anything is tracked (see watcher).
+	// watch, when set (HandleSignals), is armed while anything is tracked
+	// (see watcher).
 	watch *watcher
 }
 
@@ -149,10 +155,26 @@ func (r *Registry) Pending() []string {
 	return out
 }
 
-var std = Registry{watch: &watcher{}}
+var std Registry
 
-// Track registers remove with the process-wide registry; while anything is
-// tracked, the signal watcher is armed (see the package comment).
+// HandleSignals makes the process-wide registry remove what it holds on
+// SIGINT or SIGTERM (see the package comment). Only a program that owns its
+// process calls it (the CLI, in main); a library, a suite or a test binary
+// never does.
+func HandleSignals() {
+	std.mu.Lock()
+	defer std.mu.Unlock()
+	if std.watch != nil {
+		return
+	}
+	std.watch = &watcher{}
+	if len(std.items) > 0 {
+		std.watch.arm(&std)
+	}
+}
+
+// Track registers remove with the process-wide registry; after
+// HandleSignals, the signal watcher is armed while anything is tracked.
 func Track(what string, remove func() error) (untrack func()) {
 	return std.Track(what, remove)
 }

@@ -134,6 +134,7 @@ func TestSignal(t *testing.T) {
 
 func child() {
 	dir := os.Getenv("LEFTOVERS_CHILD")
+	HandleSignals()
 	err := Create(func() error {
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			return err

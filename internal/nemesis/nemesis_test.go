@@ -80,9 +80,8 @@ func (c natsRun) run(t *testing.T) map[string]verdict.Result {
 		},
 	}
 	if c.fault != "" {
-		victim := n.Victim("nats")
 		tg.Disrupt = func(ctx context.Context, rule, topic string, log broker.Log) error {
-			return nemesis.New(log).Apply(ctx, c.fault, victim, hold)
+			return n.Disrupt(ctx, string(c.fault), hold, log)
 		}
 	}
 	return byRule(runner.Run("broker/nats=container", func() { broker.Register(tg) }, runner.Options{Rules: c.rules}))

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
-	"github.com/onceproof/tck/internal/mutants/apimutants"
 	"github.com/onceproof/tck/adapters/api/reference"
 	"github.com/onceproof/tck/internal/apidesc"
 	"github.com/onceproof/tck/internal/leftovers"
+	"github.com/onceproof/tck/internal/mutants/apimutants"
 	"github.com/onceproof/tck/internal/procs"
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/target"
@@ -66,7 +67,7 @@ func apis() []row {
 				if err != nil {
 					return nil, target.Unavailable(ref, err)
 				}
-				return apiStarted(ctx, ref, srv.URL(), apidesc.Default(m.Contract), "mutant of the reference service", srv.Restart, srv.Stop)
+				return embeddedStarted(ctx, ref, srv, apidesc.Default(m.Contract), "mutant of the reference service")
 			}}},
 			note: "defect: " + m.Defect,
 		})
@@ -80,8 +81,19 @@ func apiReference(c apidesc.Contract) start {
 		if err != nil {
 			return nil, target.Unavailable(ref, err)
 		}
-		return apiStarted(ctx, ref, srv.URL(), apidesc.Default(c), "reference service (net/http, SQLite event store)", srv.Restart, srv.Stop)
+		return embeddedStarted(ctx, ref, srv, apidesc.Default(c), "reference service (net/http, SQLite event store)")
 	}
+}
+
+// embeddedStarted binds an in-process service and a second replica of it
+// over its database.
+func embeddedStarted(ctx context.Context, ref target.Ref, srv *reference.Server, d *apidesc.Description, version string) (*target.Started, error) {
+	rep, err := srv.Replica(ctx)
+	if err != nil {
+		return nil, target.Unavailable(ref, errors.Join(err, srv.Stop()))
+	}
+	stop := func() error { return errors.Join(rep.Stop(), srv.Stop()) }
+	return apiStarted(ctx, ref, srv.URL(), []string{rep.URL()}, d, version, srv.Restart, stop)
 }
 
 // APIDescription is the endpoint description of an api/http target: the
@@ -112,7 +124,7 @@ func apiURL(ctx context.Context, ref target.Ref) (*target.Started, error) {
 	if err != nil {
 		return nil, err
 	}
-	return apiStarted(ctx, ref, ref.Address, d, "external HTTP service", nil, nil)
+	return apiStarted(ctx, ref, ref.Address, nil, d, "external HTTP service", nil, nil)
 }
 
 // apiCommand is api/http=cmd:COMMAND: the kit starts the command on a free
@@ -149,16 +161,45 @@ func apiCommand(ctx context.Context, ref target.Ref) (*target.Started, error) {
 		}
 		return err
 	}
-	p, err := procs.Start(ctx, procs.Config{Name: "api service", Command: ref.Command(), Port: port,
+	// {data} in the command is the data directory: a command that takes it
+	// shares its state through it, so the kit starts a second replica.
+	command := strings.ReplaceAll(ref.Command(), "{data}", dir)
+	shared := command != ref.Command()
+	p, err := procs.Start(ctx, procs.Config{Name: "api service", Command: command, Port: port,
 		Env: map[string]string{"PORT": "{port}", "TCK_DATA_DIR": dir}})
 	if err != nil {
 		return nil, target.Unavailable(ref, errors.Join(err, rmDir()))
 	}
-	stop := func() error { return errors.Join(p.Stop(2*time.Second), rmDir()) }
+	procsUp := []*procs.Proc{p}
+	stop := func() error {
+		var errs []error
+		for _, q := range procsUp {
+			errs = append(errs, q.Stop(2*time.Second))
+		}
+		return errors.Join(append(errs, rmDir())...)
+	}
 	wctx, cancel := context.WithTimeout(ctx, apiStartWait)
 	defer cancel()
 	if err := p.WaitListening(wctx, addr); err != nil {
 		return nil, target.Unavailable(ref, errors.Join(err, stop()))
+	}
+	var replicas []string
+	if shared {
+		rport, err := procs.FreePort()
+		if err != nil {
+			return nil, target.Unavailable(ref, errors.Join(err, stop()))
+		}
+		raddr := fmt.Sprintf("127.0.0.1:%d", rport)
+		q, err := procs.Start(ctx, procs.Config{Name: "api service replica", Command: command, Port: rport,
+			Env: map[string]string{"PORT": "{port}", "TCK_DATA_DIR": dir}})
+		if err != nil {
+			return nil, target.Unavailable(ref, errors.Join(err, stop()))
+		}
+		procsUp = append(procsUp, q)
+		if err := q.WaitListening(wctx, raddr); err != nil {
+			return nil, target.Unavailable(ref, errors.Join(err, stop()))
+		}
+		replicas = []string{"http://" + raddr}
 	}
 	restart := func(ctx context.Context) error {
 		if err := p.Restart(ctx); err != nil {
@@ -168,17 +209,22 @@ func apiCommand(ctx context.Context, ref target.Ref) (*target.Started, error) {
 		defer cancel()
 		return p.WaitListening(wctx, addr)
 	}
-	st, err := apiStarted(ctx, ref, "http://"+addr, d, "a command the kit started: "+ref.Command(), restart, stop)
+	st, err := apiStarted(ctx, ref, "http://"+addr, replicas, d, "a command the kit started: "+ref.Command(), restart, stop)
 	if err != nil {
 		return nil, err
 	}
-	st.Info.Notes = append(st.Info.Notes, fmt.Sprintf("started as %q on port %d; SIGKILLed and restarted for API-1.5; stopped and reaped after the run", p.Argv(), port))
+	st.Info.Notes = append(st.Info.Notes, fmt.Sprintf("started as %q on port %d; SIGKILLed and restarted for API-1.5, API-5.1 and API-5.3; stopped and reaped after the run", p.Argv(), port))
+	if shared {
+		st.Info.Notes = append(st.Info.Notes, fmt.Sprintf("a second replica over the same data directory (the command holds {data}) on %s", replicas[0]))
+	} else {
+		st.Info.Notes = append(st.Info.Notes, "one instance: the command holds no {data} placeholder, so the kit cannot start a replica over the same data")
+	}
 	return st, nil
 }
 
 // apiStarted probes the service (it answers; a resource just created reads
 // back) and binds it to the suite. On a failed probe stop is called.
-func apiStarted(ctx context.Context, ref target.Ref, url string, d *apidesc.Description, version string, restart func(context.Context) error, stop func() error) (*target.Started, error) {
+func apiStarted(ctx context.Context, ref target.Ref, url string, replicas []string, d *apidesc.Description, version string, restart func(context.Context) error, stop func() error) (*target.Started, error) {
 	if stop == nil {
 		stop = func() error { return nil }
 	}
@@ -189,11 +235,14 @@ func apiStarted(ctx context.Context, ref target.Ref, url string, d *apidesc.Desc
 	}
 	cfg := d.Config()
 	cfg["restartable"] = boolString(restart != nil)
+	cfg["replicas"] = fmt.Sprint(1 + len(replicas))
 	return &target.Started{
 		Info: target.Info{
 			Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: target.Redact(url), Version: version, Config: cfg,
 		},
-		Register: func() { api.Register(api.Target{URL: url, Desc: d, Restart: restart}) },
-		Stop:     stop,
+		Register: func() {
+			api.Register(api.Target{URL: url, Replicas: replicas, Desc: d, Restart: restart, Seed: ref.Opts.Seed, Horizon: ref.Opts.MaxWait})
+		},
+		Stop: stop,
 	}, nil
 }

@@ -8,9 +8,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/onceproof/tck/internal/mutants/natsmutants"
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/mutants/natsmutants"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
 	"github.com/onceproof/tck/suites/broker"
@@ -124,18 +124,10 @@ func BrokerTarget(nt *nats.Target) broker.Target {
 	if p := nt.Proxy; p != nil {
 		t.Fault = &broker.Fault{
 			Addr: p.Addr, OpenVia: p.OpenVia, Split: p.Split,
-			PublishReply: func(topic string) broker.Match { return p.PublishReply(topic) },
+			PublishReply: p.PublishReply,
 		}
 	}
-	if private := nt.Private; private != nil {
-		t.Private = func(ctx context.Context) (broker.Server, error) {
-			s, err := private(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return server{s}, nil
-		}
-	}
+	t.Private = privateOf(nt.Private)
 	if disrupt := nt.Disrupt; disrupt != nil {
 		// A violation the fault's probe saw fails the rule; a probe that
 		// could not run leaves it unknown.
@@ -160,13 +152,39 @@ func BrokerTarget(nt *nats.Target) broker.Target {
 
 // BrokerServer is a NATS server of a rule's own as the broker suite
 // restarts it.
-func BrokerServer(s nats.Server) broker.Server { return server{s} }
+func BrokerServer(s nats.Server) broker.Server { return restartable{s} }
 
-// server is a NATS server of a rule's own, as the suite restarts it.
-type server struct{ nats.Server }
+// adapterServer is a broker server of a rule's own as every broker adapter
+// offers it (NATS, Redis, Kafka): restarted gracefully or abruptly by a
+// flag.
+type adapterServer interface {
+	Open(ctx context.Context) (mq.Broker, error)
+	Restart(ctx context.Context, abrupt bool) error
+	Sync(ctx context.Context) (setting string, canLoseAcked bool, err error)
+	Stop() error
+}
 
-func (s server) Restart(ctx context.Context, how broker.Restart) error {
-	return s.Server.Restart(ctx, how == broker.Abrupt)
+// restartable is an adapter's server as the broker suite restarts it.
+type restartable struct{ adapterServer }
+
+func (s restartable) Restart(ctx context.Context, how broker.Restart) error {
+	return s.adapterServer.Restart(ctx, how == broker.Abrupt)
+}
+
+// privateOf binds an adapter's start of a rule's own server to the broker
+// suite's Target.Private: the one binding for every broker (nil: the
+// target has none).
+func privateOf[S adapterServer](start func(context.Context) (S, error)) func(context.Context) (broker.Server, error) {
+	if start == nil {
+		return nil
+	}
+	return func(ctx context.Context) (broker.Server, error) {
+		s, err := start(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return restartable{s}, nil
+	}
 }
 
 // brokerConfig is what the target declares, in real units, for the report.

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
-	"github.com/onceproof/tck/internal/mutants/comutants"
 	"github.com/onceproof/tck/adapters/consumer/reference"
 	"github.com/onceproof/tck/co"
+	"github.com/onceproof/tck/internal/mutants/comutants"
 	"github.com/onceproof/tck/internal/outbox"
 	"github.com/onceproof/tck/internal/redact"
 	"github.com/onceproof/tck/internal/target"

@@ -6,11 +6,11 @@ import (
 	"fmt"
 
 	"github.com/onceproof/tck/adapters/eventstore/memory"
-	"github.com/onceproof/tck/internal/mutants/esmutants"
 	pgstore "github.com/onceproof/tck/adapters/eventstore/postgres"
 	"github.com/onceproof/tck/adapters/eventstore/sqlite"
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/containers"
+	"github.com/onceproof/tck/internal/mutants/esmutants"
 	"github.com/onceproof/tck/internal/precheck"
 	"github.com/onceproof/tck/internal/redact"
 	"github.com/onceproof/tck/internal/target"
@@ -131,7 +131,9 @@ func esStarted(ref target.Ref, version string, caps es.Capabilities, open events
 				"precheck":          boolString(caps.PreCheck != nil),
 			},
 		},
-		Register: func() { eventstore.Register(eventstore.Target{Open: open, Caps: caps}) },
-		Stop:     stop,
+		Register: func() {
+			eventstore.Register(eventstore.Target{Open: open, Caps: caps, Seed: ref.Opts.Seed, MaxWait: ref.Opts.MaxWait})
+		},
+		Stop: stop,
 	}
 }

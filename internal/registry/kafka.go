@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/broker/kafka"
-	kafkamutants "github.com/onceproof/tck/internal/mutants/kafkamutants"
 	"github.com/onceproof/tck/internal/catalog"
+	kafkamutants "github.com/onceproof/tck/internal/mutants/kafkamutants"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
 	"github.com/onceproof/tck/suites/broker"
@@ -89,15 +89,15 @@ func kafkaBroker(startKafka func(ctx context.Context, ref target.Ref) (*kafka.Ta
 const kafkaRedeliveryBound = 5 * time.Second
 
 // kafkaLacks says, per capability Kafka lacks, why, in Kafka's own terms.
-var kafkaLacks = map[catalog.Capability]string{
-	catalog.CapBrokerDedupe:     "Kafka's idempotent producer de-dupes retries within one producer session only; there is no id-based window",
-	catalog.CapBrokerAckWait:    "Kafka has no ack wait: an uncommitted record comes back only by a rebalance (its member left the group) or a seek or reset of the group's offset, never by a timer",
-	catalog.CapBrokerNakDelay:   "Kafka has no per-message nak: a member commits an offset, which covers every earlier record, or seeks; redelivery is a rebalance or a seek",
-	catalog.CapBrokerTerm:       "Kafka has no term: a record is never retired on its own, only passed by a commit of a later offset",
-	catalog.CapBrokerMaxDeliver: "Kafka keeps no delivery counter and no delivery limit: a record that always fails is the application's to park (a dead-letter topic)",
-	catalog.CapBrokerInProgress: "Kafka has no per-record deadline to push back: a member's liveness is its group session (heartbeats), not a per-message timer",
-	catalog.CapBrokerRestart:    "the kit cannot restart a Kafka cluster it did not start (broker/kafka=container or the embedded kfake can)",
-	catalog.CapBrokerFaultProxy: "the kit's fault proxy cannot stand before a Kafka cluster: clients follow the brokers' advertised addresses from metadata",
+var kafkaLacks = map[string]string{
+	string(catalog.CapBrokerDedupe):     "Kafka's idempotent producer de-dupes retries within one producer session only; there is no id-based window",
+	string(catalog.CapBrokerAckWait):    "Kafka has no ack wait: an uncommitted record comes back only by a rebalance (its member left the group) or a seek or reset of the group's offset, never by a timer",
+	string(catalog.CapBrokerNakDelay):   "Kafka has no per-message nak: a member commits an offset, which covers every earlier record, or seeks; redelivery is a rebalance or a seek",
+	string(catalog.CapBrokerTerm):       "Kafka has no term: a record is never retired on its own, only passed by a commit of a later offset",
+	string(catalog.CapBrokerMaxDeliver): "Kafka keeps no delivery counter and no delivery limit: a record that always fails is the application's to park (a dead-letter topic)",
+	string(catalog.CapBrokerInProgress): "Kafka has no per-record deadline to push back: a member's liveness is its group session (heartbeats), not a per-message timer",
+	string(catalog.CapBrokerRestart):    "the kit cannot restart a Kafka cluster it did not start (broker/kafka=container or the embedded kfake can)",
+	string(catalog.CapBrokerFaultProxy): "the kit's fault proxy cannot stand before a Kafka cluster: clients follow the brokers' advertised addresses from metadata",
 }
 
 // KafkaBrokerTarget is the broker suite's view of a Kafka target, however
@@ -109,15 +109,7 @@ func KafkaBrokerTarget(kt *kafka.Target) broker.Target {
 		Caps:    kt.Caps,
 		Windows: broker.Windows{AckWait: kafkaRedeliveryBound},
 	}
-	if private := kt.Private; private != nil {
-		t.Private = func(ctx context.Context) (broker.Server, error) {
-			p, err := private(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return kafkaServer{p}, nil
-		}
-	}
+	t.Private = privateOf(kt.Private)
 	e := kt.Embedded
 	t.LoseProduceReply = func(ctx context.Context, topic string) (mq.Producer, broker.LostReply, error) {
 		if e == nil {
@@ -145,28 +137,10 @@ func KafkaBrokerTarget(kt *kafka.Target) broker.Target {
 		}
 		return sessionOn{p, b}, lostReply{e.LoseNextProduceReply(client.Options.TopicName(topic))}, nil
 	}
-	// Kafka's reasons for what it lacks, on the rules that need it (a
-	// mutant may declare what Kafka lacks: then the rule runs).
-	have := map[catalog.Capability]bool{
-		catalog.CapBrokerDedupe:     kt.Caps.DedupeWindow > 0,
-		catalog.CapBrokerAckWait:    kt.Caps.AckWait,
-		catalog.CapBrokerNakDelay:   kt.Caps.NakDelay,
-		catalog.CapBrokerTerm:       kt.Caps.Term,
-		catalog.CapBrokerMaxDeliver: kt.Caps.MaxDeliver,
-		catalog.CapBrokerInProgress: kt.Caps.InProgress,
-		catalog.CapBrokerRestart:    t.Private != nil,
-	}
-	for _, r := range catalog.All("broker") {
-		for _, c := range r.Needs {
-			if why, ok := kafkaLacks[c]; ok && !have[c] {
-				if t.NotApplicable == nil {
-					t.NotApplicable = map[string]string{}
-				}
-				t.NotApplicable[r.ID] = why
-				break
-			}
-		}
-	}
+	// Kafka's reasons for what it lacks; a rule that needs one is
+	// not-applicable with it only if the target does lack it (a mutant may
+	// declare what Kafka lacks: then the rule runs).
+	t.Lacks = kafkaLacks
 	return t
 }
 
@@ -192,12 +166,4 @@ type sessionOn struct {
 func (s sessionOn) Close() error {
 	_ = s.Producer.Close()
 	return s.b.Close()
-}
-
-// kafkaServer is a rule's own cluster (kfake, or a container) as the suite
-// restarts it.
-type kafkaServer struct{ kafka.Server }
-
-func (s kafkaServer) Restart(ctx context.Context, how broker.Restart) error {
-	return s.Server.Restart(ctx, how == broker.Abrupt)
 }

@@ -3,15 +3,14 @@ package registry
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
-	"github.com/onceproof/tck/adapters/consumer/process"
 	"github.com/onceproof/tck/co"
+	"github.com/onceproof/tck/internal/coservice"
 	"github.com/onceproof/tck/internal/leftovers"
 	"github.com/onceproof/tck/internal/procs"
 	"github.com/onceproof/tck/internal/profile"
@@ -120,28 +119,17 @@ func serviceStarted(fixed string) start {
 	}
 }
 
-// bindService starts embedded NATS and binds svc to the suite; release is
-// called at Stop (and on a failed start).
+// bindService binds svc to the suite (each rule runs it over an embedded
+// NATS server of its own); release is called at Stop (and on a failed
+// start).
 func bindService(ctx context.Context, ref target.Ref, svc *consumer.Service, address, what, how string, release func() error) (*target.Started, error) {
-	e, err := nats.StartEmbedded(ctx)
-	if err != nil {
-		_ = release()
-		return nil, target.Unavailable(ref, err)
-	}
-	u, err := url.Parse(e.URL())
-	if err != nil {
-		_ = e.Stop()
-		_ = release()
-		return nil, target.Unavailable(ref, err)
-	}
-	svc.Broker, svc.Keep = process.Broker{URL: e.URL(), Addr: u.Host}, ref.Opts.Keep
+	svc.Keep = ref.Opts.Keep
 	envelope := "the kit's (no profile consumer maps it)"
 	if ref.Name == "process" {
 		// Only a team's service takes the profile's shape: the kit's
 		// own references and mutants read the documented envelope.
 		env, from, err := ServiceEnvelope(ref.Opts.Profile)
 		if err != nil {
-			_ = e.Stop()
 			_ = release()
 			return nil, err
 		}
@@ -158,10 +146,10 @@ func bindService(ctx context.Context, ref target.Ref, svc *consumer.Service, add
 	return &target.Started{
 		Info: target.Info{
 			Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: address,
-			Version: "nats-server " + nats.Version + " (embedded)",
+			Version: "nats-server " + nats.Version + " (embedded, one per rule)",
 			Config: map[string]string{
 				what:           how,
-				"broker":       "NATS JetStream, a durable pull consumer per rule, reached through the kit's proxy",
+				"broker":       "NATS JetStream (an embedded server per rule), a durable pull consumer per rule, reached through the kit's proxy",
 				"scopes":       strings.Join(t.Declared.Scopes, ", "),
 				"replicas":     "2, sharing the data directory",
 				"ackWait":      "2s real (declared on the durable consumer)",
@@ -171,17 +159,11 @@ func bindService(ctx context.Context, ref target.Ref, svc *consumer.Service, add
 				"dataDirs":     keepString(ref.Opts.Keep),
 				"environment":  "see docs/consumer-service.md",
 				"clock":        "real time (a black box runs on its own clock)",
-				"eventPayload": svc.Envelope.String() + ": " + envelope,
+				"eventPayload": coservice.Describe(coservice.Envelope(svc.Envelope)) + ": " + envelope,
 			},
 		},
 		Register: func() { consumer.Register(t) },
-		Stop: func() error {
-			err := e.Stop()
-			if rerr := release(); err == nil {
-				err = rerr
-			}
-			return err
-		},
+		Stop:     release,
 	}, nil
 }
 
@@ -210,7 +192,7 @@ func ServiceEnvelope(p *profile.Profile) (env consumer.Envelope, from string, er
 	}
 	c := p.Consumers[0]
 	env = consumer.Envelope(*c.Envelope)
-	if err := env.Check(); err != nil { // the loader checked it; a profile built in code may not be
+	if err := coservice.CheckEnvelope(coservice.Envelope(env)); err != nil { // the loader checked it; a profile built in code may not be
 		return consumer.Envelope{}, "", fmt.Errorf("%s: consumer %s: %v", p.File(), c.Name, err)
 	}
 	return env, c.Name, nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/internal/containers"
+	"github.com/onceproof/tck/internal/coservice"
 	"github.com/onceproof/tck/internal/leftovers"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/suites/consumer"
@@ -17,12 +18,6 @@ import (
 
 // serviceRole labels the containers of consumer services.
 const serviceRole = "consumer-service"
-
-// serviceEnv is every variable the kit gives a service, forwarded into its
-// container by name.
-var serviceEnv = []string{consumer.EnvNATSURL, consumer.EnvStream, consumer.EnvSubject, consumer.EnvConsumer,
-	consumer.EnvAckWait, consumer.EnvMaxDeliver, consumer.EnvDataDir, consumer.EnvIndexURL, consumer.EnvNotifyURL,
-	consumer.EnvWorker, consumer.EnvRule}
 
 // containerStarted is consumer/process=container:IMAGE: each run of a
 // replica is `docker run --rm` of the local image on the host's network
@@ -56,7 +51,7 @@ func containerStarted(ctx context.Context, ref target.Ref) (*target.Started, err
 	for _, k := range keys {
 		fmt.Fprintf(&b, " --label %s=%s", k, labels[k])
 	}
-	for _, v := range serviceEnv {
+	for _, v := range coservice.Env { // every variable the kit gives a service, forwarded by name
 		b.WriteString(" -e " + v)
 	}
 	b.WriteString(` "$0"`)

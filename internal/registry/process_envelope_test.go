@@ -11,6 +11,7 @@ import (
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
+	"github.com/onceproof/tck/suites/consumer"
 )
 
 // runServiceProfile is runService with a profile, as `tck run --profile`.
@@ -107,7 +108,7 @@ func TestServiceEnvelopeMatching(t *testing.T) {
 	if err != nil || from != "search-notify-worker" || env.MessageID != "meta.id" || env.EventID != "header:Event-Id" {
 		t.Errorf("one consumer: %+v %q %v", env, from, err)
 	}
-	if env, from, err := ServiceEnvelope(nil); err != nil || from != "" || !env.IsDefault() {
+	if env, from, err := ServiceEnvelope(nil); err != nil || from != "" || env != (consumer.Envelope{}) {
 		t.Errorf("no profile: %+v %q %v", env, from, err)
 	}
 	two := *prof
@@ -117,7 +118,7 @@ func TestServiceEnvelopeMatching(t *testing.T) {
 		t.Errorf("two consumers, one mapped: %v", err)
 	}
 	two.Consumers[0].Envelope = nil
-	if env, _, err := ServiceEnvelope(&two); err != nil || !env.IsDefault() {
+	if env, _, err := ServiceEnvelope(&two); err != nil || env != (consumer.Envelope{}) {
 		t.Errorf("two consumers, none mapped: %+v %v", env, err)
 	}
 }

@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
-	"strings"
 
 	"github.com/onceproof/tck/adapters/broker/redis"
 	redismutants "github.com/onceproof/tck/internal/mutants/redismutants"
-	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
 	"github.com/onceproof/tck/suites/broker"
@@ -123,29 +120,8 @@ func RedisBrokerTarget(rt *redis.Target) broker.Target {
 		Open: func(ctx context.Context) (mq.Broker, error) { return client.Open(ctx, url) },
 		Caps: rt.Caps,
 	}
-	if private := rt.Private; private != nil {
-		t.Private = func(ctx context.Context) (broker.Server, error) {
-			s, err := private(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return redisServer{s}, nil
-		}
-	}
-	for _, r := range catalog.All("broker") {
-		var why []string
-		for _, c := range r.Needs {
-			if w, ok := rt.Lacks[string(c)]; ok && !slices.Contains(why, w) {
-				why = append(why, w)
-			}
-		}
-		if len(why) > 0 {
-			if t.NotApplicable == nil {
-				t.NotApplicable = map[string]string{}
-			}
-			t.NotApplicable[r.ID] = strings.Join(why, "; ")
-		}
-	}
+	t.Private = privateOf(rt.Private)
+	t.Lacks = rt.Lacks
 	return t
 }
 
@@ -166,11 +142,4 @@ func redisConfig(rt *redis.Target) map[string]string {
 		cfg[k] = v
 	}
 	return cfg
-}
-
-// redisServer is a Redis server of a rule's own, as the suite restarts it.
-type redisServer struct{ *redis.OwnServer }
-
-func (s redisServer) Restart(ctx context.Context, how broker.Restart) error {
-	return s.OwnServer.Restart(ctx, how == broker.Abrupt)
 }

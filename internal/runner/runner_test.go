@@ -30,9 +30,13 @@ func TestVerdictMapping(t *testing.T) {
 		s.It("ES-1.8", func(r *spec.R) {
 			r.Consistently(func() int { return 1 }).WithTimeout(50*time.Millisecond).Should(Equal(2), "never two")
 		})
+		s.It("ES-1.9", func(r *spec.R) {
+			r.Excuse(func(failure string) string { return "the kit was paused: " + failure })
+			r.Eventually(func() int { return 1 }).WithTimeout(50*time.Millisecond).Should(Equal(2), "never two")
+		})
 		return s
 	}
-	register := func() { set().Ginkgo(spec.GinkgoOptions{}) }
+	register := func() { set().Ginkgo() }
 	got := map[string]verdict.Result{}
 	for _, r := range runner.Run("t", register, runner.Options{}) {
 		got[r.Rule] = r
@@ -50,6 +54,7 @@ func TestVerdictMapping(t *testing.T) {
 		"ES-3.1": {verdict.NotApplicable, string(catalog.CapPreCheck)},
 		"ES-1.7": {verdict.Pass, ""},
 		"ES-1.8": {verdict.Fail, "never two"},
+		"ES-1.9": {verdict.Unknown, "the kit was paused: never two"},
 	}
 	for id, w := range want {
 		r := got[id]

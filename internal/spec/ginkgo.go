@@ -11,15 +11,6 @@ import (
 	"github.com/onceproof/tck/internal/verdict"
 )
 
-// GinkgoOptions tune the Ginkgo driver.
-type GinkgoOptions struct {
-	// UnknownIsSkip reports an undecided rule as a Ginkgo skip instead of a
-	// failure. The verdict stays unknown in the report either way; this only
-	// decides whether a plain `go test` of an author's Ginkgo suite goes
-	// green with an undecided rule, which it must not unless asked.
-	UnknownIsSkip bool
-}
-
 // Ginkgo registers every rule of the set as a ginkgo.It inside a container
 // named after the suite. Call it while Ginkgo builds its tree (from a suite's
 // Register, before RunSpecs).
@@ -27,7 +18,16 @@ type GinkgoOptions struct {
 // The container is Ordered (rules run in the catalog's order) and
 // ContinueOnFailure (a failed rule does not skip the next one), so the set's
 // Prepare and Finish can run around exactly the rules that run.
-func (s *Set) Ginkgo(opts GinkgoOptions) {
+//
+// UnknownIsSkip among opts reports an undecided rule as a Ginkgo skip: the
+// verdict stays unknown in the report either way; this only decides whether
+// a plain `go test` of an author's Ginkgo suite goes green with an undecided
+// rule, which it must not unless asked.
+func (s *Set) Ginkgo(opts ...Option) {
+	var o Option
+	for _, op := range opts {
+		o.unknownIsSkip = o.unknownIsSkip || op.unknownIsSkip
+	}
 	var once sync.Once
 	ginkgo.Describe(s.suite, ginkgo.Ordered, ginkgo.ContinueOnFailure, func() {
 		if s.Finish != nil {
@@ -40,7 +40,7 @@ func (s *Set) Ginkgo(opts GinkgoOptions) {
 					if s.Prepare != nil {
 						once.Do(func() { s.Prepare(s.selected()) })
 					}
-					s.runGinkgo(ctx, ru, opts)
+					s.runGinkgo(ctx, ru, o)
 				})
 		}
 	})
@@ -67,23 +67,26 @@ func (s *Set) selected() []string {
 	return ids
 }
 
-func (s *Set) runGinkgo(ctx context.Context, ru rule, opts GinkgoOptions) {
+func (s *Set) runGinkgo(ctx context.Context, ru rule, opts Option) {
 	ev := &verdict.Evidence{}
 	ginkgo.AddReportEntry(EntryEvidence, ev, ginkgo.ReportEntryVisibilityNever)
 	r := &R{
-		Gomega:  gomega.NewGomega(ginkgo.Fail),
 		Ev:      ev,
 		ID:      ru.id,
 		ctx:     ctx,
 		cleanup: func(fn func()) { ginkgo.DeferCleanup(fn) },
 		end: func(v verdict.Verdict, reason string) {
 			ginkgo.AddReportEntry(EntryVerdict, Override{Verdict: v, Reason: reason}, ginkgo.ReportEntryVisibilityNever)
-			if v == verdict.Unknown && !opts.UnknownIsSkip {
+			if v == verdict.Unknown && !opts.unknownIsSkip {
 				ginkgo.Fail(string(v) + ": " + reason)
 			}
 			ginkgo.Skip(string(v) + ": " + reason)
 		},
 	}
+	r.Gomega = gomega.NewGomega(func(message string, skip ...int) {
+		r.failing(message)
+		ginkgo.Fail(message, skip...)
+	})
 	if why := ru.notApplicable(); why != "" {
 		r.NotApplicable("%s", why)
 	}

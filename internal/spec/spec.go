@@ -22,6 +22,7 @@ package spec
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,6 +67,36 @@ type R struct {
 	ctx     context.Context
 	end     func(v verdict.Verdict, reason string)
 	cleanup func(fn func())
+	excuses []func(failure string) string
+}
+
+// Excuse registers fn, asked before a failed assertion fails the rule with
+// the failure's headline (its first line that says what failed): a
+// non-empty answer ends the rule unknown with that reason instead, and the
+// whole failure goes to the notes. It is for doubt about the kit's own
+// measurement (its process was paused while it timed the target), never
+// about the target's behaviour.
+func (r *R) Excuse(fn func(failure string) string) { r.excuses = append(r.excuses, fn) }
+
+// failing is called with a failed assertion's message before the driver
+// fails the rule; an excuse ends the rule unknown there.
+func (r *R) failing(message string) {
+	for _, fn := range r.excuses {
+		if why := fn(headline(message)); why != "" {
+			r.Ev.Notef("a failure the kit did not count: %s", message)
+			r.end(verdict.Unknown, why)
+		}
+	}
+}
+
+// headline is the first line of a failure that says what failed: a failed
+// Eventually's or Consistently's own first line says only when.
+func headline(message string) string {
+	lines := strings.Split(strings.TrimSpace(message), "\n")
+	if h := lines[0]; len(lines) > 1 && strings.HasSuffix(h, "s.") && (strings.HasPrefix(h, "Timed out after ") || strings.HasPrefix(h, "Failed after ")) {
+		lines = lines[1:]
+	}
+	return strings.TrimSpace(lines[0])
 }
 
 // Context is cancelled at the rule's deadline.
@@ -120,9 +151,15 @@ type Set struct {
 	// in Finish.
 	Prepare func(ids []string)
 	Finish  func()
-	// Reasons, when set before It, give a rule that needs a capability the
-	// target lacks the target's own reason by rule id (Redis Streams: "has
-	// no negative acknowledgement"), said with the capability's name.
+	// Lacks, when set before It, is the target's own reason for each
+	// capability it lacks (Redis Streams, nak-delay: "has no negative
+	// acknowledgement"): a rule that needs one is not-applicable with the
+	// reasons of every capability it misses, said with their names. The
+	// capability is declared once, by the target; the rule's need is the
+	// catalog's.
+	Lacks map[catalog.Capability]string
+	// Reasons, when set before It, are the fallback by rule id for a rule
+	// whose missing capabilities have no reason in Lacks.
 	Reasons map[string]string
 }
 
@@ -141,13 +178,20 @@ func (s *Set) It(id string, body Body) {
 	if m.Suite != s.suite {
 		panic(fmt.Sprintf("spec: rule %s belongs to suite %s, not %s", id, m.Suite, s.suite))
 	}
-	var missing []string
+	var missing, whys []string
 	for _, c := range m.Needs {
 		if !s.have[c] {
 			missing = append(missing, string(c))
+			if w, ok := s.Lacks[c]; ok && !slices.Contains(whys, w) {
+				whys = append(whys, w)
+			}
 		}
 	}
-	s.rules = append(s.rules, rule{id: id, meta: m, missing: missing, why: s.Reasons[id], body: body})
+	why := strings.Join(whys, "; ")
+	if why == "" {
+		why = s.Reasons[id]
+	}
+	s.rules = append(s.rules, rule{id: id, meta: m, missing: missing, why: why, body: body})
 }
 
 // notApplicable is the reason a rule does not apply, or "".

@@ -56,15 +56,16 @@ func (s *Set) runOne(ru rule) outcome {
 	go func() {
 		var cleanups []func()
 		r := &R{
-			Gomega: gomega.NewGomega(func(message string, _ ...int) {
-				panic(ended{verdict.Fail, message})
-			}),
 			Ev:      ev,
 			ID:      ru.id,
 			ctx:     ctx,
 			cleanup: func(fn func()) { cleanups = append(cleanups, fn) },
 			end:     func(v verdict.Verdict, reason string) { panic(ended{v, reason}) },
 		}
+		r.Gomega = gomega.NewGomega(func(message string, _ ...int) {
+			r.failing(message)
+			panic(ended{verdict.Fail, message})
+		})
 		out := outcome{verdict.Pass, "all checks held", ev}
 		func() {
 			defer func() {

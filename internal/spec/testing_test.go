@@ -27,18 +27,29 @@ func TestDriverVerdicts(t *testing.T) {
 	s.It("ES-1.8", func(r *R) {
 		r.Eventually(func() int { return 1 }).WithTimeout(50*time.Millisecond).Should(Equal(2), "never two")
 	})
+	s.It("ES-1.9", func(r *R) {
+		r.Excuse(func(string) string { return "" })
+		r.Excuse(func(failure string) string { return "the kit was paused: " + failure })
+		r.Expect(1).To(Equal(2), "one is not two")
+	})
+	s.It("ES-1.10", func(r *R) {
+		r.Excuse(func(string) string { return "" })
+		r.Expect(1).To(Equal(2), "one is not two")
+	})
 	want := map[string]struct {
 		v      verdict.Verdict
 		reason string
 	}{
-		"ES-1.1": {verdict.Pass, "held"},
-		"ES-1.2": {verdict.Fail, "one is not two"},
-		"ES-1.3": {verdict.Fail, "boom"},
-		"ES-1.4": {verdict.Unknown, "did not finish"},
-		"ES-1.5": {verdict.Unknown, "could not tell"},
-		"ES-1.6": {verdict.Skipped, "window longer than budget"},
-		"ES-3.1": {verdict.NotApplicable, string(catalog.CapPreCheck)},
-		"ES-1.8": {verdict.Fail, "never two"},
+		"ES-1.1":  {verdict.Pass, "held"},
+		"ES-1.2":  {verdict.Fail, "one is not two"},
+		"ES-1.3":  {verdict.Fail, "boom"},
+		"ES-1.4":  {verdict.Unknown, "did not finish"},
+		"ES-1.5":  {verdict.Unknown, "could not tell"},
+		"ES-1.6":  {verdict.Skipped, "window longer than budget"},
+		"ES-3.1":  {verdict.NotApplicable, string(catalog.CapPreCheck)},
+		"ES-1.8":  {verdict.Fail, "never two"},
+		"ES-1.9":  {verdict.Unknown, "the kit was paused: one is not two"},
+		"ES-1.10": {verdict.Fail, "one is not two"},
 	}
 	for _, ru := range s.rules {
 		out := s.runOne(ru)

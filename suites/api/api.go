@@ -59,6 +59,17 @@ type Target struct {
 	// service the kit (or the author's test) started can be restarted;
 	// without it API-1.5 is not applicable.
 	Restart func(ctx context.Context) error
+	// Replicas are the base URLs of further instances of the service over
+	// the same durable state (two replicas behind one load balancer); the
+	// generated rules spread their requests over URL and these. Without
+	// them those rules run on one instance and say so.
+	Replicas []string
+	// Seed seeds every rule's values and schedules (0: each rule picks one
+	// and records it in its evidence; `tck run --seed` replays it).
+	Seed int64
+	// Horizon is how long after a creation the kit checks repeats (API-5.2;
+	// default 2.25 s, bounded by the declared retention).
+	Horizon time.Duration
 	// Race tunes API-2.1; zero values take the defaults.
 	Race RaceConfig
 	// Timeout bounds each rule (default: 60 s, or the race cap plus 30 s).
@@ -100,28 +111,25 @@ func (c RaceConfig) withDefaults() RaceConfig {
 }
 
 // RegisterOption tunes Register.
-type RegisterOption struct{ unknownIsSkip bool }
+type RegisterOption = spec.Option
 
-// UnknownIsSkip makes a rule the kit could not decide a Ginkgo skip instead
-// of a failure. Without it an undecided rule fails the author's suite.
-var UnknownIsSkip = RegisterOption{unknownIsSkip: true}
+// UnknownIsSkip makes Register report an undecided rule as a Ginkgo skip
+// instead of a failure. The verdict stays unknown in a report; without this
+// option an undecided rule fails the author's suite.
+func UnknownIsSkip() RegisterOption { return spec.UnknownIsSkip() }
 
 // Check runs every API rule against target as a subtest of t named by its
 // id. A fail or unknown verdict fails the subtest with its reason;
 // not-applicable skips it.
 func Check(t *testing.T, target Target) {
 	t.Helper()
-	newSet(target).Test(t)
+	spec.Entry[Target](newSet).Check(t, target)
 }
 
 // Register registers every API rule against target as a Ginkgo spec
 // labelled with its id, suite and level. Call it before RunSpecs.
 func Register(target Target, opts ...RegisterOption) {
-	var o spec.GinkgoOptions
-	for _, opt := range opts {
-		o.UnknownIsSkip = o.UnknownIsSkip || opt.unknownIsSkip
-	}
-	newSet(target).Ginkgo(o)
+	spec.Entry[Target](newSet).Register(target, opts...)
 }
 
 // newSet is the one place both entry points get their rules from.
@@ -138,7 +146,8 @@ func newSet(t Target) *spec.Set {
 		caps = append(caps, catalog.CapRestart)
 	}
 	s := spec.New("api", caps...)
-	s.Timeout = max(spec.DefaultTimeout, t.Race.Cap+30*time.Second)
+	// API-5.2 waits its horizon by definition.
+	s.Timeout = max(spec.DefaultTimeout, t.Race.Cap+30*time.Second, t.Horizon+30*time.Second)
 	if t.Timeout > 0 {
 		s.Timeout = t.Timeout
 	}
@@ -146,5 +155,6 @@ func newSet(t Target) *spec.Set {
 	registerRace(s, t)
 	registerLost(s, t)
 	registerIdentity(s, t)
+	registerGenerated(s, t)
 	return s
 }

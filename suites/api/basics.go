@@ -3,8 +3,11 @@ package api
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"mime"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/onsi/gomega"
 
@@ -15,20 +18,34 @@ import (
 
 // run is one rule's run: its client and the checks every rule shares.
 type run struct {
-	r *spec.R
-	t Target
-	d *apidesc.Description
-	c *client
+	r    *spec.R
+	t    Target
+	d    *apidesc.Description
+	c    *client
+	v    *values
+	seed int64
 }
 
 func begin(r *spec.R, t Target) *run {
 	c := newClient(t.Desc, t.URL, 4, true)
+	seed := runSeed(t)
+	v := newValues(t.Desc, seed, r.ID)
 	r.DeferCleanup(func() {
 		r.Ev.Record(c.rec.Ops())
+		r.Ev.Figure("value classes", v.classes(), "")
 		c.close()
 	})
 	r.Ev.Figure("contract", string(t.Desc.Contract), "")
-	return &run{r: r, t: t, d: t.Desc, c: c}
+	r.Ev.Figure("seed", seed, "tck run --seed replays the rule's values and schedule")
+	return &run{r: r, t: t, d: t.Desc, c: c, v: v, seed: seed}
+}
+
+// runSeed is the target's seed, or a fresh one the rule records.
+func runSeed(t Target) int64 {
+	if t.Seed != 0 {
+		return t.Seed
+	}
+	return time.Now().UnixNano() & (1<<53 - 1) // exact in a JSON report
 }
 
 // answered ends the rule as unknown when the service did not answer: the
@@ -91,11 +108,28 @@ func (u *run) repeated(a, first answer, in intent, what string) {
 	u.r.Expect(a.Status).To(gomega.Equal(first.Status), "replay: %s (id %s) must get the first response's status %d, got %s", what, in.id, first.Status, a)
 	u.r.Expect(bytes.Equal(a.Body, first.Body)).To(gomega.BeTrue(),
 		"replay: %s (id %s) must get the first response byte for byte: first %q, now %q", what, in.id, clip(string(first.Body), 200), clip(string(a.Body), 200))
+	diff := replayedHeaders(a, first)
+	u.r.Expect(diff).To(gomega.BeEmpty(), "replay: %s (id %s) must carry the first response's headers: %s", what, in.id, diff)
+}
+
+// replayHeaders are the headers of a creation a replay must repeat: where
+// the resource is, and how its body is to be read.
+var replayHeaders = []string{"Location", "Content-Type"}
+
+// replayedHeaders lists the headers of first that a lacks or changes.
+func replayedHeaders(a, first answer) string {
+	var diffs []string
+	for _, h := range replayHeaders {
+		if want := first.Header.Get(h); want != "" && a.Header.Get(h) != want {
+			diffs = append(diffs, fmt.Sprintf("%s: first %q, now %q", h, want, a.Header.Get(h)))
+		}
+	}
+	return strings.Join(diffs, "; ")
 }
 
 // compare records the declared answer to a repeat against the one seen.
 func (u *run) compare(a, first answer) {
-	replayed := a.Status == first.Status && bytes.Equal(a.Body, first.Body)
+	replayed := a.Status == first.Status && bytes.Equal(a.Body, first.Body) && replayedHeaders(a, first) == ""
 	var actual string
 	switch {
 	case replayed:
@@ -118,7 +152,7 @@ func (u *run) compare(a, first answer) {
 func registerBasics(s *spec.Set, t Target) {
 	s.It("API-1.1", func(r *spec.R) {
 		u := begin(r, t)
-		in := newIntent(u.d, r.ID)
+		in := u.v.newIntent(r.ID)
 		a := u.answered(u.c.read(r.Context(), in.id, in.scope), "the read before the create")
 		r.Expect(a.Status).To(gomega.BeElementOf(u.d.Read.Missing),
 			"before any request, the read of a fresh id %s must answer the declared missing status %s, got %s", in.id, statusList(u.d.Read.Missing), a)
@@ -129,7 +163,7 @@ func registerBasics(s *spec.Set, t Target) {
 
 	s.It("API-1.2", func(r *spec.R) {
 		u := begin(r, t)
-		in := newIntent(u.d, r.ID)
+		in := u.v.newIntent(r.ID)
 		first := u.create(in, "the first request")
 		before := u.readShows(in, "after the first request")
 		again := u.answered(u.c.create(r.Context(), "kit", in.id, in.scope, in.body), "the repeat")
@@ -140,22 +174,25 @@ func registerBasics(s *spec.Set, t Target) {
 
 	s.It("API-1.3", func(r *spec.R) {
 		u := begin(r, t)
-		in := newIntent(u.d, r.ID)
+		in := u.v.newIntent(r.ID)
 		u.create(in, "the first request")
 		before := u.readShows(in, "after the first request")
-		o := in.other(u.d)
-		a := u.answered(u.c.create(r.Context(), "kit", o.id, o.scope, o.body), "the request with another payload")
-		r.Expect(a.Status).To(gomega.BeElementOf(u.d.Answers.Mismatch),
-			"the same id %s with another payload must be refused with %s, got %s", in.id, statusList(u.d.Answers.Mismatch), a)
-		u.unchanged(in, before, "after the refused payload")
+		// Each field changed in turn: a fingerprint over a subset of the
+		// fields lets one of them through.
+		for _, o := range in.others(u.d) {
+			a := u.answered(u.c.create(r.Context(), "kit", o.id, o.scope, o.body), "the request with another payload")
+			r.Expect(a.Status).To(gomega.BeElementOf(u.d.Answers.Mismatch),
+				"the same id %s with another payload %s must be refused with %s, got %s", in.id, clip(string(o.body), 160), statusList(u.d.Answers.Mismatch), a)
+		}
+		u.unchanged(in, before, "after the refused payloads")
 		u.one(in, "after the refused payload")
 	})
 
 	s.It("API-1.4", func(r *spec.R) {
 		u := begin(r, t)
-		a := newIntent(u.d, r.ID)
+		a := u.v.newIntent(r.ID)
 		b := a.other(u.d)
-		b.scope = "tck-t-" + randHex(4)
+		b.scope = u.v.tenant()
 		r.Ev.Notef("one id %s under the scopes %s (%s %s) and %s", a.id, a.scope, u.d.Scope.In, u.d.Scope.Name, b.scope)
 		u.create(a, "the request under the first scope")
 		before := u.readShows(a, "under the first scope")
@@ -164,11 +201,12 @@ func registerBasics(s *spec.Set, t Target) {
 		u.unchanged(a, before, "after the request under the other scope")
 		u.one(a, "under the first scope")
 		u.one(b, "under the other scope")
+		u.decoyScope()
 	})
 
 	s.It("API-1.5", func(r *spec.R) {
 		u := begin(r, t)
-		in := newIntent(u.d, r.ID)
+		in := u.v.newIntent(r.ID)
 		first := u.create(in, "the first request")
 		before := u.readShows(in, "before the restart")
 		h := u.c.rec.Invoke("kit", "restart the service", "")
@@ -185,12 +223,48 @@ func registerBasics(s *spec.Set, t Target) {
 
 }
 
+// decoyScope sends a create whose body holds a member named like the
+// scope with another tenant's value: the declared place of the scope
+// decides, not the body. A service that refuses a member it does not
+// declare is not judged on this part (the evidence says so).
+func (u *run) decoyScope() {
+	d, r := u.d, u.r
+	if d.Scope.In == apidesc.InBody {
+		return
+	}
+	name := d.Errors.ScopeField
+	if name == "" {
+		name = "tenant"
+	}
+	if _, taken := d.Create.Body[name]; taken || (d.ID().In == apidesc.InBody && d.ID().Name == name) {
+		return
+	}
+	in := u.v.newIntent(r.ID)
+	decoy := u.v.tenant()
+	sent := maps.Clone(in.fields)
+	sent[name] = decoy
+	a := u.answered(u.c.create(r.Context(), "kit", in.id, in.scope, d.Payload(in.id, sent)), "the create with a decoy scope in its body")
+	if !d.IsCreated(a.Status) {
+		r.Ev.Notef("a create whose body holds the member %q the description does not declare was answered %s: the decoy check is not judged", name, a)
+		return
+	}
+	r.Ev.Notef("a create under the scope %s whose body member %q says %s: the declared %s %s decides", in.scope, name, decoy, d.Scope.In, d.Scope.Name)
+	// The read shows the payload the description declares; what it makes
+	// of the decoy member is the service's.
+	u.readShows(in, "under its declared scope, after a create whose body named another")
+	m := in
+	m.scope = decoy
+	if rd := u.answered(u.c.read(r.Context(), m.id, m.scope), "the read under the body's decoy scope"); !slices.Contains(d.Read.Missing, rd.Status) {
+		r.Expect(rd.Status).To(gomega.BeElementOf(d.Read.Missing), "the scope is the declared %s %s, not the body's member %q: id %s must not exist under the decoy scope %s, got %s", d.Scope.In, d.Scope.Name, name, in.id, decoy, rd)
+	}
+}
+
 // registerIdentity is API-3.2 and API-4.1: identity by id, and refusals
 // that carry it.
 func registerIdentity(s *spec.Set, t Target) {
 	s.It("API-3.2", func(r *spec.R) {
 		u := begin(r, t)
-		in := newIntent(u.d, r.ID)
+		in := u.v.newIntent(r.ID)
 		twin := in.withID(u.d, in.id+"-twin")
 		u.create(in, "the first intent")
 		a := u.answered(u.c.create(r.Context(), "kit", twin.id, twin.scope, twin.body), "a second intent with an identical payload")
@@ -202,14 +276,15 @@ func registerIdentity(s *spec.Set, t Target) {
 
 	s.It("API-4.1", func(r *spec.R) {
 		u := begin(r, t)
-		in := newIntent(u.d, r.ID)
+		in := u.v.newIntent(r.ID)
 		u.create(in, "the first request")
 		var refusals []answer
 		if u.d.Contract == apidesc.Reject409 {
 			refusals = append(refusals, u.answered(u.c.create(r.Context(), "kit", in.id, in.scope, in.body), "the repeat"))
 		}
-		o := in.other(u.d)
-		refusals = append(refusals, u.answered(u.c.create(r.Context(), "kit", o.id, o.scope, o.body), "the request with another payload"))
+		for _, o := range in.others(u.d) {
+			refusals = append(refusals, u.answered(u.c.create(r.Context(), "kit", o.id, o.scope, o.body), "the request with another payload"))
+		}
 		for _, a := range refusals {
 			u.carries(a, in)
 		}

@@ -3,8 +3,6 @@ package api
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -71,10 +69,18 @@ func (c *client) with(base string, keepAlive bool) *client {
 	return n
 }
 
-// fill substitutes {id} and {scope} in a path, escaped.
-func fill(path, id, scope string) string {
+// fill substitutes {id} and {scope} in a path, escaped for where they
+// stand: a path segment, or a query value (where "+" and "&" must be
+// escaped too).
+func fill(tmpl, id, scope string) string {
+	path, query, hasQuery := strings.Cut(tmpl, "?")
 	path = strings.ReplaceAll(path, "{id}", url.PathEscape(id))
-	return strings.ReplaceAll(path, "{scope}", url.PathEscape(scope))
+	path = strings.ReplaceAll(path, "{scope}", url.PathEscape(scope))
+	if !hasQuery {
+		return path
+	}
+	query = strings.ReplaceAll(query, "{id}", url.QueryEscape(id))
+	return path + "?" + strings.ReplaceAll(query, "{scope}", url.QueryEscape(scope))
 }
 
 // withScope places the scope of a request as the description says.
@@ -233,59 +239,6 @@ func sameJSON(a, b []byte) bool {
 		return bytes.Equal(a, b)
 	}
 	return reflect.DeepEqual(x, y)
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// intent is one business intent of a rule: its id, scope and payload.
-type intent struct {
-	id, scope string
-	vary      any
-	body      []byte
-}
-
-// newIntent mints a fresh id (and scope, when the description declares one)
-// and a payload whose vary field is unique to it.
-func newIntent(d *apidesc.Description, rule string) intent {
-	in := intent{id: "tck-" + strings.ToLower(strings.ReplaceAll(rule, ".", "-")) + "-" + randHex(6)}
-	if d.Scope != nil {
-		in.scope = "tck-t-" + randHex(4)
-	}
-	switch d.Create.Body[d.Create.Vary].(type) {
-	case string:
-		in.vary = "tck-" + randHex(4)
-	default:
-		var b [3]byte
-		_, _ = rand.Read(b[:])
-		in.vary = 1 + int(b[0])<<16 | int(b[1])<<8 | int(b[2])
-	}
-	in.body = d.BodyJSON(in.id, in.vary)
-	return in
-}
-
-// other is the same id and scope with another payload.
-func (in intent) other(d *apidesc.Description) intent {
-	o := in
-	switch v := in.vary.(type) {
-	case string:
-		o.vary = v + "-other"
-	case int:
-		o.vary = v + 1
-	}
-	o.body = d.BodyJSON(in.id, o.vary)
-	return o
-}
-
-// withID is the same payload under another id.
-func (in intent) withID(d *apidesc.Description, id string) intent {
-	o := in
-	o.id = id
-	o.body = d.BodyJSON(id, in.vary)
-	return o
 }
 
 func statusList(xs []int) string {

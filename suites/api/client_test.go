@@ -34,7 +34,7 @@ func TestCreateIsNeverResent(t *testing.T) {
 	d := apidesc.Default(apidesc.Reject409)
 	c := newClient(d, p.URL(), 2, true) // keep-alive: the second create reuses the connection
 	defer c.close()
-	in := newIntent(d, "API-3.1")
+	in := newValues(d, 1, "API-3.1").newIntent("API-3.1")
 	if a := c.create(context.Background(), "kit", in.id+"-warm", in.scope, d.BodyJSON(in.id+"-warm", 1)); a.Err != nil {
 		t.Fatal(a.Err)
 	}

@@ -4,17 +4,24 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 )
 
+// probeRead is how long the probe's read may take to find the resource it
+// created: a read view that lags behind the writes is judged by API-1.1.
+const probeRead = 5 * time.Second
+
 // Probe checks, before any rule runs, that a service answers and that its
-// description fits it: a create with a fresh id answers a declared creation
-// status, and the read by that id finds it (a read path that answers 404
-// for a resource just created is a wrong description, not a rule failure).
-// The error names the description's field; the probe's resource stays.
+// description fits it: a create with a fresh id (plain, with the template's
+// payload) answers a declared creation status, and the read by that id
+// finds it within probeRead (a read path that never finds a resource just
+// created is a wrong description; a read that finds it late is API-1.1's
+// to judge, not the probe's). The error names the description's field; the
+// probe's resource stays.
 func Probe(ctx context.Context, base string, d *Description) error {
 	c := newClient(d, base, 1, false)
 	defer c.close()
-	in := newIntent(d, "probe")
+	in := newValues(d, time.Now().UnixNano(), "probe").plainIntent("probe")
 	a := c.create(ctx, "kit", in.id, in.scope, in.body)
 	if a.Err != nil {
 		return fmt.Errorf("%s does not answer: %v", base, a.Err)
@@ -23,13 +30,23 @@ func Probe(ctx context.Context, base string, d *Description) error {
 		return fmt.Errorf("%s: create.path %s %s: a create with a fresh id answered %s, not a declared creation status (create.created: %s)",
 			d.Name(), d.Create.Method, d.Create.Path, a, statusList(d.Create.Created))
 	}
-	rd := c.read(ctx, in.id, in.scope)
-	if rd.Err != nil {
-		return fmt.Errorf("%s does not answer the read: %v", base, rd.Err)
-	}
-	if !slices.Contains(d.Read.Found, rd.Status) {
-		return fmt.Errorf("%s: read.path %s: a resource just created (id %s) reads back as %s, not a declared found status (read.found: %s)",
-			d.Name(), d.Read.Path, in.id, rd, statusList(d.Read.Found))
+	deadline := time.Now().Add(probeRead)
+	for {
+		rd := c.read(ctx, in.id, in.scope)
+		if rd.Err != nil {
+			return fmt.Errorf("%s does not answer the read: %v", base, rd.Err)
+		}
+		if slices.Contains(d.Read.Found, rd.Status) {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%s: read.path %s: a resource created %s ago (id %s) still reads back as %s, not a declared found status (read.found: %s)",
+				d.Name(), d.Read.Path, probeRead, in.id, rd, statusList(d.Read.Found))
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	if d.List != nil {
 		la := c.get(ctx, "kit", d.List.Path, in.id, in.scope)

@@ -115,7 +115,7 @@ func judge(d *apidesc.Description, as []answer) (violation string, indeterminate
 		return fmt.Sprintf("%d of %d requests with one id were answered as creations (%s), want exactly one", len(created), len(as), statusList(statuses(created))), false
 	case d.Contract == apidesc.Replay:
 		for _, a := range created[1:] {
-			if a.Status != created[0].Status || !bytes.Equal(a.Body, created[0].Body) {
+			if a.Status != created[0].Status || !bytes.Equal(a.Body, created[0].Body) || replayedHeaders(a, created[0]) != "" {
 				return fmt.Sprintf("%d successes with one id differ: %q and %q; a replay is the first response byte for byte, so there were two creations", len(created), clip(string(created[0].Body), 120), clip(string(a.Body), 120)), false
 			}
 		}
@@ -152,6 +152,11 @@ func registerRace(s *spec.Set, t Target) {
 		r.Ev.Figure("power target", target, "contended trials")
 		var trials, contended, undecided int
 		start := time.Now()
+		seed := runSeed(t)
+		vals := newValues(d, seed, r.ID)
+		vals.small = true
+		r.Ev.Figure("seed", seed, "tck run --seed replays the rule's values")
+		defer func() { r.Ev.Figure("value classes", vals.classes(), "") }()
 		var shown []history.Op
 		for {
 			if r.Context().Err() != nil || time.Since(start) > cfg.Cap || trials >= cfg.MaxTrials {
@@ -159,7 +164,7 @@ func registerRace(s *spec.Set, t Target) {
 			}
 			trials++
 			rec := history.New()
-			in := newIntent(d, r.ID)
+			in := vals.newIntent(r.ID)
 			as := burst(r.Context(), c, rec, in, cfg.Requests)
 			violation, indeterminate := judge(d, as)
 			if indeterminate {

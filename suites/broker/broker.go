@@ -26,6 +26,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -35,6 +36,7 @@ type Factory func(ctx context.Context) (mq.Broker, error)
 
 // Target is the broker under test and what the kit may do to it.
 type Target struct {
+	// Open opens a handle on the broker; each rule opens its own.
 	Open Factory
 	// Caps is what the broker declares (normally Open(...).Capabilities()).
 	Caps mq.Capabilities
@@ -69,9 +71,15 @@ type Target struct {
 	//
 	// BR-3.1's fault is the restart of the rule's own server (Private).
 	Disrupt func(ctx context.Context, rule, topic string, log Log) error
-	// NotApplicable lists rules this target cannot run, each with the
-	// reason (naming the capability it lacks); they are reported
-	// not-applicable with it and start no workload.
+	// Lacks gives, for a capability the broker does not have, the broker's
+	// own reason, keyed by the capability's name as the catalog spells it
+	// (docs/RULES.md, "needs"): every rule needing it is not-applicable with
+	// that reason.
+	Lacks map[string]string
+	// NotApplicable lists rules this target cannot run for a reason other
+	// than a capability (a target that runs some rules only), each with the
+	// reason; they are reported not-applicable with it and start no
+	// workload.
 	NotApplicable map[string]string
 	// LoseProduceReply, when set, starts a producer session whose next
 	// produce to topic the broker stores while its reply is lost, so the
@@ -94,24 +102,15 @@ type Target struct {
 	Progress func(line string)
 }
 
-// Log is where a fault writes what it did while a rule ran.
-type Log interface {
-	Step(actor, action, key string, err error)  // a step on the rule's timeline: ok when err is nil, failed (with the error text) otherwise
-	Note(actor, action, key, result string)     // an informational step on the timeline
-	Figure(name string, value any, unit string) // a measured value in the rule's evidence
-	Notef(format string, args ...any)           // a line of explanation in the evidence
-}
+// Log is where a fault writes what it did while a rule ran: Step (a step on
+// the rule's timeline, failed when err is not nil), Note (an informational
+// step), Figure (a measured value in the evidence) and Notef (a line of
+// explanation). Every suite's and adapter's fault takes this one interface.
+type Log = verdict.Log
 
 // ErrViolation marks an error of Target.Disrupt that is a breach of the
 // rule seen while the fault ran, not a fault that failed to apply.
 var ErrViolation = errors.New("violation seen during the fault")
-
-// Splitter returns the length of the first complete protocol frame in buf,
-// or 0 when buf does not yet hold a whole frame.
-type Splitter func(buf []byte) int
-
-// Match picks a frame.
-type Match func(frame []byte) bool
 
 // Fault is how to reach the broker through the kit's fault proxy.
 type Fault struct {
@@ -119,11 +118,13 @@ type Fault struct {
 	Addr string
 	// OpenVia opens a handle that reaches the broker at addr (the proxy).
 	OpenVia func(ctx context.Context, addr string) (mq.Broker, error)
-	// Split cuts the broker-to-client byte stream into protocol frames.
-	Split Splitter
-	// PublishReply matches the frame carrying the broker's reply to a
-	// publish on topic.
-	PublishReply func(topic string) Match
+	// Split cuts the broker-to-client byte stream into protocol frames: it
+	// returns the length of the first complete frame in buf, or 0 when buf
+	// does not yet hold a whole frame.
+	Split func(buf []byte) int
+	// PublishReply returns the match of the frame carrying the broker's
+	// reply to a publish on topic.
+	PublishReply func(topic string) func(frame []byte) bool
 }
 
 // Restart is how a Server is restarted.
@@ -138,6 +139,7 @@ const (
 
 // Server is a broker a rule owns.
 type Server interface {
+	// Open opens a handle on the server.
 	Open(ctx context.Context) (mq.Broker, error)
 	// Restart stops and starts the server on the same store; it returns
 	// mq.ErrUnsupported for a kind it cannot do, with the reason wrapped.
@@ -145,6 +147,7 @@ type Server interface {
 	// Sync reads the server's durability setting: how it is spelled, and
 	// whether it can lose acknowledged writes on power loss.
 	Sync(ctx context.Context) (setting string, canLoseAcked bool, err error)
+	// Stop stops the server and releases everything it holds.
 	Stop() error
 }
 
@@ -169,9 +172,9 @@ type Windows struct {
 	Backoff []time.Duration
 	// Storage, MaxAge and Replicas are given to every topic a rule
 	// creates that does not set its own (zero: the adapter's default).
-	Storage  mq.Storage
-	MaxAge   time.Duration
-	Replicas int
+	Storage  mq.Storage    // where the topics keep messages
+	MaxAge   time.Duration // how long the topics keep a message
+	Replicas int           // copies of each topic in a cluster
 	// DedupeWindow, when set, is the de-dupe window the rules' scratch
 	// topics are created with instead of the declared one
 	// (Caps.DedupeWindow): under a profile certified on the team's server,

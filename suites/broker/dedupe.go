@@ -58,9 +58,9 @@ func registerDedupe(p *plan) {
 		a2, err2 := f.publish("producer", topic, mq.Message{ID: id, Payload: []byte("E9 " + id)})
 		n, errR := f.intents(topic, "E9 "+id)
 		return func(r *spec.R) {
-			r.Expect(err1).To(succeeded(), "first publish")
-			r.Expect(err2).To(succeeded(), "repeated publish")
-			r.Expect(errR).To(succeeded(), "reading the topic back")
+			f.must(r, err1, "first publish")
+			f.must(r, err2, "repeated publish")
+			f.must(r, errR, "reading the topic back")
 			r.Expect(n).To(gomega.Equal(1), "a publish repeated with the same id inside the window must be stored once; copies stored")
 			r.Expect(a2.Duplicate || a2.Position == a1.Position).To(gomega.BeTrue(),
 				"the second reply must say duplicate or return the first position (first %s, second %s)", describeAck(a1), describeAck(a2))
@@ -104,12 +104,17 @@ func registerDedupe(p *plan) {
 		f.ev.Figure("branch A retry at", atA.Seconds(), "s")
 		f.ev.Figure("branch B retry at", atB.Seconds(), "s")
 		return func(r *spec.R) {
-			r.Expect(errA).To(succeeded(), "branch A retry at 0.8 of the window")
-			r.Expect(errB).To(succeeded(), "branch B retry at 1.2 of the window")
-			r.Expect(errRA).To(succeeded(), "reading back")
-			r.Expect(errRB).To(succeeded(), "reading back")
+			f.must(r, errA, "branch A retry at 0.8 of the window")
+			f.must(r, errB, "branch B retry at 1.2 of the window")
+			f.must(r, errRA, "reading back")
+			f.must(r, errRB, "reading back")
 			r.Ev.Notef("branch A (0.8 window, %.2fs): %s, %d copies; branch B (1.2 window, %.2fs): %s, %d copies",
 				atA.Seconds(), describeAck(aA), nA, atB.Seconds(), describeAck(aB), nB)
+			if nA != 1 && atA >= W-f.w.Tolerance {
+				// The kit sent it late: it lay outside the window, and a
+				// broker that stored it again was right to.
+				f.unknown(r, "branch A's retry, due at 0.8 of the window, went out only after %.2fs (the window is %s): stored again, which says nothing", atA.Seconds(), W)
+			}
 			r.Expect(nA).To(gomega.Equal(1), "branch A: a retry at 0.8 of the window (%.2fs) must be dropped; copies stored", atA.Seconds())
 			r.Expect(nB).To(gomega.Equal(2), "branch B: a retry at 1.2 of the window (%.2fs) must be stored again; copies stored", atB.Seconds())
 		}
@@ -151,13 +156,13 @@ func registerDedupe(p *plan) {
 		}
 		return func(r *spec.R) {
 			for _, e := range []error{errHit, errLate, errCtl, errR0, errR1, errR2} {
-				r.Expect(e).To(succeeded(), "publishing and reading back")
+				f.must(r, e, "publishing and reading back")
 			}
 			if nAtHit != 1 {
-				r.Unknown("the duplicate at half the window was stored (%d copies), so there was no hit to refresh anything (see BR-1.1, BR-1.2)", nAtHit)
+				f.unknown(r, "the duplicate at half the window was stored (%d copies), so there was no hit to refresh anything (see BR-1.1, BR-1.2)", nAtHit)
 			}
 			if nCtl == 1 {
-				r.Unknown("the control id was still dropped at 1.2 of the declared window (%s): the window is longer than declared (BR-1.2), so refresh cannot be told apart", describeAck(aCtl))
+				f.unknown(r, "the control id was still dropped at 1.2 of the declared window (%s): the window is longer than declared (BR-1.2), so refresh cannot be told apart", describeAck(aCtl))
 			}
 			r.Ev.Notef("duplicate hit at 0.5 window, retry at 1.2 window: %s (%d copies); control: %d copies; refresh on hit measured %v, declared %v",
 				describeAck(aLate), nHit, nCtl, refreshed, f.t.Caps.DedupeRefreshOnHit)
@@ -182,7 +187,7 @@ func registerDedupe(p *plan) {
 		nV2, r3 := f.intents(topic, v2)
 		return func(r *spec.R) {
 			for _, e := range []error{e1, e2, e3, e4, r1, r2, r3} {
-				r.Expect(e).To(succeeded(), "publishing and reading back")
+				f.must(r, e, "publishing and reading back")
 			}
 			r.Expect(nSame).To(gomega.Equal(2), "two ids with equal payloads must both be stored; copies of the payload")
 			r.Expect(nV2).To(gomega.Equal(0), "one id with a changed payload must be dropped; copies of the changed payload")
@@ -254,7 +259,7 @@ func measureWindow(f *fixture) judge {
 	}
 	all, err := f.b.ReadAll(f.ctx, topic)
 	if err != nil {
-		return f.failed(err, "reading the topic back")
+		return f.failed(unsure("reading the topic back", err), "reading the topic back")
 	}
 	count := map[string]int{} // copies per probe, known by payload
 	for _, s := range all {
@@ -301,8 +306,8 @@ func measureWindow(f *fixture) judge {
 		r.Expect(firstStored >= 0).To(gomega.BeTrue(),
 			"no retry up to %.2fs was stored again: the effective window is longer than the declared %s plus the tolerance %s", (W + 2*tol).Seconds(), W, tol)
 		r.Ev.Notef("measured window %.3fs (last drop %.3fs), declared %s ± %s", firstStored.Seconds(), lastDropped.Seconds(), W, tol)
-		r.Expect(firstStored).To(gomega.BeNumerically(">=", W-tol), "the same id was stored again after %.3fs, before the declared window %s minus the tolerance %s", firstStored.Seconds(), W, tol)
-		r.Expect(firstStored).To(gomega.BeNumerically("<=", W+tol), "the same id was first stored again after %.3fs, beyond the declared window %s plus the tolerance %s", firstStored.Seconds(), W, tol)
+		f.atLeast(r, firstStored, W-tol, "the same id was stored again after %.3fs, before the declared window %s minus the tolerance %s", firstStored.Seconds(), W, tol)
+		f.atMost(r, firstStored, W+tol, "the same id was first stored again after %.3fs, beyond the declared window %s plus the tolerance %s", firstStored.Seconds(), W, tol)
 	}
 }
 
@@ -356,27 +361,28 @@ func lostPublishAck(f *fixture) judge {
 	d2, e2, r2, re2 := attempt("fresh-id", fresh, mq.Message{ID: firstFresh, Payload: []byte("intent-2")})
 
 	all, errR := f.b.ReadAll(f.ctx, topic)
+	errR = unsure("reading the topic back", errR)
 	byPayload := map[string]int{}
 	for _, s := range all {
 		byPayload[string(s.Message.Payload)]++
 	}
 	return func(r *spec.R) {
-		r.Expect(errR).To(succeeded(), "reading the topic back")
+		f.must(r, errR, "reading the topic back")
 		if !d1 || !d2 {
-			r.Unknown("the proxy did not see the publish reply to drop (dropped same-id %v, fresh-id %v): the lost-ack case was not exercised", d1, d2)
+			f.unknown(r, "the proxy did not see the publish reply to drop (dropped same-id %v, fresh-id %v): the lost-ack case was not exercised", d1, d2)
 		}
 		if e1 == nil || e2 == nil {
-			r.Unknown("a publish whose reply was dropped still returned success (%v, %v)", e1, e2)
+			f.unknown(r, "a publish whose reply was dropped still returned success (%v, %v)", e1, e2)
 		}
-		r.Expect(re1).To(succeeded(), "the retry with the same id")
-		r.Expect(re2).To(succeeded(), "the retry with a fresh id")
+		f.must(r, re1, "the retry with the same id")
+		f.must(r, re2, "the retry with a fresh id")
 		r.Ev.Figure("copies after same-id retry", byPayload["intent-1"], "")
 		r.Ev.Figure("copies after fresh-id retry", byPayload["intent-2"], "")
 		r.Ev.Notef("same-id retry after a lost ack: %s, %d copies; fresh-id retry: %s, %d copies",
 			describeAck(r1), byPayload["intent-1"], describeAck(r2), byPayload["intent-2"])
 		r.Expect(byPayload["intent-1"]).To(gomega.Equal(1), "after a lost publish ack, a retry with the same id must leave exactly one copy")
 		if byPayload["intent-2"] < 2 {
-			r.Unknown("the publish whose ack was lost was not stored (%d copies of the fresh-id intent), so the lost-ack case did not happen as staged", byPayload["intent-2"])
+			f.unknown(r, "the publish whose ack was lost was not stored (%d copies of the fresh-id intent), so the lost-ack case did not happen as staged", byPayload["intent-2"])
 		}
 		r.Expect(byPayload["intent-2"]).To(gomega.Equal(2), "a retry with a fresh id after a lost ack leaves two copies")
 		f.t.Declared.freshIDHazard(r, byPayload["intent-2"])

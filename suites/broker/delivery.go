@@ -67,8 +67,8 @@ func registerDelivery(p *plan) {
 				Source: "measured", Match: delay >= aw-tol && delay <= aw+tol})
 			r.Ev.Figure("attempts", []int{first.d.Attempt(), again.d.Attempt()}, "")
 			r.Ev.Notef("redelivered after %.3fs (ack wait %s ± %s), attempt %d -> %d", delay.Seconds(), aw, tol, first.d.Attempt(), again.d.Attempt())
-			r.Expect(delay).To(gomega.BeNumerically(">=", aw-tol), "redelivered after %.3fs, before the ack wait %s minus the tolerance", delay.Seconds(), aw)
-			r.Expect(delay).To(gomega.BeNumerically("<=", aw+tol), "redelivered after %.3fs, later than the ack wait %s plus the tolerance", delay.Seconds(), aw)
+			f.atLeast(r, delay, aw-tol, "redelivered after %.3fs, before the ack wait %s minus the tolerance", delay.Seconds(), aw)
+			f.atMost(r, delay, aw+tol, "redelivered after %.3fs, later than the ack wait %s plus the tolerance", delay.Seconds(), aw)
 			r.Expect(again.d.Attempt()).To(gomega.Equal(first.d.Attempt()+1), "the redelivery's attempt number must be one higher than the first (%d)", first.d.Attempt())
 		}
 	})
@@ -135,19 +135,19 @@ func registerDelivery(p *plan) {
 		w := f.watch("member-1", c, time.Now().Add(nd+aw/2), plain, delayed)
 		f.ev.Figure("declared nak delay", nd.Seconds(), "s")
 		return func(r *spec.R) {
-			r.Expect(errP).To(succeeded(), "nak")
-			r.Expect(errD).To(succeeded(), "nak with delay")
+			f.must(r, errP, "nak")
+			f.must(r, errD, "nak with delay")
 			var dp, dd *delivered
 			r.Eventually(w.back(plain)).WithTimeout(f.left()).Should(gomega.Receive(&dp),
 				"a nak must redeliver; the nak'd message did not come back within %s", nd+aw/2)
 			bp := dp.at.Sub(nakAt[plain])
 			r.Ev.Figure("plain nak redelivered after", bp.Seconds(), "s")
-			r.Expect(bp).To(gomega.BeNumerically("<", aw/2), "a nak must redeliver as soon as possible, not wait for the ack wait; it came back after %.3fs", bp.Seconds())
+			f.atMost(r, bp, aw/2, "a nak must redeliver as soon as possible, not wait for the ack wait; it came back after %.3fs", bp.Seconds())
 			r.Eventually(w.back(delayed)).WithTimeout(f.left()).Should(gomega.Receive(&dd),
 				"a nak with delay %s must redeliver after the delay; nothing came within %s", nd, nd+aw/2)
 			bd := dd.at.Sub(nakAt[delayed])
 			r.Ev.Figure("delayed nak redelivered after", bd.Seconds(), "s")
-			r.Expect(bd).To(gomega.BeNumerically(">=", nd-tol/5), "a nak with delay %s came back after %.3fs, before the delay", nd, bd.Seconds())
+			f.atLeast(r, bd, nd-tol/5, "a nak with delay %s came back after %.3fs, before the delay", nd, bd.Seconds())
 			r.Ev.Notef("nak: back after %.3fs; nak with delay %s: back after %.3fs", bp.Seconds(), nd, bd.Seconds())
 		}
 	})
@@ -202,11 +202,13 @@ func registerDelivery(p *plan) {
 			r.Expect(len(attempts)).To(gomega.BeNumerically("<=", max), "no delivery beyond max-deliver %d; attempts seen %v", max, attempts)
 			r.Expect(len(attempts)).To(gomega.Equal(max), "a nak'd message must be delivered up to max-deliver %d times; attempts seen %v", max, attempts)
 			if !canWatch {
-				r.Unknown("deliveries stopped at %d, but the adapter exposes no max-deliver signal to observe", max)
+				f.unknown(r, "deliveries stopped at %d, but the adapter exposes no max-deliver signal to observe", max)
 			}
 			// The broker says so once the last attempt's ack wait ended.
 			var signal string
+			f.need = aw / 2 // a pause as long as the wait explains missing the signal
 			r.Eventually(signals).WithTimeout(aw/2).Should(gomega.Receive(&signal), "the broker's max-deliver signal (advisory) must be observed")
+			f.need = 0
 			f.rec.Note("broker", "max-deliver signal", "pos="+signal, "")
 		}
 	})
@@ -227,20 +229,25 @@ func registerDelivery(p *plan) {
 		ipAt := time.Now()
 		w := f.watch("member-1", c, ipAt.Add(aw+3*tol))
 		return func(r *spec.R) {
-			r.Expect(ipErr).To(succeeded(), "in-progress")
+			f.must(r, ipErr, "in-progress")
 			// The watch ends by its own deadline; nothing by then is no
 			// redelivery at all, which says nothing about in-progress.
 			again, ok := <-w.back("")
-			r.Expect(w.Err()).To(succeeded(), "fetching")
+			f.must(r, w.Err(), "fetching")
 			if !ok {
-				r.Unknown("no redelivery at all within %s after in-progress, so the pushed-back deadline could not be located", aw+3*tol)
+				f.unknown(r, "no redelivery at all within %s after in-progress, so the pushed-back deadline could not be located", aw+3*tol)
 			}
 			since := again.at.Sub(first.at)
 			r.Ev.Figure("redelivered after first delivery", since.Seconds(), "s")
 			r.Ev.Figure("redelivered after in-progress", again.at.Sub(ipAt).Seconds(), "s")
-			r.Expect(since).To(gomega.BeNumerically(">", aw+tol),
+			if late := ipAt.Sub(first.at); late >= aw-tol {
+				// The kit sent it late: the ack wait had (nearly) run out,
+				// so a redelivery says nothing about in-progress.
+				f.unknown(r, "the in-progress, due at %.2fs, went out only %.3fs after the delivery, when the ack wait %s had run out: whether it pushes the deadline back was not tested", (aw * 6 / 10).Seconds(), late.Seconds(), aw)
+			}
+			f.atLeast(r, since, aw+tol,
 				"in-progress at %.2fs must push the deadline back; the message came back after %.3fs, at the original ack wait %s", (aw * 6 / 10).Seconds(), since.Seconds(), aw)
-			r.Expect(again.at.Sub(ipAt)).To(gomega.BeNumerically(">=", aw-tol), "redelivered %.3fs after in-progress, earlier than one ack wait", again.at.Sub(ipAt).Seconds())
+			f.atLeast(r, again.at.Sub(ipAt), aw-tol, "redelivered %.3fs after in-progress, earlier than one ack wait", again.at.Sub(ipAt).Seconds())
 			r.Ev.Notef("in-progress at %.2fs pushed the deadline back: redelivered after %.3fs, %.3fs after the in-progress (ack wait %s)",
 				(aw * 6 / 10).Seconds(), since.Seconds(), again.at.Sub(ipAt).Seconds(), aw)
 		}
@@ -260,7 +267,7 @@ func registerDelivery(p *plan) {
 				r.NotApplicable("the target declares neither limits nor work-queue retention")
 			}
 			for _, a := range acked {
-				r.Expect(a.err).To(succeeded(), "%s retention", a.retention)
+				f.must(r, a.err, "%s retention", a.retention)
 				a.judge(r)
 			}
 		}
@@ -321,14 +328,16 @@ func (a *ackedOne) judge(r *spec.R) {
 	}()
 	if a.retention == mq.Limits {
 		n, err := stored()
-		r.Expect(err).To(succeeded(), "reading the topic back")
+		a.f.must(r, err, "reading the topic back")
 		r.Expect(a.before).To(gomega.Equal(1), "%s retention: the message must be stored before the ack", a.retention)
 		r.Expect(n).To(gomega.Equal(1), "under limits retention an ack is not a delete: the message must stay readable")
 		return
 	}
 	r.Expect(a.before).To(gomega.Equal(1), "%s retention: the message must be stored before the ack", a.retention)
+	a.f.need = 200 * time.Millisecond // a pause as long as the wait explains a miss
 	r.Eventually(stored).WithTimeout(200*time.Millisecond).WithPolling(20*time.Millisecond).
 		Should(gomega.Equal(0), "under work-queue retention the ack must remove the message")
+	a.f.need = 0
 }
 
 // settledStaysSettled is the workload of BR-2.2 and BR-2.5: take one
@@ -346,16 +355,25 @@ func settledStaysSettled(f *fixture, action string, settle func(mq.Delivery) fun
 		return f.failed(noDelivery("no first delivery", err), "first delivery")
 	}
 	settleErr := f.settle("member-1", action, first.d, settle(first.d))
+	settled := time.Since(first.at)
 	watch := time.Duration(waits) * aw
 	w := f.watch("member-1", c, first.at.Add(watch))
 	f.ev.Figure("watched for", watch.Seconds(), "s")
 	return func(r *spec.R) {
-		r.Expect(settleErr).To(succeeded(), settleMsg)
+		f.must(r, settleErr, "%s", settleMsg)
+		r.Excuse(func(failure string) string {
+			if settled < aw-f.w.Tolerance {
+				return ""
+			}
+			// The kit settled late: the ack wait had (nearly) run out, so
+			// the broker may rightly have redelivered first.
+			return fmt.Sprintf("the %s went out only %.3fs after the delivery, at the end of the ack wait %s, so a redelivery proves nothing: %s", action, settled.Seconds(), aw, failure)
+		})
 		var again *delivered
 		r.Consistently(w.back("")).WithTimeout(f.left()).ShouldNot(gomega.Receive(&again), func() string {
 			return fmt.Sprintf("%s; the message came back after %.3fs (attempt %d)", stopMsg, again.at.Sub(first.at).Seconds(), again.d.Attempt())
 		})
-		r.Expect(w.Err()).To(succeeded(), "watching for a redelivery")
+		f.must(r, w.Err(), "watching for a redelivery")
 		r.Ev.Notef("no redelivery in %s (%s) after %s", watch, watchedFor, after)
 	}
 }

@@ -90,7 +90,7 @@ func TestUnknownIsSkip(t *testing.T) {
 	tg := embedded(t, nats.Client{})
 	tg.Windows = broker.Windows{Messages: 30}
 	tg.Disrupt = func(context.Context, string, string, broker.Log) error { return errors.New("no leader to kill") }
-	for _, opts := range [][]broker.RegisterOption{nil, {broker.UnknownIsSkip}} {
+	for _, opts := range [][]broker.RegisterOption{nil, {broker.UnknownIsSkip()}} {
 		if r := queueRun(t, tg, opts...); r.Verdict != verdict.Unknown {
 			t.Errorf("options %v: BR-2.9 %s (%s), want unknown", opts, r.Verdict, r.Reason)
 		}

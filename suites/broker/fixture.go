@@ -9,7 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/onsi/gomega"
+
 	"github.com/onceproof/tck/internal/history"
+	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/stall"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
 )
@@ -36,10 +40,92 @@ type fixture struct {
 	lastEnd  time.Time // when the last of its goroutines ended
 	stopped  sync.Once
 	merged   sync.Once
+
+	// unwatch releases the kit's heartbeat (package stall), held from the
+	// workload's start to its end so every pause during it is known.
+	unwatch func()
+	// need is the pause that would explain the failure the judge is about
+	// to report (0: see scale); judge goroutine only.
+	need    time.Duration
+	untimed bool // see notTimed
 }
 
 func newFixture(ctx context.Context, cancel context.CancelFunc, t Target, rule string) *fixture {
-	return &fixture{ctx: ctx, cancel: cancel, t: t, w: t.Windows, rule: rule, rec: history.New(), ev: &verdict.Evidence{}, started: time.Now()}
+	return &fixture{ctx: ctx, cancel: cancel, t: t, w: t.Windows, rule: rule, rec: history.New(), ev: &verdict.Evidence{}, started: time.Now(), unwatch: stall.Hold()}
+}
+
+// stallAware gives the judge the rule's excuse: a failure that a pause of
+// the kit's own process during the rule could explain is unknown, naming
+// the pause, and the pause is a hazard of the kit's set-up.
+func (f *fixture) stallAware(j judge) judge {
+	return func(r *spec.R) {
+		r.Excuse(func(failure string) string {
+			if f.need > 0 {
+				if p, ok := f.paused(r, f.need); ok {
+					return fmt.Sprintf("%s, enough to account for the %s by which the measurement missed: the delay may be the kit's own, not the target's: %s", p, f.need.Round(time.Millisecond), failure)
+				}
+				return ""
+			}
+			if f.untimed {
+				return ""
+			}
+			if p, ok := f.paused(r, f.scale()); ok {
+				return fmt.Sprintf("%s, as long as the rule's shortest wait (%s) or longer: the failure may come from the kit's own delay, not the target's: %s", p, f.scale(), failure)
+			}
+			return ""
+		})
+		j(r)
+	}
+}
+
+// scale is the shortest pause of the kit that could explain a failure not
+// timed against a tolerance (a late ack let the broker redeliver, a late
+// retry fell outside the window): the rule's shortest wait (the ack wait,
+// the de-dupe window), never below the tolerance. A host merely busy
+// delays the kit by less (a few hundred ms at a load of 8 per core); a
+// stopped or stalled one by more.
+func (f *fixture) scale() time.Duration {
+	d := f.w.AckWait
+	if w := applied(f.w, f.t.Caps); w > 0 && w < d {
+		d = w
+	}
+	return max(f.w.Tolerance, d)
+}
+
+// notTimed says the rule's outcome does not hang on the kit's timing, or
+// that its workload measured the timing that matters itself (BR-1.7: when
+// the retry came): no failure of it is put down to a pause.
+func (f *fixture) notTimed() { f.untimed = true }
+
+// paused names the longest pause of the kit's own process since the rule
+// started when it lasted at least need, and records it as a hazard of the
+// kit's set-up.
+func (f *fixture) paused(r *spec.R, need time.Duration) (string, bool) {
+	s := stall.Since(f.started)
+	if !s.Paused() || s.Longest.Len < need {
+		return "", false
+	}
+	r.Ev.Figure("longest pause of the kit", s.Longest.Len.Seconds(), "s")
+	r.Ev.SetupHazard("the kit's own process was not scheduled for %s while %s timed the target (the process was stopped, or its host stalled or was overloaded): the timing measured was the kit's, not the target's; run it again on a host that is not paused", seconds(s.Longest.Len), f.rule)
+	return s.String(), true
+}
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
+
+// atLeast expects got >= lo. Should it fail, a pause of the kit at least
+// as long as the shortfall explains it (see stallAware).
+func (f *fixture) atLeast(r *spec.R, got, lo time.Duration, format string, args ...any) {
+	f.need = lo - got
+	r.Expect(got).To(gomega.BeNumerically(">=", lo), append([]any{format}, args...)...)
+	f.need = 0
+}
+
+// atMost expects got <= hi; a pause at least as long as the excess
+// explains a failure.
+func (f *fixture) atMost(r *spec.R, got, hi time.Duration, format string, args ...any) {
+	f.need = got - hi
+	r.Expect(got).To(gomega.BeNumerically("<=", hi), append([]any{format}, args...)...)
+	f.need = 0
 }
 
 // open opens the rule's handle on the broker: the kit's set-up.
@@ -104,6 +190,7 @@ func (f *fixture) stop() {
 		for i := len(cs) - 1; i >= 0; i-- {
 			cs[i]()
 		}
+		f.unwatch()
 	})
 }
 
@@ -118,6 +205,9 @@ func (f *fixture) end(ev *verdict.Evidence) {
 	wall := f.lastEnd.Sub(f.started)
 	f.mu.Unlock()
 	ev.Figure("rule wall time", wall.Seconds(), "s")
+	if s := stall.Over(f.started, f.lastEnd); s.Paused() {
+		ev.Figure("longest pause of the kit", s.Longest.Len.Seconds(), "s")
+	}
 	if ops := f.rec.Ops(); len(ops) > 0 {
 		ev.Record(ops)
 	}
@@ -217,7 +307,7 @@ func (f *fixture) publishOn(ctx context.Context, b mq.Broker, actor, topic strin
 	ack, err := b.Publish(ctx, topic, m)
 	if err != nil {
 		h.Info(err.Error())
-		return ack, err
+		return ack, unsure("publishing id="+m.ID, err)
 	}
 	h.OK(describeAck(ack))
 	return ack, nil
@@ -240,7 +330,7 @@ func (f *fixture) copies(topic, id string) (int, []string, error) {
 	all, err := f.b.ReadAll(f.ctx, topic)
 	if err != nil {
 		h.Info(err.Error())
-		return 0, nil, err
+		return 0, nil, unsure("reading the topic back", err)
 	}
 	var payloads []string
 	for _, s := range all {
@@ -260,7 +350,7 @@ func (f *fixture) intentsOn(b mq.Broker, topic, payload string) (int, error) {
 	all, err := b.ReadAll(f.ctx, topic)
 	if err != nil {
 		h.Info(err.Error())
-		return 0, err
+		return 0, unsure("reading the topic back", err)
 	}
 	n := 0
 	for _, s := range all {
@@ -297,11 +387,17 @@ type delivered struct {
 }
 
 // next fetches until one delivery arrives or until deadline; nil when none.
+// The wait is the kit's own attention, not the clock's: time the kit was
+// not scheduled (package stall) is added, so a paused kit still gives the
+// target the whole wait. A wait whose last fetch failed ends with that
+// error (the kit could not ask), not with "nothing came".
 func (f *fixture) next(actor string, c mq.Consumer, deadline time.Time) (*delivered, error) {
+	start, wait := time.Now(), time.Until(deadline)
+	var lastErr error
 	for {
-		left := time.Until(deadline)
+		left := wait - stall.Scheduled(start, time.Now())
 		if left <= 0 {
-			return nil, nil
+			return nil, unsure("fetching", lastErr)
 		}
 		if left > time.Second {
 			left = time.Second
@@ -309,12 +405,14 @@ func (f *fixture) next(actor string, c mq.Consumer, deadline time.Time) (*delive
 		ds, err := c.Fetch(f.ctx, 1, left)
 		if err != nil {
 			if f.ctx.Err() != nil {
-				return nil, err
+				return nil, unsure("fetching", err)
 			}
+			lastErr = err
 			f.rec.Note(actor, "fetch", "", "error: "+err.Error())
 			f.pause(10 * time.Millisecond)
 			continue
 		}
+		lastErr = nil
 		if len(ds) > 0 {
 			d := ds[0]
 			at := time.Now()
@@ -329,7 +427,7 @@ func (f *fixture) settle(actor, action string, d mq.Delivery, do func(context.Co
 	h := f.rec.Invoke(actor, action, "id="+d.Message().ID)
 	if err := do(f.ctx); err != nil {
 		h.Info(err.Error())
-		return err
+		return unsure(action, err)
 	}
 	h.OK("")
 	return nil

@@ -110,7 +110,7 @@ func (f *fixture) publishVia(p mq.Producer, actor, topic string, m mq.Message) (
 	ack, err := p.Publish(f.ctx, topic, m)
 	if err != nil {
 		h.Info(err.Error())
-		return ack, err
+		return ack, unsure("publishing id="+m.ID, err)
 	}
 	h.OK(describeAck(ack))
 	return ack, nil
@@ -120,6 +120,7 @@ func (f *fixture) publishVia(p mq.Producer, actor, topic string, m mq.Message) (
 // reply; the client's own retry, inside the same producer session, must be
 // dropped.
 func idempotentRetry(f *fixture) judge {
+	f.notTimed() // order and counts, each wait a generous bound
 	topic, err := f.topic("t", mq.TopicConfig{Retention: mq.Limits})
 	if err != nil {
 		return f.failed(err, "creating the topic")
@@ -151,10 +152,10 @@ func idempotentRetry(f *fixture) judge {
 	f.ev.Figure("records stored", n, "")
 	return func(r *spec.R) {
 		if !fired {
-			r.Unknown("the lost-reply fault never took a produce to %s, so no retry was provoked", topic)
+			f.unknown(r, "the lost-reply fault never took a produce to %s, so no retry was provoked", topic)
 		}
-		r.Expect(perr).To(succeeded(), "after the lost reply the producer's own retry must end in an acknowledgement")
-		r.Expect(errR).To(succeeded(), "reading the topic back")
+		f.must(r, perr, "after the lost reply the producer's own retry must end in an acknowledgement")
+		f.must(r, errR, "reading the topic back")
 		r.Ev.Notef("the first produce was stored and its reply lost; %d produce request(s) were seen (%s); the producer was acknowledged at %s; %d record(s) of E9 stored",
 			len(seen), strings.Join(seen, "; "), ack.Position, n)
 		r.Expect(len(seen)).To(gomega.BeNumerically(">=", 2), "the client must retry after the lost reply")
@@ -166,6 +167,7 @@ func idempotentRetry(f *fixture) judge {
 // (a restart after a reply it did not trust); a new session re-sends the
 // same message. Without id-based de-dupe the broker stores it twice.
 func resendAfterRestart(f *fixture) judge {
+	f.notTimed() // order and counts, each wait a generous bound
 	sb, j := f.sessions()
 	if j != nil {
 		return j
@@ -201,9 +203,9 @@ func resendAfterRestart(f *fixture) judge {
 	f.ev.Figure("records stored", n, "")
 	f.ev.Compare(verdict.Comparison{Setting: "records of one message id re-sent by a new producer session", Declared: fmt.Sprint(declared), Actual: fmt.Sprint(n), Source: "measured", Match: n == declared})
 	return func(r *spec.R) {
-		r.Expect(err1).To(succeeded(), "first publish")
-		r.Expect(err2).To(succeeded(), "the re-send after the restart")
-		r.Expect(errR).To(succeeded(), "reading the topic back")
+		f.must(r, err1, "first publish")
+		f.must(r, err2, "the re-send after the restart")
+		f.must(r, errR, "reading the topic back")
 		r.Ev.Notef("producer-1 stored E9 at %s and restarted; producer-2 re-sent the same id at %s; %d record(s) of E9 stored (declared: %d)", a1.Position, a2.Position, n, declared)
 		if n > 1 {
 			r.Ev.Hazard("the same message (id %s) re-sent by a new producer session after a restart is stored %d times (at %s and %s): the idempotent producer drops only its own retries inside one session; it is not business de-dupe, so consumers must de-dupe by (message id, version, side effect)",
@@ -219,6 +221,7 @@ func resendAfterRestart(f *fixture) judge {
 // group; the record it is handed first shows what the group kept. The
 // partition's order makes it exact: no wait for something not to happen.
 func commitOrder(f *fixture) judge {
+	f.notTimed() // order and counts, each wait a generous bound
 	topic, err := f.topic("t", mq.TopicConfig{Retention: mq.Limits})
 	if err != nil {
 		return f.failed(err, "creating the topic")
@@ -293,7 +296,7 @@ func commitOrder(f *fixture) judge {
 	name := map[string]string{e9: "E9", e10: "E10"}
 	return func(r *spec.R) {
 		for _, o := range orders {
-			r.Expect(o.err).To(succeeded(), o.name)
+			f.must(r, o.err, "%s", o.name)
 			r.Ev.Figure(o.name+": effects of E9", o.effects, "")
 			r.Ev.Notef("%s: W1 crashed %s; the group's committed position was %s; W2 was handed %s first (attempt %d); E9's effect ran %d time(s)",
 				o.name, o.crash, orNone(o.committed), name[o.first], o.attempt, o.effects)
@@ -324,6 +327,7 @@ func orNone(pos string) string {
 // same positions. The evidence sets each offset beside the business
 // sequence it is not.
 func rereadAfterReset(f *fixture) judge {
+	f.notTimed() // order and counts, each wait a generous bound
 	offsets, ok := f.b.(mq.GroupOffsets)
 	if !ok {
 		return func(r *spec.R) {
@@ -366,7 +370,7 @@ func rereadAfterReset(f *fixture) judge {
 				h := f.rec.Invoke("checker", "committed offset", group)
 				if kept, err = offsets.Committed(f.ctx, topic, group); err != nil {
 					h.Info(err.Error())
-					return err
+					return unsure("reading the committed offset", err)
 				}
 				h.OK(orNone(kept))
 			}
@@ -398,7 +402,7 @@ func rereadAfterReset(f *fixture) judge {
 		return nil
 	}()
 	return func(r *spec.R) {
-		r.Expect(err).To(succeeded(), "reading, committing and resetting")
+		f.must(r, err, "reading, committing and resetting")
 		var table []string
 		for i, rd := range first {
 			table = append(table, fmt.Sprintf("m-%d (seq %d) at offset %s", i+5, i+5, rd.pos))

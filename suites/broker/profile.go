@@ -30,7 +30,8 @@ import (
 // team's own streams are only ever read.
 type Declared struct {
 	// Source names the declaration (the profile's file and name).
-	Source  string
+	Source string
+	// Streams are the declared streams, each with its consumers.
 	Streams []DeclaredStream
 	// OnServer: the declared streams live on the target's server (the
 	// team's own, reached by URL), so BR-6.1 reads them. Otherwise the
@@ -49,9 +50,9 @@ type Declared struct {
 
 // DeclaredProducer is a producer as a profile declares it.
 type DeclaredProducer struct {
-	Name    string
-	Stream  string
-	KeepsID bool // every retry carries the first attempt's message id
+	Name    string // the producer's name in the profile
+	Stream  string // the stream it publishes to
+	KeepsID bool   // every retry carries the first attempt's message id
 }
 
 // freshIDHazard records what BR-1.6's staged fresh-id retry showed: a
@@ -78,8 +79,8 @@ func (d *Declared) freshIDHazard(r *spec.R, copies int) {
 
 // DeclaredStream is one declared stream and its consumers.
 type DeclaredStream struct {
-	Topic     mq.TopicInfo
-	Consumers []mq.ConsumerInfo
+	Topic     mq.TopicInfo      // the stream's declared settings
+	Consumers []mq.ConsumerInfo // its declared consumer groups
 }
 
 // apply gives t the declaration's settings: the windows the rules use are
@@ -165,6 +166,7 @@ func registerProfile(p *plan) {
 // create a scratch stream and consumer with the declared (or the kit's)
 // settings through the client under test and read those back.
 func certify(f *fixture) judge {
+	f.notTimed() // settings read from the server
 	var in mq.Inspector
 	if err := f.kitStep("open-inspector", "read-only view of the server's settings", func() (err error) {
 		in, err = f.t.Inspect(f.ctx)

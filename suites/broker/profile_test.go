@@ -13,8 +13,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
-	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/profile"
+	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/suites/broker"
 )

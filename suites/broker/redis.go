@@ -33,7 +33,7 @@ func (f *fixture) pendingOf(insp mq.PendingInspector, topic, group string) ([]mq
 	ps, err := insp.Pending(f.ctx, topic, group)
 	if err != nil {
 		h.Info(err.Error())
-		return nil, err
+		return nil, unsure("reading the pending list", err)
 	}
 	h.OK(describePending(ps))
 	return ps, nil
@@ -99,15 +99,15 @@ func ackLeavesEntry(f *fixture) judge {
 	stored, _, errStored := f.copies(topic, id)
 	pos := d.d.Position()
 	return func(r *spec.R) {
-		r.Expect(errBefore).To(succeeded(), "reading the pending list before the ack")
+		f.must(r, errBefore, "reading the pending list before the ack")
 		held, ok := findPending(before, pos)
 		r.Expect(ok).To(gomega.BeTrue(), "a delivered, unacknowledged entry must be on the group's pending list; %s is not (%s)", pos, describePending(before))
 		r.Ev.Figure("deliveries before the ack", held.Deliveries, "")
-		r.Expect(ackErr).To(succeeded(), "the ack (XACK) must be confirmed")
-		r.Expect(errAfter).To(succeeded(), "reading the pending list after the ack")
+		f.must(r, ackErr, "the ack (XACK) must be confirmed")
+		f.must(r, errAfter, "reading the pending list after the ack")
 		_, still := findPending(after, pos)
 		r.Expect(still).To(gomega.BeFalse(), "XACK must remove the entry from the group's pending list; %s is still on it (%s)", pos, describePending(after))
-		r.Expect(errStored).To(succeeded(), "reading the stream back")
+		f.must(r, errStored, "reading the stream back")
 		r.Ev.Figure("stored after the ack", stored, "")
 		r.Expect(stored).To(gomega.Equal(1), "XACK removes a pending reference and deletes nothing: the entry must stay in the stream; %d copies of %s are stored", stored, id)
 		r.Ev.Notef("entry %s held by %s (deliveries %d) before the ack; off the pending list after it; still stored in the stream", pos, held.Member, held.Deliveries)
@@ -150,16 +150,16 @@ func idleClaim(f *fixture) judge {
 	pos := first.d.Position()
 	f.ev.Figure("declared ack wait (min-idle-time)", aw.Seconds(), "s")
 	return func(r *spec.R) {
-		r.Expect(errHeld).To(succeeded(), "reading the pending list after the first delivery")
+		f.must(r, errHeld, "reading the pending list after the first delivery")
 		p1, ok := findPending(held, pos)
 		r.Expect(ok).To(gomega.BeTrue(), "the delivered entry %s must be pending (%s)", pos, describePending(held))
-		r.Expect(errAgain).To(succeeded(), "member-2 fetching")
+		f.must(r, errAgain, "member-2 fetching")
 		r.Expect(again).NotTo(gomega.BeNil(), "an entry idle past the min-idle-time %s must be claimed by another member; member-2 got nothing within %s", aw, aw+4*tol)
 		delay := again.at.Sub(first.at)
 		r.Ev.Figure("claimed by member-2 after", delay.Seconds(), "s")
 		r.Expect(string(again.d.Message().Payload)).To(gomega.Equal("body of "+id), "member-2 claimed another message")
-		r.Expect(delay).To(gomega.BeNumerically(">=", aw-tol), "claimed after %.3fs: before the min-idle-time %s (minus the tolerance) its holder was still within its ack wait", delay.Seconds(), aw)
-		r.Expect(errClaimed).To(succeeded(), "reading the pending list after the claim")
+		f.atLeast(r, delay, aw-tol, "claimed after %.3fs: before the min-idle-time %s (minus the tolerance) its holder was still within its ack wait", delay.Seconds(), aw)
+		f.must(r, errClaimed, "reading the pending list after the claim")
 		p2, ok := findPending(claimed, pos)
 		r.Expect(ok).To(gomega.BeTrue(), "the claimed entry %s must still be pending until member-2 acks it (%s)", pos, describePending(claimed))
 		r.Expect(p2.Member).NotTo(gomega.Equal(p1.Member), "the claim must move the entry to another member; it is still held by %s", p1.Member)
@@ -217,16 +217,19 @@ func trimDropsPending(f *fixture) judge {
 	ackErr := f.settle("member-1", "ack", got[0].d, got[0].d.Ack)
 	pendingBefore, errPB := f.pendingOf(insp, topic, group)
 	storedBefore, errSB := f.b.ReadAll(f.ctx, topic)
+	errSB = unsure("reading the stream", errSB)
 
 	h := f.rec.Invoke("kit", "trim", fmt.Sprintf("%s keep=%d", topic, trimKeep))
 	tr, trimErr := trimmer.Trim(f.ctx, topic, trimKeep)
 	if trimErr != nil {
 		h.Info(trimErr.Error())
+		trimErr = unsure("trimming", trimErr)
 	} else {
 		h.OK(fmt.Sprintf("%s: %d removed (reply), keepsPending=%v", tr.Command, tr.Removed, tr.KeepsPending))
 	}
 	trimmedAt := time.Now()
 	storedAfter, errSA := f.b.ReadAll(f.ctx, topic)
+	errSA = unsure("reading the stream", errSA)
 	pendingAfter, errPA := f.pendingOf(insp, topic, group)
 
 	// member-1 holds what is pending; after the ack wait member-2 claims
@@ -270,14 +273,14 @@ func trimDropsPending(f *fixture) judge {
 	}
 	removed := len(storedBefore) - len(storedAfter)
 	return func(r *spec.R) {
-		r.Expect(ackErr).To(succeeded(), "acking the first entry")
-		r.Expect(errPB).To(succeeded(), "reading the pending list before the trim")
-		r.Expect(errSB).To(succeeded(), "reading the stream before the trim")
+		f.must(r, ackErr, "acking the first entry")
+		f.must(r, errPB, "reading the pending list before the trim")
+		f.must(r, errSB, "reading the stream before the trim")
 		r.Expect(len(pendingBefore)).To(gomega.Equal(trimCount-1), "before the trim %d entries must be pending (delivered, not acked): %s", trimCount-1, describePending(pendingBefore))
-		r.Expect(trimErr).To(succeeded(), "trimming the stream to %d entries", trimKeep)
-		r.Expect(errSA).To(succeeded(), "reading the stream after the trim")
-		r.Expect(errPA).To(succeeded(), "reading the pending list after the trim")
-		r.Expect(errBack).To(succeeded(), "member-2 fetching after the trim")
+		f.must(r, trimErr, "trimming the stream to %d entries", trimKeep)
+		f.must(r, errSA, "reading the stream after the trim")
+		f.must(r, errPA, "reading the pending list after the trim")
+		f.must(r, errBack, "member-2 fetching after the trim")
 		r.Ev.Figure("stored before the trim", len(storedBefore), "")
 		r.Ev.Figure("stored after the trim", len(storedAfter), "")
 		r.Ev.Figure("removed, as the broker replied", tr.Removed, "")

@@ -22,18 +22,16 @@ import (
 // state.
 func Check(t *testing.T, target Target) {
 	t.Helper()
-	s := newSet(target)
-	s.Parallel = true
-	s.Test(t)
+	spec.Entry[Target](newSet).Check(t, target)
 }
 
 // RegisterOption tunes Register.
-type RegisterOption struct{ unknownIsSkip bool }
+type RegisterOption = spec.Option
 
-// UnknownIsSkip reports an undecided rule as a Ginkgo skip instead of a
-// failure. Without it an unknown verdict fails the author's suite: the kit
-// could not show the broker conforms.
-var UnknownIsSkip = RegisterOption{unknownIsSkip: true}
+// UnknownIsSkip makes Register report an undecided rule as a Ginkgo skip
+// instead of a failure. The verdict stays unknown in a report; without this
+// option an undecided rule fails the author's suite.
+func UnknownIsSkip() RegisterOption { return spec.UnknownIsSkip() }
 
 // Register registers every BR rule against target as Ginkgo specs, one It
 // per rule labelled with its id, "broker" and its level. Call it inside a
@@ -45,11 +43,7 @@ var UnknownIsSkip = RegisterOption{unknownIsSkip: true}
 // that was filtered out, or needs a capability the target lacks, starts
 // nothing. After the last rule, anything still running is stopped.
 func Register(target Target, opts ...RegisterOption) {
-	var o spec.GinkgoOptions
-	for _, op := range opts {
-		o.UnknownIsSkip = o.UnknownIsSkip || op.unknownIsSkip
-	}
-	newSet(target).Ginkgo(o)
+	spec.Entry[Target](newSet).Register(target, opts...)
 }
 
 // newSet builds the suite's rules against t: the one set both entry points
@@ -69,6 +63,14 @@ func newSet(t Target) *spec.Set {
 	}
 	s := spec.New("broker", capsOf(t)...)
 	s.Reasons = t.NotApplicable
+	s.Lacks = map[catalog.Capability]string{}
+	for c, why := range t.Lacks {
+		s.Lacks[catalog.Capability(c)] = why
+	}
+	// Under go test the rules run as parallel subtests, each starting its
+	// own workload, so their waits overlap (Ginkgo runs specs in order and
+	// overlaps them through Prepare instead).
+	s.Parallel = true
 	s.Timeout = t.Timeout
 	if s.Timeout <= 0 {
 		s.Timeout = t.Budget + 15*time.Second
@@ -299,5 +301,5 @@ func runSafely(f *fixture, work workload) (j judge) {
 	if err := f.open(); err != nil {
 		return f.failed(err, "opening the broker")
 	}
-	return work(f)
+	return f.stallAware(work(f))
 }

@@ -46,18 +46,64 @@ func describeStep(action, key string) string {
 	return action + " " + key
 }
 
+// unsureError is an operation of the kit's whose outcome it never learned:
+// a publish, a fetch, a settle or a read-back that errored or timed out
+// (Jepsen's info). It is no answer of the target's, so a rule it stops is
+// unknown with the error's text: never fail, and never a loss. Only a
+// definite answer (a topic that is gone, a read that returned without the
+// id) counts against the target.
+type unsureError struct {
+	what string
+	err  error
+}
+
+func (e *unsureError) Error() string { return e.what + ": " + e.err.Error() }
+func (e *unsureError) Unwrap() error { return e.err }
+
+// unsure marks err, if any, as the indeterminate outcome of what.
+func unsure(what string, err error) error {
+	var u *unsureError
+	if err == nil || errors.As(err, &u) {
+		return err
+	}
+	return &unsureError{what: what, err: err}
+}
+
 // failed is the judge of a workload that could not do its job: unknown
-// when the kit's own set-up failed, fail when the target did.
+// when the kit's own set-up failed or an operation's outcome is unknown,
+// fail when the target answered wrongly.
 func (f *fixture) failed(err error, what string) judge {
+	return func(r *spec.R) { f.must(r, err, "%s: %s", f.rule, what) }
+}
+
+// must expects err to be nil: a set-up error of the kit's or an
+// indeterminate outcome ends the rule unknown with the error's text,
+// any other error (a definite answer of the target's) fails it.
+func (f *fixture) must(r *spec.R, err error, format string, args ...any) {
+	if err == nil {
+		return
+	}
+	what := fmt.Sprintf(format, args...)
 	var se *setupError
 	if errors.As(err, &se) {
-		return func(r *spec.R) {
-			r.Unknown("the kit's own set-up failed (%s), so the rule was not checked: %s: %s", what, se.step, oneLine(se.err.Error()))
-		}
+		f.unknown(r, "the kit's own set-up failed (%s), so the rule was not checked: %s: %s", what, se.step, oneLine(se.err.Error()))
 	}
-	return func(r *spec.R) {
-		r.Expect(err).To(succeeded(), "%s: %s", f.rule, what)
+	var u *unsureError
+	if errors.As(err, &u) {
+		f.unknown(r, "%s: the outcome is unknown, not a finding about the target: %s", what, oneLine(err.Error()))
 	}
+	r.Expect(err).To(succeeded(), "%s", what)
+}
+
+// unknown ends the rule unknown; when the kit was paused during the rule
+// long enough to explain it (see scale), the reason names the pause first
+// (the likelier cause) and the pause is a hazard of the kit's set-up.
+func (f *fixture) unknown(r *spec.R, format string, args ...any) {
+	why := fmt.Sprintf(format, args...)
+	if p, ok := f.paused(r, f.scale()); ok {
+		why = p + ": " + why
+	}
+	r.Unknown("%s", why)
 }
 
 // oneLine is s on one line, for a reason or a timeline entry.
@@ -88,10 +134,11 @@ func (noError) FailureMessage(actual any) string {
 func (noError) NegatedFailureMessage(any) string { return "expected an error, got none" }
 
 // noDelivery is the error of a wait for a delivery that ended without one:
-// what was missing, and the fetch error if there was one.
+// what was missing, and the fetch error if there was one (then the outcome
+// is unknown: the kit could not ask).
 func noDelivery(what string, err error) error {
 	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+		return unsure(what, err)
 	}
 	return errors.New(what + " within the wait")
 }

@@ -46,7 +46,7 @@ func registerScopes(s *spec.Set, t Target) {
 		// finished scope must not stand for the other on redelivery.
 		for _, c := range []struct{ m, scope string }{{"m-b", co.ScopeIndex}, {"m-c", co.ScopeNotify}} {
 			e := h.event(c.m, 1)
-			h.play(step{kind: stepNew, event: e, crash: &plan{point: afterEffect, event: e.EventID, scope: c.scope}})
+			h.play(step{kind: stepNew, event: e, crash: &tripwire{point: afterEffect, event: e.EventID, scope: c.scope}})
 			h.expectModel(fmt.Sprintf("%s with a crash right after its %s effect", e.EventID, c.scope))
 		}
 		r.Ev.Notef("each scope took effect exactly once, also when the instance ended between the two")
@@ -64,6 +64,7 @@ func registerScopes(s *spec.Set, t Target) {
 
 	s.It("CO-1.5", func(r *spec.R) {
 		h := open(r, t)
+		h.requireTwoAtOnce()
 		trials, raced := raceTrials(h, func(n int) string {
 			e := h.event(fmt.Sprintf("m-race-%d", n), 1)
 			h.play(step{kind: stepTwin, event: e})
@@ -96,6 +97,7 @@ func registerScopes(s *spec.Set, t Target) {
 
 	s.It("CO-1.7", func(r *spec.R) {
 		h := open(r, t)
+		h.requireTwoAtOnce()
 		trials, raced := raceTrials(h, func(n int) string {
 			m := fmt.Sprintf("m-pair-%d", n)
 			// Every third trial carries a second copy of both versions.
@@ -115,7 +117,7 @@ func registerScopes(s *spec.Set, t Target) {
 // raceTrials plays two-worker trials (play plays trial n and names the event
 // both workers were to hold) until one breaks the model, 12 ran, or 4 s
 // passed. It returns the trials run and how many really overlapped.
-func raceTrials(h world, play func(n int) string) (trials, raced int) {
+func raceTrials(h *world, play func(n int) string) (trials, raced int) {
 	const maxTrials, budget = 12, 4 * time.Second
 	began := time.Now()
 	for trials < maxTrials && time.Since(began) < budget {

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/onsi/gomega"
-
 	"github.com/onceproof/tck/co"
 	"github.com/onceproof/tck/internal/spec"
 )
@@ -16,7 +14,7 @@ func registerCrashes(s *spec.Set, t Target) {
 	s.It("CO-2.1", func(r *spec.R) {
 		h := open(r, t)
 		e := h.event("m-9", 1)
-		h.play(step{kind: stepNew, event: e, crash: &plan{point: beforeAck, event: e.EventID}})
+		h.play(step{kind: stepNew, event: e, crash: &tripwire{point: beforeAck, event: e.EventID}})
 		if h.fired(e.EventID) == 0 {
 			r.Unknown("the consumer acked %s without reaching the kit's ack", e.EventID)
 		}
@@ -28,7 +26,7 @@ func registerCrashes(s *spec.Set, t Target) {
 	s.It("CO-2.2", func(r *spec.R) {
 		h := open(r, t)
 		e := h.event("m-9", 1)
-		h.play(step{kind: stepNew, event: e, crash: &plan{point: afterAck, event: e.EventID}})
+		h.play(step{kind: stepNew, event: e, crash: &tripwire{point: afterAck, event: e.EventID}})
 		if h.fired(e.EventID) == 0 {
 			r.Unknown("the consumer never acked %s through the kit", e.EventID)
 		}
@@ -46,7 +44,7 @@ func registerCrashes(s *spec.Set, t Target) {
 				continue
 			}
 			e := h.event(c.m, 1)
-			h.play(step{kind: stepNew, event: e, crash: &plan{point: afterEffect, event: e.EventID, scope: c.scope}})
+			h.play(step{kind: stepNew, event: e, crash: &tripwire{point: afterEffect, event: e.EventID, scope: c.scope}})
 			fired += h.fired(e.EventID)
 			h.expectModel(fmt.Sprintf("a crash right after the %s effect of %s, before its de-dupe record", c.scope, e.EventID))
 		}
@@ -99,13 +97,13 @@ func registerCrashes(s *spec.Set, t Target) {
 		cases := 0
 		for k := 1; k <= len(calls)+1; k++ {
 			e := h.event(fmt.Sprintf("m-step-%d", k), 1)
-			var p plan
+			var p tripwire
 			var name string
 			if k <= len(calls) {
-				p = plan{point: beforeCall, event: e.EventID, n: k}
+				p = tripwire{point: beforeCall, event: e.EventID, n: k}
 				name = fmt.Sprintf("crash before step %d/%d (%s): %s", k, len(calls), calls[k-1], stepRole(calls, k))
 			} else {
-				p = plan{point: afterCall, event: e.EventID, n: len(calls)}
+				p = tripwire{point: afterCall, event: e.EventID, n: len(calls)}
 				last := calls[len(calls)-1]
 				role := "after the last step"
 				if last == "ack" {
@@ -173,48 +171,4 @@ func stepRole(calls []string, k int) string {
 		return "between an effect and its record"
 	}
 	return "between effects of different scopes (the next scope's check)"
-}
-
-// expectAckedOnlyAfterEffects fails the rule if a delivery was acked while
-// an effect call of it had failed and was not called again.
-func (h *harness) expectAckedOnlyAfterEffects() {
-	h.mu.Lock()
-	acked := append([]string(nil), h.ackedFailed...)
-	h.mu.Unlock()
-	if len(acked) > 0 {
-		h.ev.Record(h.rec.Ops())
-	}
-	h.r.Expect(acked).To(gomega.BeEmpty(), "a delivery whose effect failed was acked: %s", strings.Join(acked, "; "))
-}
-
-func (h *harness) faultCount() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.faultsFired
-}
-
-// reconcile calls Reconcile on a fresh instance, if the consumer has one,
-// and returns what it did ("" when the consumer has no Reconcile).
-func (h *harness) reconcile() (out string) {
-	inst, err := h.startInstance("reconciler")
-	if err != nil {
-		h.r.Unknown("starting an instance to reconcile: %v", err)
-	}
-	defer h.kill(inst)
-	rc, ok := inst.c.(co.Reconciler)
-	if !ok {
-		return ""
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			out = fmt.Sprintf("Reconcile panicked: %v", p)
-		}
-	}()
-	op := h.rec.Invoke(inst.name, "reconcile", "")
-	if err := rc.Reconcile(inst.ctx); err != nil {
-		op.Info(err.Error())
-		return "Reconcile on a fresh instance failed: " + err.Error()
-	}
-	op.OK("done")
-	return "Reconcile ran on a fresh instance"
 }

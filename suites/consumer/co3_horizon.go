@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/onceproof/tck/internal/spec"
@@ -13,7 +14,7 @@ func registerHorizon(s *spec.Set, t Target) {
 		if t.Service != nil {
 			r.NotApplicable("a consumer service is a black box running on its own clock: the kit cannot run its de-dupe record lifetime faster, and a redelivery %s after the first handling would take %s of real time", t.Timing.RedeliveryHorizon, t.Timing.RedeliveryHorizon)
 		}
-		h := newHarness(r, t, workers)
+		h := openInproc(r, t)
 		e := h.event("m-9", 1)
 		h.play(step{kind: stepNew, event: e})
 		h.expectModel("the first handling of " + e.EventID)
@@ -35,6 +36,15 @@ func registerHorizon(s *spec.Set, t Target) {
 			r.Unknown("the rule's deadline came before the redelivery horizon: %v", err)
 		}
 		h.rec.Note("kit", "clock", e.EventID, "t="+h.clock.Elapsed().Round(time.Second).String()+" (seed time)")
+		if came := h.clock.Elapsed() - handled; life >= horizon && came > life {
+			// The kit was late (its process paused, on a clock 1200 times
+			// faster): a record that outlives the horizon may rightly be
+			// gone by the time the redelivery came.
+			r.Excuse(func(failure string) string {
+				return fmt.Sprintf("the redelivery due %s after the first handling came %s after it, past the declared record lifetime %s (the kit was %s late in real time): %s",
+					horizon, came.Round(time.Second), life, h.clock.Real(came-horizon).Round(time.Millisecond), failure)
+			})
+		}
 		h.play(step{kind: stepReplay, event: e})
 		h.expectModel("a redelivery of " + e.EventID + " " + horizon.String() + " after it was handled (declared record lifetime " + lifeString(life) + ")")
 		r.Ev.Notef("the redelivery %s after the first handling made no second effect", horizon)

@@ -19,7 +19,7 @@ import (
 func registerOutbox(s *spec.Set, t Target) {
 	s.It("CO-4.1", func(r *spec.R) {
 		ctx := r.Context()
-		h := newHarness(r, t, workers)
+		h := openInproc(r, t)
 		p := &process{h: h, path: filepath.Join(h.dir, "outbox.db")}
 		p.open(ctx)
 		r.DeferCleanup(func() { _ = p.close() })
@@ -30,7 +30,7 @@ func registerOutbox(s *spec.Set, t Target) {
 			pt point
 		}{{before, beforePub}, {after, afterPub}}
 		for _, c := range cases {
-			h.arm(plan{point: c.pt, event: c.e.EventID})
+			h.arm(tripwire{point: c.pt, event: c.e.EventID})
 			err := p.call(ctx, "submit", func() error { return p.writer.Submit(ctx, c.e, nil) })
 			if err != nil && !errors.Is(err, errCrashed) {
 				r.Unknown("submitting %s failed: %v", c.e.EventID, err)
@@ -87,7 +87,7 @@ var errCrashed = errors.New("crashed")
 // process is one outbox process (writer and relay) on the local database
 // file; a crash ends it and the kit opens another on the same file.
 type process struct {
-	h      *harness
+	h      *inproc
 	path   string
 	n      int
 	dead   *atomic.Bool
@@ -131,7 +131,7 @@ func (p *process) call(ctx context.Context, what string, f func() error) error {
 // does with its own database after a refused publish is not the kit's to
 // refuse: the process is closed when the call returns.
 type kitPublisher struct {
-	h    *harness
+	h    *inproc
 	dead *atomic.Bool
 	name string
 }
@@ -146,7 +146,8 @@ func (k *kitPublisher) Publish(ctx context.Context, topic string, m mq.Message) 
 	if err != nil {
 		return mq.PublishAck{}, err
 	}
-	if h.shouldCrash(beforePub, e.EventID, "", 0) {
+	if h.trip(beforePub, e.EventID, "", 0) {
+		h.crashed()
 		k.dead.Store(true)
 		h.rec.Note(k.name, "crash", e.EventID, "before publish")
 		return mq.PublishAck{}, co.ErrEnded
@@ -162,7 +163,8 @@ func (k *kitPublisher) Publish(ctx context.Context, topic string, m mq.Message) 
 	default:
 		op.OK("at " + ack.Position)
 	}
-	if h.shouldCrash(afterPub, e.EventID, "", 0) {
+	if h.trip(afterPub, e.EventID, "", 0) {
+		h.crashed()
 		k.dead.Store(true)
 		h.rec.Note(k.name, "crash", e.EventID, "after publish")
 		return mq.PublishAck{}, co.ErrEnded

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand"
+	rand2 "math/rand/v2"
 	"time"
 
 	"github.com/onceproof/tck/co"
@@ -43,6 +44,9 @@ func registerSchedule(s *spec.Set, t Target) {
 		r.Ev.Figure("crashes armed", crashes, "")
 		r.Ev.Figure("acks lost", lost, "")
 		r.Ev.Figure("schedule frequencies", frequencies(), "")
+		if h.tr.killsAnywhere() {
+			killAnywhere(r, steps)
+		}
 		for _, st := range steps {
 			if r.Context().Err() != nil {
 				r.Unknown("the rule's deadline came during the schedule (seed %d)", seed)
@@ -52,6 +56,27 @@ func registerSchedule(s *spec.Set, t Target) {
 		h.expectModel(fmt.Sprintf("the seeded schedule (seed %d; Target.Seed re-runs it)", seed))
 		r.Ev.Notef("%d events (seed %d): every sink equals the model, every (message, version, scope) effect counted exactly once", events, seed)
 	})
+}
+
+// pAnyKill is the chance that a step also kills a random worker at a
+// random moment (0 to 40 ms after its publish), wherever it is: inside its
+// own transaction, between two calls, idle. Only a transport that can end
+// a worker anywhere (a service's process) does.
+const pAnyKill = 0.05
+
+// killAnywhere has some steps also kill a worker at a random moment. The
+// moments have a seed of their own, from the time: the schedule's seed
+// replays the schedule, not them.
+func killAnywhere(r *spec.R, steps []step) {
+	seed := time.Now().UnixNano()
+	rnd := rand2.New(rand2.NewPCG(uint64(seed), 0))
+	r.Ev.Figure("random kills", fmt.Sprintf("%.0f%% of the steps also kill a random replica 0-40 ms after the publish", 100*pAnyKill), "")
+	r.Ev.Figure("random kill seed", seed, "the moments, not the schedule (the schedule's seed is \"seed\")")
+	for i := range steps {
+		if rnd.Float64() < pAnyKill {
+			steps[i].kill = &anyKill{worker: rnd.IntN(1 << 16), after: time.Duration(rnd.IntN(40)) * time.Millisecond}
+		}
+	}
 }
 
 var crashPoints = []struct {
@@ -142,7 +167,7 @@ func schedule(seed int64, events int, suffix string) []step {
 		}
 		if rnd.Float64() < pCrash {
 			cp := crashPoints[rnd.Intn(len(crashPoints))]
-			s.crash = &plan{point: cp.p, event: s.event.EventID, scope: cp.scope}
+			s.crash = &tripwire{point: cp.p, event: s.event.EventID, scope: cp.scope}
 			if cp.p == beforeCall || cp.p == afterCall {
 				s.crash.n = 1 + rnd.Intn(6)
 			}

@@ -9,9 +9,11 @@
 // A backend author plugs a consumer in with one call from a plain Go test,
 // in the style of testing/fstest.TestFS (see examples/consumer):
 //
-//	consumer.Check(t, consumer.Target{Broker: ..., New: myconsumer.New, Declared: ...})
+//	consumer.Check(t, consumer.Target{New: myconsumer.New, Declared: ...})
 //
 // or, inside a Ginkgo suite, with consumer.Register(target) before RunSpecs.
+// Without a Target.Broker each rule runs over an embedded NATS JetStream
+// server of its own; a consumer service (Target.Service) always does.
 package consumer
 
 import (
@@ -30,26 +32,22 @@ import (
 // verdicts skip it with theirs. Check touches no Ginkgo state.
 func Check(t *testing.T, target Target) {
 	t.Helper()
-	newSet(target).Test(t)
+	spec.Entry[Target](newSet).Check(t, target)
 }
 
 // RegisterOption tunes Register.
-type RegisterOption struct{ unknownIsSkip bool }
+type RegisterOption = spec.Option
 
 // UnknownIsSkip makes Register report an undecided rule as a Ginkgo skip
 // instead of a failure. The verdict stays unknown in a report; without this
 // option an undecided rule fails the author's suite.
-var UnknownIsSkip = RegisterOption{unknownIsSkip: true}
+func UnknownIsSkip() RegisterOption { return spec.UnknownIsSkip() }
 
 // Register registers every CO rule against target as Ginkgo specs, each
 // labelled with its id, "consumer" and its level. Call it inside a Ginkgo
 // suite before RunSpecs, once per target.
 func Register(target Target, opts ...RegisterOption) {
-	var o spec.GinkgoOptions
-	for _, opt := range opts {
-		o.UnknownIsSkip = o.UnknownIsSkip || opt.unknownIsSkip
-	}
-	newSet(target).Ginkgo(o)
+	spec.Entry[Target](newSet).Register(target, opts...)
 }
 
 // newSet is the one place both entry points get their rules from.
@@ -64,13 +62,7 @@ func newSet(t Target) *spec.Set {
 	}
 	caps = append(caps, brokerCaps(t)...)
 	s := spec.New("consumer", caps...)
-	s.Reasons = brokerReasons(t)
-	if t.Service != nil {
-		if s.Reasons == nil {
-			s.Reasons = map[string]string{}
-		}
-		s.Reasons["CO-4.1"] = "a consumer service's outbox, if it has one, is inside the black box: the kit has no writer and relay of it to crash between commit and publish"
-	}
+	s.Reasons = reasons(t)
 	if t.Timeout > 0 {
 		s.Timeout = t.Timeout
 	} else if t.Service != nil {

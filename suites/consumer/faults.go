@@ -3,7 +3,10 @@ package consumer
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
+
+	"github.com/onsi/gomega"
 )
 
 // faultKind is how a kit sink call fails (seed 002, 一: 回包丢失又会让调用方对已发生的成功保持未知).
@@ -33,63 +36,129 @@ func injected(kind faultKind, scope string) error {
 }
 
 // injectFault arms f.
-func (h *harness) injectFault(f fault) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.faults = append(h.faults, &f)
-	h.rec.Note("kit", "arm failure", f.event, string(f.kind)+" "+f.scope)
+func (w *world) injectFault(f fault) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.faults = append(w.faults, &f)
+	w.rec.Note("kit", "arm failure", f.event, string(f.kind)+" "+f.scope)
 }
 
 // takeFault consumes the first unfired fault for (event, scope).
-func (h *harness) takeFault(event, scope string) (faultKind, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, f := range h.faults {
+func (w *world) takeFault(event, scope string) (faultKind, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, f := range w.faults {
 		if !f.fired && f.event == event && f.scope == scope {
 			f.fired = true
-			h.faultsFired++
+			w.faultsFired++
 			return f.kind, true
 		}
 	}
 	return "", false
 }
 
-// uncertain tracks, for one delivery, the scopes whose effect call failed
-// and that the consumer has not called again since (a retry, or a query
-// that settles the doubt). Acking with one left is acking a failed effect.
-type uncertain struct {
-	mu     sync.Mutex
-	scopes map[string]bool
+// faultCount is how many sink calls the kit failed so far.
+func (w *world) faultCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.faultsFired
 }
 
-func (u *uncertain) failed(scope string) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.scopes == nil {
-		u.scopes = map[string]bool{}
+// ackedAfterFailure records an ack of a delivery whose effect call failed
+// and was not called again.
+func (w *world) ackedAfterFailure(actor, brokerID string, scopes []string) {
+	msg := fmt.Sprintf("%s acked %s after its %s call failed, without calling it again", actor, brokerID, strings.Join(scopes, ", "))
+	w.rec.Note(actor, "ack after failure", brokerID, msg)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ackedFailed = append(w.ackedFailed, msg)
+}
+
+// expectAckedOnlyAfterEffects fails the rule if a delivery was acked while
+// an effect call of it had failed and was not called again.
+func (w *world) expectAckedOnlyAfterEffects() {
+	w.mu.Lock()
+	acked := append([]string(nil), w.ackedFailed...)
+	w.mu.Unlock()
+	if len(acked) > 0 {
+		w.ev.Record(w.rec.Ops())
 	}
-	u.scopes[scope] = true
+	w.r.Expect(acked).To(gomega.BeEmpty(), "a delivery whose effect failed was acked: %s", strings.Join(acked, "; "))
 }
 
-func (u *uncertain) resolved(scope string) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	delete(u.scopes, scope)
+// calls is what one delivery called, in order (the trace CO-2.5 crashes
+// along), and which of its effect calls failed and were not called again
+// (a retry, or a query that settles the doubt): acking with one left is
+// acking a failed effect.
+type calls struct {
+	mu     sync.Mutex
+	labels []string
+	doubt  map[string]bool // scopes
 }
 
-func (u *uncertain) left() []string {
-	u.mu.Lock()
-	defer u.mu.Unlock()
+// count adds one call to the trace and returns its number.
+func (c *calls) count(label string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.labels = append(c.labels, label)
+	return len(c.labels)
+}
+
+func (c *calls) trace() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.labels...)
+}
+
+// effect notes whether the scope's effect call failed, or the consumer
+// called the scope again (which settles an earlier failure).
+func (c *calls) effect(scope string, failed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case failed && c.doubt == nil:
+		c.doubt = map[string]bool{scope: true} // faulted from now on
+	case failed:
+		c.doubt[scope] = true
+	default:
+		delete(c.doubt, scope)
+	}
+}
+
+// left is the scopes still in doubt.
+func (c *calls) left() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var out []string
-	for s := range u.scopes {
+	for s := range c.doubt {
 		out = append(out, s)
 	}
 	return out
 }
 
 // faulted reports whether any call of the delivery failed by the kit.
-func (u *uncertain) faulted() bool {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.scopes != nil
+func (c *calls) faulted() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.doubt != nil
+}
+
+// firstDelivery keeps the calls of the first delivery of each event.
+func (w *world) firstDelivery(event string, c *calls) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.first[event]; !ok {
+		w.first[event] = c
+	}
+}
+
+// trace is what the first delivery of event called, in order.
+func (w *world) trace(event string) []string {
+	w.mu.Lock()
+	c := w.first[event]
+	w.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return c.trace()
 }

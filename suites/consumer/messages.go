@@ -12,71 +12,73 @@ type msgState struct {
 	acked    bool
 }
 
-// publish sends e under brokerID and tracks it until it is acked.
-func (h *harness) publish(e co.Event, brokerID string) {
-	h.track(brokerID, e)
-	op := h.rec.Invoke("kit", "publish", brokerID)
-	ack, err := h.broker.Publish(h.ctx, h.topic, co.Message(e, brokerID))
+// publish sends e under brokerID through the transport and tracks it until
+// it is acked.
+func (w *world) publish(e co.Event, brokerID string) {
+	w.track(brokerID, e)
+	op := w.rec.Invoke("kit", "publish", brokerID)
+	where, dup, err := w.tr.send(e, brokerID)
 	if err != nil {
 		op.Info(err.Error())
-		h.r.Unknown("publishing %s failed: %v", brokerID, err)
+		w.r.Unknown("publishing %s failed: %v", brokerID, err)
 	}
-	if ack.Duplicate {
+	if dup {
 		op.OK("dropped by the broker as a duplicate")
-		h.markAcked(brokerID) // nothing will be delivered for it
+		w.markAcked(brokerID) // nothing will be delivered for it
 		return
 	}
-	op.OK("at " + ack.Position)
+	op.OK("at " + where)
 }
 
 // track registers a message put on the topic (by publish, or by an outbox
 // relay), so settle waits for it.
-func (h *harness) track(brokerID string, e co.Event) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if _, ok := h.msgs[brokerID]; !ok {
-		h.msgs[brokerID] = &msgState{brokerID: brokerID, event: e}
-		h.order = append(h.order, brokerID)
+func (w *world) track(brokerID string, e co.Event) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.msgs[brokerID]; !ok {
+		w.msgs[brokerID] = &msgState{brokerID: brokerID, event: e}
+		w.order = append(w.order, brokerID)
 	}
 }
 
-// delivered counts one delivery of brokerID and returns its event; false
-// for a message this rule did not publish.
-func (h *harness) delivered(brokerID string) (co.Event, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	st, ok := h.msgs[brokerID]
+// delivered counts one delivery of brokerID and returns its event and the
+// delivery's number; false for a message this rule did not publish.
+func (w *world) delivered(brokerID string) (co.Event, int, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st, ok := w.msgs[brokerID]
 	if !ok {
-		return co.Event{}, false
+		return co.Event{}, 0, false
 	}
 	st.attempts++
-	return st.event, true
+	return st.event, st.attempts, true
 }
 
-func (h *harness) attempts(brokerID string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if st, ok := h.msgs[brokerID]; ok {
+// attempts is how many times brokerID was delivered.
+func (w *world) attempts(brokerID string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if st, ok := w.msgs[brokerID]; ok {
 		return st.attempts
 	}
 	return 0
 }
 
-func (h *harness) markAcked(brokerID string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if st, ok := h.msgs[brokerID]; ok {
+func (w *world) markAcked(brokerID string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if st, ok := w.msgs[brokerID]; ok {
 		st.acked = true
 	}
 }
 
 // pending lists copies of the messages not yet acked, in publish order.
-func (h *harness) pending() []msgState {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+func (w *world) pending() []msgState {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	var out []msgState
-	for _, id := range h.order {
-		if st := h.msgs[id]; !st.acked {
+	for _, id := range w.order {
+		if st := w.msgs[id]; !st.acked {
 			out = append(out, *st)
 		}
 	}
@@ -86,18 +88,19 @@ func (h *harness) pending() []msgState {
 // loseAcks makes the kit swallow the next n acks of event: the consumer is
 // told the ack went through, the broker never sees it (seed 002, 三: the ack
 // request itself can be lost), so the broker redelivers after its ack wait.
-func (h *harness) loseAcks(event string, n int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.loseAck[event] += n
+func (w *world) loseAcks(event string, n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.loseAck[event] += n
 }
 
-func (h *harness) takeLostAck(event string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.loseAck[event] > 0 {
-		h.loseAck[event]--
-		h.lostAcks++
+// takeLostAck consumes one lost ack of event, if one is due.
+func (w *world) takeLostAck(event string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.loseAck[event] > 0 {
+		w.loseAck[event]--
+		w.lostAcks++
 		return true
 	}
 	return false

@@ -8,56 +8,38 @@ import (
 	"github.com/onsi/gomega"
 )
 
-// settled reports whether every published message is acked and no Handle
-// call is running.
-func (h *harness) settled() bool {
-	return len(h.pending()) == 0 && h.inflight.Load() == 0
+// settled reports whether every published message is acked and the
+// transport has nothing in flight.
+func (w *world) settled() bool {
+	return len(w.pending()) == 0 && w.tr.quiet()
 }
 
 // settle waits until the step is settled. If that does not happen within
-// Timing.Settle, the rule ends: a consumer that blocked is unknown (the
-// deadline is the evidence), one that panicked or returned errors fails with
-// the panic or error, one that just never acked fails with what is pending.
-func (h *harness) settle() {
-	// A Gomega of its own that does not end the rule: not settling in time
-	// is judged below, by why.
-	wait := gomega.NewGomega(func(string, ...int) {})
-	if wait.Eventually(h.settled).WithContext(h.ctx).WithTimeout(h.tm.Settle).
-		WithPolling(2 * time.Millisecond).Should(gomega.BeTrue()) {
+// the transport's bound, the rule ends: the transport says why when it
+// knows (a consumer that blocked is unknown, one that panicked or exited
+// fails), else the consumer fails with what it never acked.
+func (w *world) settle() {
+	// Not settling in time is judged below, by why; the bound counts the
+	// kit's scheduled time (a paused kit is not an unacking consumer).
+	if attentive(w.ctx, w.words.settle, w.words.poll, w.settled) {
 		return
 	}
 	var waiting []string
-	for _, st := range h.pending() {
+	for _, st := range w.pending() {
 		waiting = append(waiting, fmt.Sprintf("%s (%d deliveries)", st.brokerID, st.attempts))
 	}
-	h.mu.Lock()
-	blocked, panics, errs := append([]string(nil), h.blocked...), append([]string(nil), h.panics...), append([]string(nil), h.errs...)
-	h.mu.Unlock()
-	h.ev.Figure("unsettled messages", len(waiting), "")
-	h.ev.Notef("not acked after %s: %s", h.tm.Settle, strings.Join(waiting, ", "))
-	h.ev.Record(h.rec.Ops())
-	if len(blocked) > 0 {
-		h.ev.Notef("deadline: %s", blocked[0])
-		h.r.Unknown("the consumer blocked: %s; %d message(s) never acked", blocked[0], len(waiting))
-	}
-	if len(panics) > 0 {
-		h.ev.Notef("panic: %s", panics[0])
-		h.r.Expect(panics).To(gomega.BeEmpty(), "the consumer panicked on a delivery (%d panics, instance lost each time): %s",
-			len(panics), firstLine(panics[0]))
-	}
-	if len(errs) > 0 {
-		h.r.Expect(errs).To(gomega.BeEmpty(), "the consumer returned an error for %d deliveries and never acked %s: %s",
-			len(errs), strings.Join(waiting, ", "), errs[len(errs)-1])
-	}
-	if len(waiting) == 0 {
-		h.r.Unknown("a Handle call was still running after %s", h.tm.Settle)
-	}
-	h.r.Expect(waiting).To(gomega.BeEmpty(), "the consumer never acked %s within %s", strings.Join(waiting, ", "), h.tm.Settle)
+	w.ev.Figure("unsettled messages", len(waiting), "")
+	w.ev.Notef("not acked after %s: %s", w.words.settle, strings.Join(waiting, ", "))
+	w.ev.Record(w.rec.Ops())
+	w.tr.unsettled(waiting)
+	w.r.Expect(waiting).To(gomega.BeEmpty(), "the %s never acked %s within %s", w.words.who, strings.Join(waiting, ", "), w.words.settle)
 }
 
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
+// consumerErrs is a copy of the errors the kit did not cause.
+func (w *world) consumerErrs() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.errs...)
 }
 
 // gate holds the first n deliveries of its events until all n arrived (or
@@ -71,50 +53,52 @@ type gate struct {
 	raced   bool
 }
 
-func (h *harness) addGate(n int, events ...string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+func (w *world) addGate(n int, events ...string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	g := &gate{n: n, open: make(chan struct{})}
 	for _, e := range events {
-		h.gates[e] = g
+		w.gates[e] = g
 	}
 }
 
 // raced reports whether the gate of event held all its deliveries at once.
-func (h *harness) raced(event string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	g, ok := h.gates[event]
+func (w *world) raced(event string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	g, ok := w.gates[event]
 	return ok && g.raced
 }
 
-func (h *harness) waitGate(event string) {
-	h.mu.Lock()
-	g, ok := h.gates[event]
+// waitGate holds a delivery of event until the gate's other delivery
+// reached a worker too (or a second passed).
+func (w *world) waitGate(event string) {
+	w.mu.Lock()
+	g, ok := w.gates[event]
 	if !ok || g.arrived >= g.n {
-		h.mu.Unlock()
+		w.mu.Unlock()
 		return
 	}
 	g.arrived++
 	if g.arrived == g.n {
 		g.raced = true
 		close(g.open)
-		h.mu.Unlock()
+		w.mu.Unlock()
 		return
 	}
-	h.mu.Unlock()
+	w.mu.Unlock()
 	t := time.NewTimer(time.Second)
 	defer t.Stop()
 	select {
 	case <-g.open:
 	case <-t.C:
 		// The other copy did not come: release alone, the trial does not count as raced.
-		h.mu.Lock()
+		w.mu.Lock()
 		if g.arrived < g.n {
 			g.arrived = g.n
 			close(g.open)
 		}
-		h.mu.Unlock()
-	case <-h.ctx.Done():
+		w.mu.Unlock()
+	case <-w.ctx.Done():
 	}
 }

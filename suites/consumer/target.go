@@ -11,7 +11,8 @@ import (
 // Target is the consumer under test and the broker it reads from.
 type Target struct {
 	// Broker opens a handle on the broker deliveries come from; the kit
-	// creates (and deletes) its own topics on it, one per rule.
+	// creates (and deletes) its own topics on it, one per rule. nil: each
+	// rule starts an embedded NATS JetStream server of its own.
 	Broker func(ctx context.Context) (mq.Broker, error)
 	// BrokerCaps, when set, is what that broker has; the rules that need a
 	// mechanism it lacks are not-applicable with the reason (brokers.go).
@@ -39,7 +40,7 @@ type Target struct {
 	Timeout time.Duration
 	// Service, when set, is a consumer service the kit runs as its own
 	// process and checks from outside (see Service): the same rules, with
-	// Broker, New and Outbox unused.
+	// Broker, BrokerCaps, New, Outbox and Timing unused.
 	Service *Service
 }
 
@@ -71,20 +72,20 @@ func (t Target) withDefaults() Target {
 }
 
 func (t Timing) withDefaults() Timing {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	if t.Scale <= 0 {
-		t.Scale = 1200
-	}
-	def(&t.AckWait, 2*time.Minute)
-	def(&t.RedeliveryHorizon, 11*time.Minute)
-	def(&t.NakDelay, 30*time.Second)
-	def(&t.Settle, 5*time.Second)
-	def(&t.HandleDeadline, 2*time.Second)
-	def(&t.NotifyLatency, 2*time.Millisecond)
-	def(&t.ReadLatency, 3*time.Millisecond)
+	orDefault(&t.Scale, 1200)
+	orDefault(&t.AckWait, 2*time.Minute)
+	orDefault(&t.RedeliveryHorizon, 11*time.Minute)
+	orDefault(&t.NakDelay, 30*time.Second)
+	orDefault(&t.Settle, 5*time.Second)
+	orDefault(&t.HandleDeadline, 2*time.Second)
+	orDefault(&t.NotifyLatency, 2*time.Millisecond)
+	orDefault(&t.ReadLatency, 3*time.Millisecond)
 	return t
+}
+
+// orDefault sets *p to v when it is not positive (unset).
+func orDefault[T int | float64 | time.Duration](p *T, v T) {
+	if *p <= 0 {
+		*p = v
+	}
 }

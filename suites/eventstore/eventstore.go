@@ -26,6 +26,7 @@ import (
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 // Factory opens a handle on the store under test. Handles opened by one
@@ -34,11 +35,25 @@ type Factory func(ctx context.Context) (es.EventStore, error)
 
 // Target is the store under test and what it declares.
 type Target struct {
+	// Open opens a handle on the store; each rule opens its own.
 	Open Factory
 	// Caps is what the store declares about itself.
 	Caps es.Capabilities
 	// Race tunes the ES-2 race rules; zero values take the defaults.
 	Race RaceConfig
+	// Seed seeds every generated value and schedule (the adversarial ids
+	// of every rule, the ES-4 histories). 0 picks one per rule; either way
+	// the seed is the figure "seed" in the rule's evidence, and setting it
+	// (tck run --seed) replays the same values and schedule.
+	Seed int64
+	// MaxWait, when longer than the default (1.5 s), is the time horizon of
+	// the ES-4.1 schedule: how long after a write its retries and queries
+	// may come (tck run --max-wait).
+	MaxWait time.Duration
+	// OneHandle, when set, says why the factory cannot open a second
+	// handle on the same data; the rules then use one handle and the
+	// multi-instance rules say so in their evidence.
+	OneHandle string
 	// Timeout bounds each rule (default 60 s). A fault run sets it to cover
 	// the race budget, the fault and the store's recovery.
 	Timeout time.Duration
@@ -58,18 +73,11 @@ type Target struct {
 	Disrupt func(ctx context.Context, rule string, log Log) error
 }
 
-// Log is where a fault writes what it did while a rule ran.
-type Log interface {
-	// Step is a step on the rule's timeline: ok when err is nil, failed
-	// (with the error text) otherwise.
-	Step(actor, action, key string, err error)
-	// Note is an informational step on the timeline.
-	Note(actor, action, key, result string)
-	// Figure is a measured value in the rule's evidence.
-	Figure(name string, value any, unit string)
-	// Notef is a line of explanation in the evidence.
-	Notef(format string, args ...any)
-}
+// Log is where a fault writes what it did while a rule ran: Step (a step on
+// the rule's timeline, failed when err is not nil), Note (an informational
+// step), Figure (a measured value in the evidence) and Notef (a line of
+// explanation). Every suite's and adapter's fault takes this one interface.
+type Log = verdict.Log
 
 // RaceConfig sizes the barrier-started race trials of the ES-2 rules.
 //
@@ -123,12 +131,12 @@ var (
 )
 
 // RegisterOption tunes Register.
-type RegisterOption struct{ unknownIsSkip bool }
+type RegisterOption = spec.Option
 
-// UnknownIsSkip makes a rule the kit could not decide a Ginkgo skip instead
-// of a failure. Without it an undecided rule fails the author's suite: an
-// unknown is never a pass.
-var UnknownIsSkip = RegisterOption{unknownIsSkip: true}
+// UnknownIsSkip makes Register report an undecided rule as a Ginkgo skip
+// instead of a failure. The verdict stays unknown in a report; without this
+// option an undecided rule fails the author's suite.
+func UnknownIsSkip() RegisterOption { return spec.UnknownIsSkip() }
 
 // Check runs every ES rule against target as a subtest of t named by its id.
 // A fail or unknown verdict fails the subtest with its reason;
@@ -136,18 +144,14 @@ var UnknownIsSkip = RegisterOption{unknownIsSkip: true}
 // a Ginkgo suite in the same package.
 func Check(t *testing.T, target Target) {
 	t.Helper()
-	newSet(target).Test(t)
+	spec.Entry[Target](newSet).Check(t, target)
 }
 
 // Register registers every ES rule against target as a Ginkgo spec labelled
 // with its id, suite and level. Call it inside a Ginkgo suite (at the top
 // level or in a container, before RunSpecs), once per target.
 func Register(target Target, opts ...RegisterOption) {
-	var o spec.GinkgoOptions
-	for _, opt := range opts {
-		o.UnknownIsSkip = o.UnknownIsSkip || opt.unknownIsSkip
-	}
-	newSet(target).Ginkgo(o)
+	spec.Entry[Target](newSet).Register(target, opts...)
 }
 
 // newSet is the one place both entry points get their rules from.
@@ -164,5 +168,6 @@ func newSet(t Target) *spec.Set {
 	registerBasics(s, t)
 	registerRaces(s, t)
 	registerPreCheck(s, t)
+	registerGenerated(s, t)
 	return s
 }

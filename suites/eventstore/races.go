@@ -13,7 +13,9 @@ import (
 
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/history"
+	"github.com/onceproof/tck/internal/poll"
 	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/stall"
 	"github.com/onceproof/tck/internal/verdict"
 )
 
@@ -90,8 +92,9 @@ type raceOutcome struct {
 	History   []history.Op
 	Elapsed   time.Duration
 
-	shown *round // the trial in History
-	fault faultOutcome
+	shown   *round // the trial in History
+	fault   faultOutcome
+	stalled stalledTrials
 }
 
 // reached: the rule has the contended trials its power target needs.
@@ -109,6 +112,7 @@ func runTrials(ctx context.Context, f *fixture, cfg RaceConfig, tr trial) raceOu
 // judged once it has returned.
 func runRace(ctx context.Context, f *fixture, cfg RaceConfig, tr trial, d *disruption) (out raceOutcome) {
 	defer d.wait() // also when a judge panics: the fault's goroutine ends with the rule
+	defer stall.Hold()()
 	out.Target = contendedFor(cfg.Power)
 	var pool *racers
 	if useRacers {
@@ -137,6 +141,9 @@ func runRace(ctx context.Context, f *fixture, cfg RaceConfig, tr trial, d *disru
 		// count is shaken out of it by the next.
 		rd := &round{n: max(2, cfg.Writers-1+out.Trials%3), rec: history.New(), started: time.Now(), tolerant: d.begun(), racers: pool}
 		v, pending := play(ctx, f, tr, rd)
+		if out.stalled.excuses(rd, v) {
+			v = ""
+		}
 		out.shown = rd
 		if contended(rd.at, rd.tolerant) {
 			out.Contended++
@@ -209,17 +216,23 @@ func play(ctx context.Context, f *fixture, tr trial, rd *round) (violation strin
 			rd.at = nil // lost to the fault: nothing was raced
 			return "", false
 		}
-		return "setup append failed: " + err.Error(), false
+		return setupFailed + err.Error(), false
 	}
 	v, err := tr.judge(rd, f.loader(ctx, rd.rec))
 	if err != nil {
 		if rd.tolerant {
 			return "", true
 		}
-		return "loading after the race failed: " + err.Error(), false
+		return loadFailed + err.Error(), false
 	}
 	return v, false
 }
+
+// How play says the kit's own call failed.
+const (
+	setupFailed = "setup append failed: "
+	loadFailed  = "loading after the race failed: "
+)
 
 // loader loads once.
 func (f *fixture) loader(ctx context.Context, rec *history.Recorder) loader {
@@ -244,13 +257,14 @@ func (f *fixture) patientLoader(ctx context.Context, rec *history.Recorder) load
 			got  []es.Stream
 			last error
 		)
-		// A Gomega of its own: a store that does not come back makes the
+		// Not the rule's Gomega: a store that does not come back makes the
 		// rule unknown (the caller says so), not fail.
-		g := gomega.NewGomega(func(string, ...int) {})
-		g.Eventually(ctx, func() error {
+		hctx, cancel := context.WithTimeout(ctx, healWait)
+		defer cancel()
+		last = poll.Until(hctx, healPoll, healPoll, func() error {
 			got, last = once(agg)
 			return last
-		}).WithTimeout(healWait).WithPolling(healPoll).Should(gomega.Succeed())
+		})
 		return got, last
 	}
 }
@@ -263,7 +277,8 @@ const (
 	healPoll         = 200 * time.Millisecond
 )
 
-// raceAppends releases all streams at once (one goroutine each) and returns
+// raceAppends releases all streams at once (one goroutine each, writer i
+// through stores[i mod len]) and returns
 // every attempt, each with the start and end of its call. A panicking store
 // is recorded as an indeterminate operation. The calls go on the round's
 // timeline after the race: recording them as they start would take the
@@ -282,7 +297,7 @@ var spinsBeforeYield = 1000
 // for an in-process check-then-write to finish before its rival starts. The
 // last goroutine to arrive opens the gate, and the waiters yield while they
 // spin so that every writer reaches the gate even on two cores.
-func raceAppends(ctx context.Context, store es.EventStore, rd *round, streams []es.Stream) []attempt {
+func raceAppends(ctx context.Context, stores []es.EventStore, rd *round, streams []es.Stream) []attempt {
 	out := make([]attempt, len(streams))
 	base := rd.started
 	var arrived atomic.Int32
@@ -305,7 +320,8 @@ func raceAppends(ctx context.Context, store es.EventStore, rd *round, streams []
 				out[i] = attempt{s, fmt.Errorf("panic in Append: %v", p), begin, time.Since(base)}
 			}
 		}()
-		err := store.Append(ctx, s)
+		// Writers spread over the rule's handles, as over service instances.
+		err := stores[i%len(stores)].Append(ctx, s)
 		out[i] = attempt{s, err, begin, time.Since(base)}
 	}
 	if rd.racers != nil {
@@ -340,6 +356,12 @@ func tally(rd *round, got, setup []es.Stream, attempts []attempt) string {
 	}
 	oks := 0
 	for _, a := range attempts {
+		// Every refusal in full: the typed conflict names what was asked.
+		if conflictName(a.err) != "error" {
+			if what := conflictFields(a.err, a.stream); what != "" {
+				return fmt.Sprintf("%s refused with %s, but %s", describe(a.stream), conflictName(a.err), what)
+			}
+		}
 		switch {
 		case a.err == nil:
 			oks++
@@ -449,7 +471,7 @@ func versionRace() trial {
 			for i := 0; i < rd.n; i++ {
 				ss = append(ss, stream(agg, 2, fmt.Sprintf("req-w%d", i)))
 			}
-			rd.at = raceAppends(ctx, f.store, rd, ss)
+			rd.at = raceAppends(ctx, f.handles(), rd, ss)
 			return nil
 		},
 		judge: func(rd *round, load loader) (string, error) {
@@ -473,7 +495,7 @@ func createRace() trial {
 			for i := 0; i < rd.n; i++ {
 				ss = append(ss, stream(agg, 1, fmt.Sprintf("req-w%d", i)))
 			}
-			rd.at = raceAppends(ctx, f.store, rd, ss)
+			rd.at = raceAppends(ctx, f.handles(), rd, ss)
 			return nil
 		},
 		judge: func(rd *round, load loader) (string, error) {
@@ -503,7 +525,7 @@ func requestRace() trial {
 			for i := 0; i < rd.n; i++ {
 				ss = append(ss, stream(agg, 2+i, "req-raced"))
 			}
-			rd.at = raceAppends(ctx, f.store, rd, ss)
+			rd.at = raceAppends(ctx, f.handles(), rd, ss)
 			return nil
 		},
 		judge: func(rd *round, load loader) (string, error) {
@@ -537,7 +559,7 @@ func crossAggregateRace() trial {
 			for i := 0; i < rd.n; i++ {
 				ss = append(ss, stream(f.aggregate(fmt.Sprintf("x%d", i)), 1, "req-shared"))
 			}
-			rd.at = raceAppends(ctx, f.store, rd, ss)
+			rd.at = raceAppends(ctx, f.handles(), rd, ss)
 			return nil
 		},
 		judge: func(rd *round, load loader) (string, error) {
@@ -581,7 +603,7 @@ func mixedRace() trial {
 					ss = append(ss, stream(agg, 2, fmt.Sprintf("req-n%d", i), "A", "B", "C"))
 				}
 			}
-			rd.at = raceAppends(ctx, f.store, rd, ss)
+			rd.at = raceAppends(ctx, f.handles(), rd, ss)
 			return nil
 		},
 		judge: func(rd *round, load loader) (string, error) {
@@ -610,7 +632,7 @@ func loadRace() trial {
 				for i, agg := range aggs {
 					ss = append(ss, stream(agg, v, fmt.Sprintf("req-%d-%d", i, v)))
 				}
-				at := raceAppends(ctx, f.store, rd, ss)
+				at := raceAppends(ctx, f.handles(), rd, ss)
 				rd.at = append(rd.at, at...)
 				for _, a := range at {
 					if a.err != nil {
@@ -696,4 +718,5 @@ func report(ev *verdict.Evidence, cfg RaceConfig, out raceOutcome) {
 		ev.Figure("violations seen", 0, "")
 	}
 	out.fault.figures(ev)
+	out.stalled.figures(ev)
 }

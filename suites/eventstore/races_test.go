@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/eventstore/memory"
-	"github.com/onceproof/tck/internal/mutants/esmutants"
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/history"
+	"github.com/onceproof/tck/internal/mutants/esmutants"
 	"github.com/onceproof/tck/internal/verdict"
 )
 

@@ -10,8 +10,8 @@ package reference
 import (
 	"context"
 
-	"github.com/onceproof/tck/internal/apiservice"
 	"github.com/onceproof/tck/internal/apidesc"
+	"github.com/onceproof/tck/internal/apiservice"
 )
 
 // Server is a running service: URL, Restart (abrupt, same port and

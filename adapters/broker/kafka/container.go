@@ -23,7 +23,7 @@ import (
 // it by its label, whatever it is tagged.
 const StandInImage = "onceproof/kfake-broker:local"
 
-// standInLabel marks the stand-in image (images/kfake/Dockerfile).
+// standInLabel marks the stand-in image (internal/images/kfake/Dockerfile).
 const standInLabel = "org.onceproof.tck.emulator"
 
 // clusterID is the id of every cluster the kit starts in a container:
@@ -39,7 +39,7 @@ const containerStart = 2 * time.Minute
 
 // Container is a single-node KRaft broker in a container of the kit.
 type Container struct {
-	*containers.Container
+	c    *containers.Container
 	Seed string // 127.0.0.1:port, the host port it advertises
 	// Guess is the Kafka version its ApiVersions answer matches (kversion).
 	Guess string
@@ -98,7 +98,7 @@ func StartContainer(ctx context.Context, image string) (*Container, error) {
 	if err != nil {
 		return nil, err
 	}
-	out.Container = c
+	out.c = c
 	out.Emulator = isStandIn(ctx, image)
 	return out, nil
 }
@@ -158,7 +158,7 @@ func ContainerTarget(ctx context.Context, client Client) (*Target, error) {
 		return nil, err
 	}
 	var mu sync.Mutex
-	owned := []*containers.Container{c.Container}
+	owned := []*containers.Container{c.c}
 	remove := func() error {
 		mu.Lock()
 		defer mu.Unlock()
@@ -184,7 +184,7 @@ func ContainerTarget(ctx context.Context, client Client) (*Target, error) {
 			return nil, err
 		}
 		mu.Lock()
-		owned = append(owned, s.c.Container)
+		owned = append(owned, s.c.c)
 		mu.Unlock()
 		return s, nil
 	}
@@ -200,7 +200,7 @@ func ContainerTarget(ctx context.Context, client Client) (*Target, error) {
 	t.Emulator = c.Emulator
 	t.Config["image"] = img
 	t.Config["restartable"] = "a rule's own container from the same image: docker stop (SIGTERM) or kill (SIGKILL), then start"
-	t.Notes = append(t.Notes, fmt.Sprintf("container %s from image %s (single-node KRaft, listener advertised as %s), removed when the run ends", c.Name, img, c.Seed))
+	t.Notes = append(t.Notes, fmt.Sprintf("container %s from image %s (single-node KRaft, listener advertised as %s), removed when the run ends", c.c.Name, img, c.Seed))
 	if c.Emulator {
 		t.Notes = append(t.Notes, fmt.Sprintf("emulator: image %s is the kit's stand-in (franz-go's kfake in a container, label %s), not a Kafka deployment; a pass certifies the container mode and the client-side contract, not a Kafka server", img, standInLabel))
 	}
@@ -244,7 +244,7 @@ func (s *ownContainer) Restart(ctx context.Context, abrupt bool) error {
 		_, err := answers(ctx, s.c.Seed)
 		return err
 	}
-	return nemesis.New(nil).Apply(ctx, k, nemesis.Target{Name: "kafka", Container: s.c.Container, Ready: ready}, 0)
+	return nemesis.New(nil).Apply(ctx, k, nemesis.Target{Name: "kafka", Container: s.c.c, Ready: ready}, 0)
 }
 
 // Sync names the setting the kit leaves at Kafka's default.
@@ -256,3 +256,6 @@ func (s *ownContainer) Sync(context.Context) (string, bool, error) {
 }
 
 func (s *ownContainer) Stop() error { return s.c.Remove(context.Background()) }
+
+// Remove stops and removes the container with its volumes.
+func (c *Container) Remove(ctx context.Context) error { return c.c.Remove(ctx) }

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/broker/kafka"
-	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/containers"
+	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"

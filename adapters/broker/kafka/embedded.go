@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
@@ -23,8 +24,12 @@ type Embedded struct {
 // EmbeddedOption tunes StartEmbedded.
 type EmbeddedOption = kfake.Opt
 
-// StartEmbedded starts a one-broker kfake cluster on a loopback port.
-func StartEmbedded(opts ...EmbeddedOption) (*Embedded, error) {
+// StartEmbedded starts a one-broker kfake cluster on a loopback port. kfake
+// starts at once; ctx ended means nothing is started.
+func StartEmbedded(ctx context.Context, opts ...EmbeddedOption) (*Embedded, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	c, err := kfake.NewCluster(append([]kfake.Opt{
 		kfake.NumBrokers(1), // kfake listens on 127.0.0.1 only
 	}, opts...)...)

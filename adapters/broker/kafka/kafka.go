@@ -48,6 +48,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/onceproof/tck/internal/poll"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -247,19 +248,20 @@ func (b *Broker) CreateTopic(ctx context.Context, name string, cfg mq.TopicConfi
 	}
 	// Metadata can lag the creation on a real cluster: wait until a
 	// broker reports the partition's leader.
-	for {
+	errNoLeader := errors.New("no leader yet")
+	if err := poll.Until(actx, 50*time.Millisecond, 50*time.Millisecond, func() error {
 		md, err := b.adm.Metadata(actx, kt)
-		if err == nil {
-			if t, ok := md.Topics[kt]; ok && t.Err == nil && len(t.Partitions) > 0 && t.Partitions[0].Leader >= 0 {
-				return nil
-			}
+		if err != nil {
+			return err
 		}
-		select {
-		case <-actx.Done():
-			return fmt.Errorf("topic %s created, but no leader was reported: %w", kt, actx.Err())
-		case <-time.After(50 * time.Millisecond):
+		if t, ok := md.Topics[kt]; ok && t.Err == nil && len(t.Partitions) > 0 && t.Partitions[0].Leader >= 0 {
+			return nil
 		}
+		return errNoLeader
+	}); err != nil {
+		return fmt.Errorf("topic %s created, but no leader was reported: %w", kt, actx.Err())
 	}
+	return nil
 }
 
 // DeleteTopic deletes the kit's topic and the groups this handle opened
@@ -537,6 +539,10 @@ func (b *Broker) ReadAll(ctx context.Context, topic string) ([]mq.Stored, error)
 	starts, err := b.adm.ListStartOffsets(actx, kt)
 	if err == nil {
 		err = starts.Error()
+	}
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		// A definite answer: the topic is gone (mq.ErrNotFound).
+		return nil, fmt.Errorf("start offsets of %s: %w: %w", kt, mq.ErrNotFound, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("start offsets of %s: %w", kt, err)

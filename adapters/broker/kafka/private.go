@@ -31,7 +31,7 @@ type Private struct {
 
 // StartPrivate starts a rule's own cluster. Without persist (a mutant) it
 // keeps nothing across a restart.
-func StartPrivate(client Client, persist bool) (*Private, error) {
+func StartPrivate(ctx context.Context, client Client, persist bool) (*Private, error) {
 	p := &Private{client: client, persist: persist}
 	if err := leftovers.Create(func() error {
 		d, err := os.MkdirTemp("", "onceproof-kfake-")
@@ -44,14 +44,14 @@ func StartPrivate(client Client, persist bool) (*Private, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if err := p.start(); err != nil {
+	if err := p.start(ctx); err != nil {
 		_ = p.Stop()
 		return nil, err
 	}
 	return p, nil
 }
 
-func (p *Private) start() error {
+func (p *Private) start(ctx context.Context) error {
 	var opts []kfake.Opt
 	if p.persist {
 		opts = append(opts, kfake.DataDir(p.dir))
@@ -59,7 +59,7 @@ func (p *Private) start() error {
 	if p.port > 0 {
 		opts = append(opts, kfake.Ports(p.port))
 	}
-	e, err := StartEmbedded(opts...)
+	e, err := StartEmbedded(ctx, opts...)
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func (p *Private) Open(ctx context.Context) (mq.Broker, error) {
 // Restart closes the cluster (kfake writes its state to the directory on
 // the way) and starts it again on the same port and directory. An abrupt
 // restart is refused: the cluster runs in the kit's own process.
-func (p *Private) Restart(_ context.Context, abrupt bool) error {
+func (p *Private) Restart(ctx context.Context, abrupt bool) error {
 	if abrupt {
 		return fmt.Errorf("%w: kfake runs inside the kit's own process and cannot be killed without killing the kit", mq.ErrUnsupported)
 	}
@@ -91,7 +91,7 @@ func (p *Private) Restart(_ context.Context, abrupt bool) error {
 	e := p.e
 	p.mu.Unlock()
 	_ = e.Stop()
-	return p.start()
+	return p.start(ctx)
 }
 
 // Sync names kfake's durability setting.

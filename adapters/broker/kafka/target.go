@@ -71,7 +71,7 @@ type Target struct {
 
 // EmbeddedTarget starts a kfake cluster in this process.
 func EmbeddedTarget(ctx context.Context, client Client) (*Target, error) {
-	e, err := StartEmbedded()
+	e, err := StartEmbedded(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +84,9 @@ func EmbeddedTarget(ctx context.Context, client Client) (*Target, error) {
 	t.Embedded = e
 	t.Emulator = true
 	own := t.Client
-	t.Private = func(context.Context) (Server, error) { return StartPrivate(own, !own.Options.Defects.NoPersistence) }
+	t.Private = func(ctx context.Context) (Server, error) {
+		return StartPrivate(ctx, own, !own.Options.Defects.NoPersistence)
+	}
 	t.Config["restartable"] = "a rule's own kfake with a data directory, gracefully"
 	t.Address = "kfake " + strings.Join(e.Seeds(), ",")
 	t.Version = KfakeVersion + ", franz-go " + FranzVersion // the report adds "(emulator)"

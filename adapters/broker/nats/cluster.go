@@ -19,7 +19,7 @@ import (
 // network. The nodes route to each other by their names on that network;
 // the kit reaches each on its own loopback port.
 type Cluster struct {
-	Network *containers.Network
+	network *containers.Network
 	Nodes   []*Container // Nodes[i] is server "n<i+1>"
 	// URL lists every node's client URL, comma-separated, as nats.go takes it.
 	URL string
@@ -28,7 +28,7 @@ type Cluster struct {
 // Node returns the node whose server name is name (e.g. a stream leader).
 func (c *Cluster) Node(name string) *Container {
 	for _, n := range c.Nodes {
-		if n.Spec.Name == name {
+		if n.c.Spec.Name == name {
 			return n
 		}
 	}
@@ -45,7 +45,7 @@ func StartCluster(ctx context.Context, size int, o ContainerOptions) (*Cluster, 
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{Network: nw}
+	c := &Cluster{network: nw}
 	var routes, urls []string
 	for i := 1; i <= size; i++ {
 		routes = append(routes, fmt.Sprintf("nats://n%d:6222", i))
@@ -60,7 +60,7 @@ func StartCluster(ctx context.Context, size int, o ContainerOptions) (*Cluster, 
 		ch[i] = make(chan started, 1)
 		go func() {
 			oo := o
-			oo.Network, oo.Name, oo.Cluster, oo.Routes = nw, fmt.Sprintf("n%d", i+1), "onceproof", routes
+			oo.network, oo.Name, oo.Cluster, oo.Routes = nw, fmt.Sprintf("n%d", i+1), "onceproof", routes
 			n, err := StartContainer(ctx, oo)
 			ch[i] <- started{n, err}
 		}()
@@ -113,7 +113,7 @@ func (c *Cluster) Remove(ctx context.Context) error {
 	for _, n := range c.Nodes {
 		errs = append(errs, n.Remove(ctx))
 	}
-	errs = append(errs, c.Network.Remove(ctx))
+	errs = append(errs, c.network.Remove(ctx))
 	return errors.Join(errs...)
 }
 
@@ -163,18 +163,18 @@ func ClusterTarget(ctx context.Context, client Client) (*Target, error) {
 	t.Budget = 90 * time.Second
 	var names []string
 	for _, n := range c.Nodes {
-		names = append(names, n.Spec.Name+"="+n.Name)
+		names = append(names, n.c.Spec.Name+"="+n.c.Name)
 	}
 	t.Version = "nats-server " + c.Nodes[0].Version + " (3-node cluster, containers), nats.go " + ClientVersion()
 	t.Config["restartable"] = "true"
-	t.Config["image"] = c.Nodes[0].Spec.Image
+	t.Config["image"] = c.Nodes[0].c.Spec.Image
 	t.Config["replicas"] = fmt.Sprint(ClusterReplicas)
 	t.Config["fault"] = "BR-2.9: the stream leader killed (SIGKILL), kept down until another node leads and 2s more, restarted; BR-3.1: the stream leader's node restarted (SIGTERM, then SIGKILL)"
 	if s, err := c.Nodes[0].SyncSetting(ctx); err == nil {
 		t.Config["sync"] = syncString(s)
 	}
 	t.Notes = append(t.Notes, fmt.Sprintf("cluster %s on network %s, removed when the run ends; one node is down at a time, so the cluster keeps its quorum",
-		strings.Join(names, ", "), c.Network.Name))
+		strings.Join(names, ", "), c.network.Name))
 	return t, nil
 }
 

@@ -111,7 +111,7 @@ func (cf *ClusterFaults) victim(lead string) (nemesis.Target, error) {
 	if node == nil {
 		return nemesis.Target{}, fmt.Errorf("leader %q is no node of the cluster", lead)
 	}
-	return node.Victim(lead + " (stream leader)"), nil
+	return node.victim(lead + " (stream leader)"), nil
 }
 
 // KillStreamLeader is the broker suite's Disrupt for a cluster: it kills

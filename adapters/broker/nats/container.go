@@ -43,7 +43,7 @@ type ContainerOptions struct {
 	SyncAlways bool
 	// Network, Name, Cluster and Routes join the server to a cluster (see
 	// StartCluster).
-	Network *containers.Network
+	network *containers.Network
 	Name    string
 	Cluster string
 	Routes  []string
@@ -51,7 +51,7 @@ type ContainerOptions struct {
 
 // Container is a nats-server container with JetStream on file storage.
 type Container struct {
-	*containers.Container
+	c       *containers.Container
 	URL     string // nats://127.0.0.1:port
 	Monitor string // http://127.0.0.1:port
 	Version string // as the server reports it
@@ -76,7 +76,7 @@ func StartContainer(ctx context.Context, o ContainerOptions) (*Container, error)
 	}
 	var version string
 	spec := containers.Spec{
-		Role: "nats", Image: o.Image, Name: o.Name, Network: o.Network,
+		Role: "nats", Image: o.Image, Name: o.Name, Network: o.network,
 		Cmd:     cmd,
 		Ports:   []string{"4222/tcp", "8222/tcp"},
 		WaitLog: "Server is ready",
@@ -108,11 +108,11 @@ func StartContainer(ctx context.Context, o ContainerOptions) (*Container, error)
 		return nil, err
 	}
 	return &Container{
-		Container: c,
-		URL:       "nats://" + c.Endpoint("4222/tcp"),
-		Monitor:   "http://" + c.Endpoint("8222/tcp"),
-		Version:   version,
-		cluster:   o.Cluster != "",
+		c:       c,
+		URL:     "nats://" + c.Endpoint("4222/tcp"),
+		Monitor: "http://" + c.Endpoint("8222/tcp"),
+		Version: version,
+		cluster: o.Cluster != "",
 	}, nil
 }
 
@@ -164,15 +164,15 @@ func (n *Container) SyncSetting(ctx context.Context) (Sync, error) {
 // INFO line (its JetStream needs the rest of the cluster).
 func (n *Container) Ping(ctx context.Context) error {
 	if n.cluster {
-		_, err := serverInfo(ctx, n.Endpoint("4222/tcp"))
+		_, err := serverInfo(ctx, n.c.Endpoint("4222/tcp"))
 		return err
 	}
 	return ping(ctx, n.URL)
 }
 
-// Victim is the container as the nemesis hurts it.
-func (n *Container) Victim(name string) nemesis.Target {
-	return nemesis.Target{Name: name, Container: n.Container, Ready: n.Ping}
+// victim is the container as the nemesis hurts it.
+func (n *Container) victim(name string) nemesis.Target {
+	return nemesis.Target{Name: name, Container: n.c, Ready: n.Ping}
 }
 
 func getJSON(ctx context.Context, url string, v any) error {
@@ -240,17 +240,17 @@ func ContainerTarget(ctx context.Context, client Client) (*Target, error) {
 			return nil, err
 		}
 		mu.Lock()
-		privates = append(privates, s.Container.Container)
+		privates = append(privates, s.Container.c)
 		mu.Unlock()
 		return s, nil
 	}
 	t.Version = "nats-server " + n.Version + " (container)"
 	t.Config["restartable"] = "true"
-	t.Config["image"] = n.Spec.Image
+	t.Config["image"] = n.c.Spec.Image
 	if s, err := n.SyncSetting(ctx); err == nil {
 		t.Config["sync"] = syncString(s)
 	}
-	t.Notes = append(t.Notes, fmt.Sprintf("container %s from image %s, removed when the run ends", n.Name, n.Spec.Image))
+	t.Notes = append(t.Notes, fmt.Sprintf("container %s from image %s, removed when the run ends", n.c.Name, n.c.Spec.Image))
 	return t, nil
 }
 
@@ -283,7 +283,7 @@ func (s *ContainerServer) Restart(ctx context.Context, abrupt bool) error {
 	if abrupt {
 		k = nemesis.Kill
 	}
-	return nemesis.New(nil).Apply(ctx, k, s.Container.Victim("nats"), 0)
+	return nemesis.New(nil).Apply(ctx, k, s.Container.victim("nats"), 0)
 }
 
 func (s *ContainerServer) Sync(ctx context.Context) (string, bool, error) {
@@ -295,3 +295,13 @@ func (s *ContainerServer) Sync(ctx context.Context) (string, bool, error) {
 }
 
 func (s *ContainerServer) Stop() error { return s.Container.Remove(context.Background()) }
+
+// Remove stops and removes the container with its volumes.
+func (n *Container) Remove(ctx context.Context) error { return n.c.Remove(ctx) }
+
+// Disrupt applies one of the kit's faults to the container, by its name
+// ("stop-start", "kill-start", "pause-resume", "partition"), holds it for
+// hold and heals it, noting each step on log (a rule's timeline).
+func (n *Container) Disrupt(ctx context.Context, kind string, hold time.Duration, log Log) error {
+	return nemesis.New(log).Apply(ctx, nemesis.Kind(kind), n.victim("nats"), hold)
+}

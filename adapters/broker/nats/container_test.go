@@ -27,7 +27,7 @@ func TestContainerStartsAndLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := dc.ContainerInspect(ctx, n.ID, client.ContainerInspectOptions{})
+	in, err := dc.ContainerInspect(ctx, n.c.ID, client.ContainerInspectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

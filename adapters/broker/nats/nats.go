@@ -268,8 +268,13 @@ func (b *Broker) Consumer(ctx context.Context, topic string, cfg mq.ConsumerConf
 }
 
 // ReadAll reads every stored message by sequence, straight from the stream.
+// A stream the server does not have is mq.ErrNotFound: a definite answer,
+// unlike an error on the way.
 func (b *Broker) ReadAll(ctx context.Context, topic string) ([]mq.Stored, error) {
 	s, err := b.js.Stream(ctx, StreamName(topic))
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("%w: %w", mq.ErrNotFound, err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/onceproof/tck/internal/poll"
 )
 
 // A server the kit starts is ready when a client can connect and do the
@@ -90,25 +93,32 @@ func waitReady(ctx context.Context, what, url string, exited <-chan struct{}) er
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	t0 := time.Now()
-	delay := 10 * time.Millisecond
-	for {
-		err := ping(ctx, url)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("%s exited before it was ready (last attempt: %v)", what, err)
-		case <-ctx.Done():
-			bound := fmt.Sprintf("the readiness wait %s = %s x machine slowness %.2f", wait, ReadyBase, Slowness())
-			if parent.Err() != nil {
-				bound = "the caller's deadline, before " + bound
+	// The process ending stops the wait too.
+	ctx, stopWait := context.WithCancel(ctx)
+	defer stopWait()
+	var died atomic.Bool
+	if exited != nil {
+		go func() {
+			select {
+			case <-exited:
+				died.Store(true)
+				stopWait()
+			case <-ctx.Done():
 			}
-			return fmt.Errorf("%s not ready after %s (%s): last attempt: %v",
-				what, time.Since(t0).Round(time.Millisecond), bound, err)
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, 250*time.Millisecond)
+		}()
 	}
+	t0 := time.Now()
+	err := poll.Until(ctx, 10*time.Millisecond, 250*time.Millisecond, func() error { return ping(ctx, url) })
+	switch {
+	case err == nil:
+		return nil
+	case died.Load():
+		return fmt.Errorf("%s exited before it was ready (last attempt: %v)", what, err)
+	}
+	bound := fmt.Sprintf("the readiness wait %s = %s x machine slowness %.2f", wait, ReadyBase, Slowness())
+	if parent.Err() != nil {
+		bound = "the caller's deadline, before " + bound
+	}
+	return fmt.Errorf("%s not ready after %s (%s): last attempt: %v",
+		what, time.Since(t0).Round(time.Millisecond), bound, err)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/onceproof/tck/internal/faultproxy"
 	"github.com/onceproof/tck/internal/redact"
+	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -72,14 +73,9 @@ type Target struct {
 }
 
 // Log is where a fault notes what it did: the rule's timeline and evidence.
-// It has the method set of the broker suite's Log, so the suite's value can
-// be passed straight through.
-type Log interface {
-	Step(actor, action, key string, err error)
-	Note(actor, action, key, result string)
-	Figure(name string, value any, unit string)
-	Notef(format string, args ...any)
-}
+// It is the broker suite's Log (one interface), so the suite's value is
+// passed straight through.
+type Log = verdict.Log
 
 // Server is a server of a rule's own.
 type Server interface {

@@ -29,10 +29,10 @@ func Image() string {
 	return DefaultImage
 }
 
-// StartContainer starts a redis-server in a container (labelled like every
+// startContainer starts a redis-server in a container (labelled like every
 // container of the kit, port 6379 on a loopback port of the host), with the
 // append-only file fsynced on every write, and waits until it answers.
-func StartContainer(ctx context.Context) (*containers.Container, string, error) {
+func startContainer(ctx context.Context) (*containers.Container, string, error) {
 	c, err := containers.Start(ctx, containers.Spec{
 		Role: "redis", Image: Image(),
 		Cmd: []string{"redis-server", "--port", "6379", "--bind", "0.0.0.0", "--protected-mode", "no",
@@ -59,7 +59,7 @@ func StartContainer(ctx context.Context) (*containers.Container, string, error) 
 // file and exits) or abruptly (SIGKILL). Stop removes every container the
 // target started, a rule's own included.
 func ContainerTarget(ctx context.Context, client Client) (*Target, error) {
-	c, url, err := StartContainer(ctx)
+	c, url, err := startContainer(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ type OwnServer struct {
 }
 
 func startOwn(ctx context.Context, client Client) (*OwnServer, *containers.Container, error) {
-	c, url, err := StartContainer(ctx)
+	c, url, err := startContainer(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

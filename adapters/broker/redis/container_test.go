@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/onceproof/tck/adapters/broker/redis"
-	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/containers"
+	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"

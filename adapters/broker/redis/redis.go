@@ -94,14 +94,6 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// go-redis logs dial failures on its own; the kit reports every error
-// through its return, on one line (a second line would break that).
-func init() { goredis.SetLogger(quiet{}) }
-
-type quiet struct{}
-
-func (quiet) Printf(context.Context, string, ...any) {}
-
 // NewRun is a fresh run id.
 func NewRun() string { return nonce() }
 

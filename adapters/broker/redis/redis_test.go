@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/onceproof/tck/adapters/broker/redis"
-	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/leftovers"
+	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/suites/broker"
 )
 

@@ -6,8 +6,8 @@ package apimutants
 import (
 	"context"
 
-	"github.com/onceproof/tck/internal/apiservice"
 	"github.com/onceproof/tck/internal/apidesc"
+	"github.com/onceproof/tck/internal/apiservice"
 )
 
 // Mutant is one broken service.
@@ -43,4 +43,24 @@ var All = []Mutant{
 		Defect: "ignores the tenant in the key: the same id under another tenant is refused as a repeat"},
 	{Name: "content-dedupe", Contract: apidesc.Reject409, defect: apiservice.ContentDedupe, MustFail: []string{"API-3.2"},
 		Defect: "de-dupes by a fingerprint of the payload: a new intent with an identical payload is refused"},
+
+	// Issue 20: fresh defects the earlier tame values and schedules let through.
+	{Name: "forget-keys", Contract: apidesc.Reject409, defect: apiservice.ForgetKeys, MustFail: []string{"API-5.2"},
+		Defect: "keeps a key for 2 s (a cache with a time-to-live): a later repeat is a new creation"},
+	{Name: "response-after-commit", Contract: apidesc.Replay, defect: apiservice.ResponseAfterCommit, MustFail: []string{"API-5.3"},
+		Defect: "commits the order, then stores the response to replay in a second transaction: killed between the two, the key is answered as in flight for ever"},
+	{Name: "partial-fingerprint", Contract: apidesc.Replay, defect: apiservice.PartialFingerprint, MustFail: []string{"API-1.3", "API-4.1"},
+		Defect: "fingerprints a payload by one field (qty): another payload that differs in another field is replayed, not refused"},
+	{Name: "lower-keys", Contract: apidesc.Reject409, defect: apiservice.LowerKeys, MustFail: []string{"API-1.6"},
+		Defect: "folds keys to lower case (a case-insensitive collation): two keys that differ in case are one"},
+	{Name: "cut-keys", Contract: apidesc.Reject409, defect: apiservice.CutKeys, MustFail: []string{"API-1.6"},
+		Defect: "keeps the first 32 bytes of a key (a CHAR(32) column): keys that share them are one"},
+	{Name: "joined-keys", Contract: apidesc.Reject409, defect: apiservice.JoinedKeys, MustFail: []string{"API-1.6"},
+		Defect: "keys orders by tenant+key joined without a separator: (ab, c) and (a, bc) are one"},
+	{Name: "tenant-from-body", Contract: apidesc.Reject409, defect: apiservice.TenantFromBody, MustFail: []string{"API-1.4"},
+		Defect: "takes the tenant of a create from the body's tenant field when it has one, over the declared X-Tenant header"},
+	{Name: "drop-location", Contract: apidesc.Replay, defect: apiservice.DropLocation, MustFail: []string{"API-1.2", "API-5.1"},
+		Defect: "replays the status and body of the first response but not its Location header"},
+	{Name: "lagging-reads", Contract: apidesc.Reject409, defect: apiservice.LaggingReads, MustFail: []string{"API-1.1", "API-5.1"},
+		Defect: "serves reads from a view 1 s behind the writes (an asynchronous read replica)"},
 }

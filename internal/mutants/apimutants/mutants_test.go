@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/onceproof/tck/internal/mutants/apimutants"
 	"github.com/onceproof/tck/internal/apidesc"
+	"github.com/onceproof/tck/internal/mutants/apimutants"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/suites/api"

@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
-	"github.com/onceproof/tck/internal/mutants/comutants"
 	"github.com/onceproof/tck/adapters/consumer/reference"
 	"github.com/onceproof/tck/co"
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/mutants/comutants"
 	"github.com/onceproof/tck/internal/outbox"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/verdict"

@@ -10,8 +10,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/precheck"
@@ -51,6 +53,24 @@ const (
 	existsIgnoresName
 	existsIgnoresTenant
 	closeOnlyAppend
+	idColumnWidth
+	caseFolding
+	delimiterJoin
+	truncatedBodies
+	tailPerHandle
+	uniquenessPerHandle
+	requestTTL
+	leakedReservation
+	tailAsVersion
+	storedRequestInCreate
+	tornLoad
+)
+
+// The widths and times of the generated-defect mutants.
+const (
+	idWidth       = 64                     // a VARCHAR(64) id column
+	bodyWidth     = 64 << 10               // a 64 KiB body column
+	requestTTLFor = 500 * time.Millisecond // request ids forgotten after this
 )
 
 // window is how many of an aggregate's newest streams the request-window
@@ -83,6 +103,19 @@ var All = []Mutant{
 	{"exists-ignores-name", "the request-id existence query ignores the aggregate name", []string{"ES-1.8"}, existsIgnoresName},
 	{"exists-ignores-tenant", "the request-id existence query ignores the tenant", []string{"ES-1.8"}, existsIgnoresTenant},
 	{"close-only-append", "Close stops Append only; Load and the existence query go on answering", []string{"ES-1.10"}, closeOnlyAppend},
+	// Defects the enumerated rules' tame values let through (issue 20);
+	// the generated values and histories catch them.
+	{"id-column-width", "keys aggregates by their id cut to a 64-character column", []string{"ES-4.1"}, idColumnWidth},
+	{"case-folding", "keys aggregates case-insensitively, as a case-insensitive collation compares", []string{"ES-1.13", "ES-4.1"}, caseFolding},
+	{"delimiter-join", "keys aggregates by their parts joined with ':', unescaped", []string{"ES-4.1"}, delimiterJoin},
+	{"truncated-bodies", "cuts event bodies to a 64 KiB column", []string{"ES-1.1", "ES-4.1"}, truncatedBodies},
+	{"tail-per-handle", "each handle caches the tail version it last wrote and checks versions against its cache", []string{"ES-4.1"}, tailPerHandle},
+	{"uniqueness-per-handle", "request-id uniqueness is checked against the handle's own cache of the ids it wrote", []string{"ES-4.1"}, uniquenessPerHandle},
+	{"request-id-ttl", "forgets a request id 0.5 s after it was stored (a cache with a time to live), in Append and in the query", []string{"ES-4.1"}, requestTTL},
+	{"leaked-reservation", "a refused append (version or creation conflict) still reserves its request id", []string{"ES-1.9", "ES-4.1"}, leakedReservation},
+	{"tail-as-version", "the version conflict reports the tail instead of the version asked for", []string{"ES-1.4", "ES-4.1"}, tailAsVersion},
+	{"stored-request-in-create-conflict", "the creation conflict carries the stored create's request id instead of the refused one", []string{"ES-1.3", "ES-2.2", "ES-4.1"}, storedRequestInCreate},
+	{"torn-load", "writes a multi-event stream event by event, each visible at once (no transaction around them)", []string{"ES-4.2"}, tornLoad},
 }
 
 // Caps is what every mutant declares: the reference's declaration, with the
@@ -99,7 +132,7 @@ func (m Mutant) Caps() es.Capabilities {
 
 // NewDB makes the shared state for one mutant target.
 func (m Mutant) NewDB() *DB {
-	return &DB{flaw: m.flaw, streams: map[string][]es.Stream{}, reqs: map[string]map[string]struct{}{}}
+	return &DB{flaw: m.flaw, streams: map[string][]es.Stream{}, reqs: map[string]map[string]time.Time{}}
 }
 
 // DB is the shared state; see memory.DB, of which it is a copy with flaws.
@@ -107,28 +140,44 @@ type DB struct {
 	flaw    flaw
 	mu      sync.Mutex
 	streams map[string][]es.Stream
-	reqs    map[string]map[string]struct{}
+	reqs    map[string]map[string]time.Time // request ids per key, with when they were stored
 }
 
 // Open returns a handle.
-func (db *DB) Open() es.EventStore { return &store{db: db} }
+func (db *DB) Open() es.EventStore {
+	return &store{db: db, tails: map[string]int{}, wrote: map[string]bool{}}
+}
 
 type store struct {
 	db        *DB
 	es.Handle // closed flag; Close
+	// What the per-handle mutants cache (under db.mu).
+	tails map[string]int
+	wrote map[string]bool
 }
 
+// key is the aggregate's key: its parts quoted, so that no two identities
+// share one, except by the mutant's flaw.
 func (db *DB) key(a es.AggregateID) string {
-	if db.flaw == tenantlessKey {
-		return a.Context + "|" + a.Name + "|" + a.ID
+	switch db.flaw {
+	case tenantlessKey:
+		return strconv.Quote(a.Context) + strconv.Quote(a.Name) + strconv.Quote(a.ID)
+	case idColumnWidth:
+		if r := []rune(a.ID); len(r) > idWidth {
+			a.ID = string(r[:idWidth])
+		}
+	case caseFolding:
+		a.Context, a.Name, a.ID, a.Tenant = strings.ToLower(a.Context), strings.ToLower(a.Name), strings.ToLower(a.ID), strings.ToLower(a.Tenant)
+	case delimiterJoin:
+		return strings.Join([]string{a.Context, a.Name, a.ID, a.Tenant}, ":")
 	}
-	return a.Context + "|" + a.Name + "|" + a.ID + "|" + a.Tenant
+	return strconv.Quote(a.Context) + strconv.Quote(a.Name) + strconv.Quote(a.ID) + strconv.Quote(a.Tenant)
 }
 
 // reqKey is where request ids are kept unique.
 func (db *DB) reqKey(a es.AggregateID) string {
 	if db.flaw == requestPerType {
-		return a.Context + "|" + a.Name
+		return strconv.Quote(a.Context) + strconv.Quote(a.Name)
 	}
 	return db.key(a)
 }
@@ -136,7 +185,7 @@ func (db *DB) reqKey(a es.AggregateID) string {
 // verKey is where versions are kept unique.
 func (db *DB) verKey(a es.AggregateID) string {
 	if db.flaw == versionPerType {
-		return a.Context + "|" + a.Name
+		return strconv.Quote(a.Context) + strconv.Quote(a.Name)
 	}
 	return db.key(a)
 }
@@ -200,6 +249,68 @@ func (s *store) append(ctx context.Context, st es.Stream) error {
 		}
 		db.overwrite(st)
 		return nil
+	case tailPerHandle:
+		db.mu.Lock()
+		defer db.mu.Unlock()
+		k := db.verKey(st.Aggregate)
+		tail, cached := s.tails[k]
+		if !cached {
+			tail = db.tail(st.Aggregate)
+		}
+		switch {
+		case st.Version == es.InitialVersion && tail > 0:
+			return &es.DuplicateAggregateIDError{Aggregate: st.Aggregate, RequestID: st.RequestID}
+		case st.Version != tail+1:
+			return &es.VersionConflictError{Aggregate: st.Aggregate, Version: st.Version, RequestID: st.RequestID}
+		}
+		if err := db.checkRequest(st); err != nil {
+			return err
+		}
+		db.write(st) // no version constraint in the table: the cache was the check
+		s.tails[k] = st.Version
+		return nil
+	case uniquenessPerHandle:
+		db.mu.Lock()
+		defer db.mu.Unlock()
+		if err := db.checkVersionOnly(st); err != nil {
+			return err
+		}
+		rk := db.reqKey(st.Aggregate) + strconv.Quote(st.RequestID)
+		if s.wrote[rk] {
+			return &es.DuplicateRequestIDError{Aggregate: st.Aggregate, Version: st.Version, RequestID: st.RequestID}
+		}
+		db.write(st)
+		s.wrote[rk] = true
+		return nil
+	case tornLoad:
+		db.mu.Lock()
+		if err := db.checkVersion(st); err != nil {
+			db.mu.Unlock()
+			return err
+		}
+		if err := db.checkRequest(st); err != nil {
+			db.mu.Unlock()
+			return err
+		}
+		db.remember(st)
+		k := db.verKey(st.Aggregate)
+		first := st
+		first.Events = st.Events[:1]
+		db.streams[k] = append(db.streams[k], db.stored(first))
+		db.mu.Unlock()
+		// The defect: each further event is its own write, visible at once.
+		for _, e := range st.Events[1:] {
+			time.Sleep(20 * time.Microsecond) // one round trip to the database
+			db.mu.Lock()
+			h := db.streams[k]
+			for i := range h {
+				if h[i].CommandID == st.CommandID {
+					h[i].Events = append(h[i].Events, es.Event{Name: e.Name, Body: append([]byte(nil), e.Body...)})
+				}
+			}
+			db.mu.Unlock()
+		}
+		return nil
 	case eventByEvent:
 		db.mu.Lock()
 		defer db.mu.Unlock()
@@ -222,6 +333,9 @@ func (s *store) append(ctx context.Context, st es.Stream) error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if err := db.checkVersion(st); err != nil {
+		if db.flaw == leakedReservation && !errors.As(err, new(*es.DuplicateRequestIDError)) {
+			db.remember(st) // reserved before the version check, never released
+		}
 		return err
 	}
 	if err := db.checkRequest(st); err != nil {
@@ -253,6 +367,9 @@ func (db *DB) checkVersion(st es.Stream) error {
 		if db.flaw == createAsVersionConflict {
 			return &es.VersionConflictError{Aggregate: st.Aggregate, Version: st.Version, RequestID: st.RequestID}
 		}
+		if db.flaw == storedRequestInCreate {
+			return &es.DuplicateAggregateIDError{Aggregate: st.Aggregate, RequestID: db.streams[db.verKey(st.Aggregate)][0].RequestID}
+		}
 		if db.flaw == silentDedupe {
 			if _, dup := db.reqs[db.reqKey(st.Aggregate)][st.RequestID]; dup {
 				return nil // and checkRequest swallows it
@@ -273,6 +390,9 @@ func (db *DB) checkVersionOnly(st es.Stream) error {
 		ok = st.Version > tail
 	}
 	if !ok {
+		if db.flaw == tailAsVersion {
+			return &es.VersionConflictError{Aggregate: st.Aggregate, Version: tail, RequestID: st.RequestID}
+		}
 		return &es.VersionConflictError{Aggregate: st.Aggregate, Version: st.Version, RequestID: st.RequestID}
 	}
 	return nil
@@ -290,7 +410,10 @@ func (db *DB) seen(a es.AggregateID, requestID string) bool {
 		}
 		return false
 	}
-	_, ok := db.reqs[db.reqKey(a)][requestID]
+	at, ok := db.reqs[db.reqKey(a)][requestID]
+	if ok && db.flaw == requestTTL && time.Since(at) > requestTTLFor {
+		return false
+	}
 	return ok
 }
 
@@ -304,9 +427,9 @@ func (db *DB) checkRequest(st es.Stream) error {
 func (db *DB) remember(st es.Stream) {
 	k := db.reqKey(st.Aggregate)
 	if db.reqs[k] == nil {
-		db.reqs[k] = map[string]struct{}{}
+		db.reqs[k] = map[string]time.Time{}
 	}
-	db.reqs[k][st.RequestID] = struct{}{}
+	db.reqs[k][st.RequestID] = time.Now()
 }
 
 func (db *DB) write(st es.Stream) {
@@ -343,6 +466,9 @@ func (db *DB) stored(st es.Stream) es.Stream {
 	c.Events = make([]es.Event, len(st.Events))
 	for i, e := range st.Events {
 		body := append([]byte(nil), e.Body...)
+		if db.flaw == truncatedBodies && len(body) > bodyWidth {
+			body = body[:bodyWidth]
+		}
 		if db.flaw == lossyBytes {
 			body = []byte(strings.ToValidUTF8(string(body), "\uFFFD"))
 		}

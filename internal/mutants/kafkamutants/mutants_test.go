@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/onceproof/tck/adapters/broker/kafka"
+	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/mutants/kafkamutants"
 	"github.com/onceproof/tck/internal/registry"
-	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/suites/broker"

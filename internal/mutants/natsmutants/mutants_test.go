@@ -7,9 +7,9 @@ import (
 
 	"github.com/onceproof/tck/internal/registry"
 
-	"github.com/onceproof/tck/internal/mutants/natsmutants"
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/mutants/natsmutants"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/suites/broker"

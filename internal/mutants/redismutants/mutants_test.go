@@ -6,9 +6,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/mutants/redismutants"
 	"github.com/onceproof/tck/internal/registry"
-	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"

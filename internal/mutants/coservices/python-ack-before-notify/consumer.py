@@ -7,7 +7,7 @@ redeliver an acked message (seed 002, 三: ACK→写索引)."""
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "examples", "consumer-service", "python"))
 
 import consumer  # noqa: E402  (the reference)
 

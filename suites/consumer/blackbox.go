@@ -3,7 +3,6 @@ package consumer
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,22 +13,21 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/co"
+	"github.com/onceproof/tck/internal/coservice"
 	"github.com/onceproof/tck/internal/history"
 	"github.com/onceproof/tck/internal/httpsinks"
 	"github.com/onceproof/tck/internal/leftovers"
 	"github.com/onceproof/tck/internal/procs"
+	"github.com/onceproof/tck/internal/sinks"
 	"github.com/onceproof/tck/internal/spec"
-	"github.com/onceproof/tck/internal/verdict"
 )
 
-// svcHarness is one rule's world for a consumer service run as its own
-// process (Target.Service): a fresh stream and durable consumer behind the
-// kit's proxy, fresh HTTP sinks, a fresh data directory, the replicas, the
-// model, and the history. It plays the same steps as the in-process harness
-// and judges the same way, from the sinks' records and the broker's
-// read-back; what the kit cannot reach inside the process (its store, its
-// clock) it does not touch. The crash points map onto what the kit sees
-// from outside:
+// blackbox is the transport for a consumer service run as its own process
+// (Target.Service): a fresh stream and durable consumer behind the kit's
+// proxy (internal/coservice), fresh HTTP sinks, a fresh data directory, and
+// the replicas. What the kit cannot reach inside the process (its store,
+// its clock) it does not touch. The crash points map onto what the kit
+// sees from outside (blackbox_wire.go):
 //
 //	before-effect / after-effect  a sink call arrived / was applied, not yet answered
 //	before-ack / after-ack        an ack reached the proxy / was forwarded to the broker
@@ -37,51 +35,30 @@ import (
 //
 // A crash is SIGKILL of the replica's process group; its supervisor starts
 // it again with the same configuration at once.
-type svcHarness struct {
-	r   *spec.R
-	ev  *verdict.Evidence
-	ctx context.Context
-	t   Target
-	s   Service
-	rec *history.Recorder
+type blackbox struct {
+	*world
+	s Service
 
-	ch      Channel
+	ch      *coservice.Channel
 	sinks   *httpsinks.Server
 	dir     string
 	data    string
 	rmDir   func()
-	workers []*svcWorker
+	workers []*replica
 	sup     sync.WaitGroup
-	bg      sync.WaitGroup // random kills in flight
-	rnd     *rand.Rand     // the moments of CO-5.1's random kills
+	bg      sync.WaitGroup // kills at any moment in flight
 
-	model   *model
-	replays int
-	tag     string
-
-	pubMu       sync.RWMutex // held by publish until the sequence is known
-	mu          sync.Mutex
-	callNs      map[int]int          // sink call seq -> its number in the delivery
-	msgs        map[string]*msgState // by broker message id
-	bySeq       map[uint64]string    // stream sequence -> broker message id
-	order       []string
-	plans       []*plan
-	loseAck     map[string]int
-	lostAcks    int
-	faults      []*fault
-	faultsFired int
-	loseAnswer  map[int]bool // sink call seq -> lose its answer
-	crashes     int
-	randomKills int
-	kills       []svcKill
-	restarts    int
-	errs        []string // the service's own exits, failed restarts
-	setupErrs   []string // the kit's own failures
-	ackedFailed []string
-	terms       []string // the kit's events the service terminated (+TERM): lost
-	gates       map[string]*gate
-	first       map[string]*svcDelivery
-	callOps     map[int]history.Handle // sink call seq -> its op
+	pubMu sync.RWMutex // held by send until the sequence is known
+	// Under world.mu:
+	bySeq      map[uint64]string // stream sequence -> broker message id
+	callNs     map[int]int       // sink call seq -> its number in the delivery
+	loseAnswer map[int]bool      // sink call seq -> lose its answer
+	callOps    map[int]history.Handle
+	anyKills   int
+	kills      []svcKill
+	restarts   int
+	setupErrs  []string // the kit's own failures
+	terms      []string // the kit's events the service terminated (+TERM): lost
 }
 
 // svcKill is one SIGKILL, for the evidence.
@@ -91,8 +68,9 @@ type svcKill struct {
 	at          time.Time
 }
 
-type svcWorker struct {
-	h    *svcHarness
+// replica is one process of the service and its supervisor's state.
+type replica struct {
+	h    *blackbox
 	name string
 	p    *procs.Proc
 
@@ -105,75 +83,47 @@ type svcWorker struct {
 
 // svcDelivery is one delivery to a replica as seen on the wire.
 type svcDelivery struct {
-	w        *svcWorker
+	w        *replica
 	brokerID string
 	e        co.Event
 	seq      uint64
 	attempt  int
-	run      int
-	doubt    uncertain
+	calls
 
 	mu    sync.Mutex
-	calls []string
 	ackN  int
 	ackOp *history.Handle
 }
 
-func (d *svcDelivery) count(label string) int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.calls = append(d.calls, label)
-	return len(d.calls)
-}
-
-func (d *svcDelivery) trace() []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return append([]string(nil), d.calls...)
-}
-
 func (s Service) withDefaults() Service {
-	if s.Workers <= 0 {
-		s.Workers = 2
-	}
-	if s.AckWait <= 0 {
-		s.AckWait = 2 * time.Second
-	}
-	if s.MaxDeliver <= 0 {
-		s.MaxDeliver = 20
-	}
-	if s.Ready <= 0 {
-		s.Ready = 60 * time.Second
-	}
-	if s.Settle <= 0 {
-		s.Settle = 30 * time.Second
-	}
+	orDefault(&s.Workers, 2)
+	orDefault(&s.AckWait, 2*time.Second)
+	orDefault(&s.MaxDeliver, 20)
+	orDefault(&s.Ready, 60*time.Second)
+	orDefault(&s.Settle, 30*time.Second)
 	return s
 }
 
-// newSvcHarness builds the world and starts the replicas; r's cleanups
-// stop them and remove everything.
-func newSvcHarness(r *spec.R, t Target) *svcHarness {
+// openBlackbox builds the world and starts the replicas; r's cleanups stop
+// them and remove everything.
+func openBlackbox(r *spec.R, t Target) *blackbox {
 	s := t.Service.withDefaults()
+	// Started first, so it is stopped last: the world's cleanup deletes
+	// the stream on it.
+	natsURL := embeddedURL(r)
 	ctx, cancel := context.WithCancel(r.Context())
-	h := &svcHarness{
-		r: r, ev: r.Ev, ctx: ctx, t: t, s: s, rec: history.New(), tag: runTag(r.ID),
-		model: newModel(t.Declared.Scopes),
-		msgs:  map[string]*msgState{}, bySeq: map[uint64]string{}, loseAck: map[string]int{},
-		loseAnswer: map[int]bool{}, gates: map[string]*gate{}, first: map[string]*svcDelivery{},
-		callOps: map[int]history.Handle{},
-	}
-	seed := time.Now().UnixNano()
-	h.rnd = rand.New(rand.NewPCG(uint64(seed), 0))
-	r.DeferCleanup(func() { h.close(cancel) })
-	if r.ID == "CO-5.1" {
-		h.ev.Figure("random kills", fmt.Sprintf("%.0f%% of the steps also kill a random replica 0-40 ms after the publish", 100*pRandomKill), "")
-		h.ev.Figure("random kill seed", seed, "the moments, not the schedule (the schedule's seed is \"seed\")")
-	}
-	if err := s.Envelope.Check(); err != nil {
+	w := newWorld(r, t, ctx)
+	h := &blackbox{world: w, s: s,
+		bySeq: map[uint64]string{}, loseAnswer: map[int]bool{}, callNs: map[int]int{}, callOps: map[int]history.Handle{}}
+	w.tr = h
+	w.words = wording{who: "service", crashes: "SIGKILL of a replica's process group", lostAcks: "dropped in the proxy",
+		errs: "exits of its own", observed: "over HTTP", settle: s.Settle, poll: 10 * time.Millisecond}
+	r.DeferCleanup(func() { w.close(cancel) })
+	envelope := coservice.Envelope(s.Envelope)
+	if err := coservice.CheckEnvelope(envelope); err != nil {
 		r.Unknown("the service's event envelope: %v", err)
 	}
-	h.ev.Figure("event envelope", s.Envelope.String(), "")
+	h.ev.Figure("event envelope", coservice.Describe(envelope), "")
 	if err := h.makeDir(); err != nil {
 		r.Unknown("making the service's data directory: %v", err)
 	}
@@ -183,7 +133,7 @@ func newSvcHarness(r *spec.R, t Target) *svcHarness {
 	}
 	h.sinks = sk
 	sk.SetHook(h.sinkHook)
-	ch, err := s.Broker.Open(r.Context(), strings.ReplaceAll(h.tag, ".", "-"), s.AckWait, s.MaxDeliver)
+	ch, err := coservice.Open(r.Context(), natsURL, strings.ReplaceAll(h.tag, ".", "-"), s.AckWait, s.MaxDeliver)
 	if err != nil {
 		r.Unknown("creating the rule's stream and durable consumer: %v", err)
 	}
@@ -194,7 +144,7 @@ func newSvcHarness(r *spec.R, t Target) *svcHarness {
 	h.ev.Figure("broker max deliver", s.MaxDeliver, "")
 	h.ev.Figure("service command", strings.Join(s.Args, " "), "")
 	for i := 1; i <= s.Workers; i++ {
-		w, err := h.startWorker(fmt.Sprintf("W%d", i))
+		w, err := h.startReplica(fmt.Sprintf("W%d", i))
 		if err != nil {
 			r.Unknown("starting the service: %v", err)
 		}
@@ -208,7 +158,7 @@ func newSvcHarness(r *spec.R, t Target) *svcHarness {
 
 // makeDir creates the rule's kit-owned directory, registered with
 // leftovers (kept with Service.Keep).
-func (h *svcHarness) makeDir() error {
+func (h *blackbox) makeDir() error {
 	return leftovers.Create(func() error {
 		d, err := os.MkdirTemp("", "onceproof-service-"+h.r.ID+"-")
 		if err != nil {
@@ -219,7 +169,7 @@ func (h *svcHarness) makeDir() error {
 			untrack = leftovers.Track("directory "+d, func() error { return os.RemoveAll(d) })
 		}
 		h.dir, h.data = d, filepath.Join(d, "data")
-		// Removed by close, after the replicas are gone.
+		// Removed by release, after the replicas are gone.
 		h.rmDir = func() {
 			if !h.s.Keep && os.RemoveAll(d) == nil {
 				untrack()
@@ -229,7 +179,7 @@ func (h *svcHarness) makeDir() error {
 	})
 }
 
-func (h *svcHarness) startWorker(name string) (*svcWorker, error) {
+func (h *blackbox) startReplica(name string) (*replica, error) {
 	env := map[string]string{}
 	for k, v := range h.s.Env {
 		env[k] = v
@@ -241,14 +191,14 @@ func (h *svcHarness) startWorker(name string) (*svcWorker, error) {
 	for k, v := range benv {
 		env[k] = v
 	}
-	env[EnvAckWait] = h.s.AckWait.String()
-	env[EnvMaxDeliver] = strconv.Itoa(h.s.MaxDeliver)
-	env[EnvDataDir] = h.data
-	env[EnvIndexURL] = h.sinks.Base(name) + "/index"
-	env[EnvNotifyURL] = h.sinks.Base(name) + "/notify"
-	env[EnvWorker] = name
-	env[EnvRule] = h.r.ID
-	w := &svcWorker{h: h, name: name}
+	env[coservice.EnvAckWait] = h.s.AckWait.String()
+	env[coservice.EnvMaxDeliver] = strconv.Itoa(h.s.MaxDeliver)
+	env[coservice.EnvDataDir] = h.data
+	env[coservice.EnvIndexURL] = h.sinks.Base(name) + "/index"
+	env[coservice.EnvNotifyURL] = h.sinks.Base(name) + "/notify"
+	env[coservice.EnvWorker] = name
+	env[coservice.EnvRule] = h.r.ID
+	w := &replica{h: h, name: name}
 	op := h.rec.Invoke(name, "start", "")
 	p, err := procs.Start(h.ctx, procs.Config{Name: "consumer service " + name, Args: h.s.Args, Dir: h.s.Dir, Env: env, Kill: h.s.Kill})
 	if err != nil {
@@ -263,12 +213,12 @@ func (h *svcHarness) startWorker(name string) (*svcWorker, error) {
 }
 
 // actor names a replica's current run on the timeline ("W1#3").
-func (w *svcWorker) actor() string { return fmt.Sprintf("%s#%d", w.name, w.p.Run()) }
+func (w *replica) actor() string { return fmt.Sprintf("%s#%d", w.name, w.p.Run()) }
 
 // supervise restarts the replica whenever its run ends: at once after a
 // kill of the kit's; after a short back-off, and noted as the service's
 // own failure, when it exited by itself.
-func (w *svcWorker) supervise() {
+func (w *replica) supervise() {
 	h := w.h
 	defer h.sup.Done()
 	for {
@@ -313,7 +263,7 @@ func (w *svcWorker) supervise() {
 
 // waitPulled waits until the replica's run (at least run) has pulled from
 // its consumer: the black box's sign that it is ready.
-func (h *svcHarness) waitPulled(w *svcWorker, run int) {
+func (h *blackbox) waitPulled(w *replica, run int) {
 	wait := gomega.NewGomega(func(string, ...int) {})
 	ok := wait.Eventually(func() bool {
 		w.mu.Lock()
@@ -328,7 +278,7 @@ func (h *svcHarness) waitPulled(w *svcWorker, run int) {
 
 // crash kills w's current run (SIGKILL to its process group) and lets its
 // supervisor start it again.
-func (h *svcHarness) crash(w *svcWorker, why, event string) {
+func (h *blackbox) crash(w *replica, why, event string) {
 	run, pid := w.p.Run(), w.p.Pid()
 	w.mu.Lock()
 	w.killedRun = run
@@ -344,13 +294,13 @@ func (h *svcHarness) crash(w *svcWorker, why, event string) {
 	default:
 		op.OK(fmt.Sprintf("pid %d: %s", pid, why))
 	}
+	h.crashed()
 	h.mu.Lock()
-	h.crashes++
 	h.kills = append(h.kills, svcKill{worker: w.name, why: why + " (" + event + ")", run: run, at: time.Now()})
 	h.mu.Unlock()
 }
 
-func (h *svcHarness) worker(name string) *svcWorker {
+func (h *blackbox) replicaNamed(name string) *replica {
 	for _, w := range h.workers {
 		if w.name == name {
 			return w
@@ -359,22 +309,113 @@ func (h *svcHarness) worker(name string) *svcWorker {
 	return nil
 }
 
-func (w *svcWorker) current() *svcDelivery {
+func (w *replica) current() *svcDelivery {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.cur
 }
 
-func (h *svcHarness) noteErr(msg string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.errs = append(h.errs, msg)
+// send shapes e in the service's envelope and publishes it on the
+// stream. A delivery may reach the proxy before Publish returns: the wire
+// hook waits on pubMu to learn the sequence.
+func (h *blackbox) send(e co.Event, brokerID string) (string, bool, error) {
+	m, err := coservice.Message(coservice.Envelope(h.s.Envelope), e, brokerID)
+	if err != nil {
+		return "", false, fmt.Errorf("the kit cannot shape it in the service's envelope: %w", err)
+	}
+	h.pubMu.Lock()
+	defer h.pubMu.Unlock()
+	seq, dup, err := h.ch.Publish(h.ctx, m)
+	if err == nil && !dup {
+		h.mu.Lock()
+		h.bySeq[seq] = brokerID
+		h.mu.Unlock()
+	}
+	return fmt.Sprintf("stream sequence %d", seq), dup, err
 }
 
-// close stops the replicas, puts the history and the output around every
-// kill in the evidence, and releases the stream and the sinks.
-func (h *svcHarness) close(cancel context.CancelFunc) {
-	cancel()
+// quiet: the broker reads back nothing outstanding.
+func (h *blackbox) quiet() bool {
+	n, err := h.ch.Outstanding(h.ctx)
+	return err == nil && n == 0
+}
+
+// unsettled: unknown for the kit's own failures or the deadline, fail for a
+// service that exited by itself or a broker that still holds messages.
+func (h *blackbox) unsettled(waiting []string) {
+	h.mu.Lock()
+	setup := append([]string(nil), h.setupErrs...)
+	h.mu.Unlock()
+	errs := h.consumerErrs()
+	if len(setup) > 0 {
+		h.r.Unknown("the kit could not keep the service running: %s", setup[0])
+	}
+	if h.r.Context().Err() != nil {
+		h.r.Unknown("the rule's deadline came while %s waited to be acked", strings.Join(waiting, ", "))
+	}
+	if len(errs) > 0 {
+		h.r.Expect(errs).To(gomega.BeEmpty(), "the service exited by itself %d times and never acked %s: %s",
+			len(errs), strings.Join(waiting, ", "), firstLine(errs[0]))
+	}
+	if len(waiting) == 0 {
+		n, err := h.ch.Outstanding(h.ctx)
+		if err != nil {
+			h.r.Unknown("reading the consumer back from the broker: %v", err)
+		}
+		h.r.Expect(n).To(gomega.BeZero(), "the broker still holds %d unacked messages after %s", n, h.s.Settle)
+	}
+}
+
+// stepped fails the rule when the service terminated an event: every
+// event the kit publishes is well formed in the service's envelope, and a
+// terminated one is never redelivered, so it is lost (a service that cannot
+// find its fields, such as one reading another envelope, rejects them all).
+func (h *blackbox) stepped() {
+	h.mu.Lock()
+	terms := append([]string(nil), h.terms...)
+	h.mu.Unlock()
+	h.r.Expect(terms).To(gomega.BeEmpty(), "the service terminated (+TERM) %d of the kit's events, which the broker never redelivers, so they are lost: %s; they were in the envelope %s (the service's output is in the evidence)",
+		len(terms), strings.Join(terms, ", "), coservice.Describe(coservice.Envelope(h.s.Envelope)))
+}
+
+// judging: a black box has no Reconcile the kit could call; a service that
+// restores effects lost to an ack-first crash must do so by itself before
+// it acks anything new.
+func (h *blackbox) judging() {}
+
+func (h *blackbox) observed() ([]sinks.Effect, map[string]co.Doc) {
+	return h.sinks.Effects(), h.sinks.Docs()
+}
+
+func (h *blackbox) killsAnywhere() bool { return true }
+
+// kill kills a replica after k's delay, in the background; the step's
+// settle waits for whatever it interrupted.
+func (h *blackbox) kill(k *anyKill, event string) {
+	w := h.workers[k.worker%len(h.workers)]
+	h.mu.Lock()
+	h.anyKills++
+	h.mu.Unlock()
+	h.bg.Add(1)
+	go func() {
+		defer h.bg.Done()
+		sleep(h.ctx, k.after)
+		if h.ctx.Err() == nil {
+			h.crash(w, fmt.Sprintf("a random moment, %s after the publish", k.after), event)
+		}
+	}()
+}
+
+func (h *blackbox) twoAtOnce() string {
+	if h.s.Workers < 2 {
+		return "the service runs as one replica (Service.Workers = 1): no two replicas can hold one event at once"
+	}
+	return ""
+}
+
+// stop ends the replicas and puts the output around every kill in the
+// evidence.
+func (h *blackbox) stop() {
 	h.bg.Wait()
 	for _, w := range h.workers {
 		if w.p != nil {
@@ -383,24 +424,12 @@ func (h *svcHarness) close(cancel context.CancelFunc) {
 	}
 	h.sup.Wait()
 	h.mu.Lock()
-	kills, errs := append([]svcKill(nil), h.kills...), append([]string(nil), h.errs...)
-	h.ev.Figure("crashes injected", h.crashes, "SIGKILL of a replica's process group")
-	if h.randomKills > 0 {
-		h.ev.Figure("kills at random moments", h.randomKills, "included in the crashes")
+	kills := append([]svcKill(nil), h.kills...)
+	if h.anyKills > 0 {
+		h.ev.Figure("kills at random moments", h.anyKills, "included in the crashes")
 	}
 	h.ev.Figure("restarts", h.restarts, "same command, environment and data directory")
-	h.ev.Figure("broker messages published", len(h.order), "")
-	if h.lostAcks > 0 {
-		h.ev.Figure("acks lost by the kit", h.lostAcks, "dropped in the proxy")
-	}
-	if h.faultsFired > 0 {
-		h.ev.Figure("sink calls failed by the kit", h.faultsFired, "")
-	}
-	h.ev.Figure(figureConsumerErrors, len(errs), "exits of its own")
 	h.mu.Unlock()
-	if len(errs) > 0 {
-		h.ev.Figure("first consumer error", errs[0], "")
-	}
 	// The output of the first kills, from 3 s before each to 1 s after
 	// (the restart's first lines).
 	const shown = 6
@@ -409,7 +438,7 @@ func (h *svcHarness) close(cancel context.CancelFunc) {
 			h.ev.Figure("kills without their output here", len(kills)-shown, "see the timeline")
 			break
 		}
-		w := h.worker(k.worker)
+		w := h.replicaNamed(k.worker)
 		out := procs.Render(w.p.LinesBetween(k.at.Add(-3*time.Second), k.at.Add(time.Second)), 1500)
 		if out == "" {
 			out = "(no output)"
@@ -424,7 +453,10 @@ func (h *svcHarness) close(cancel context.CancelFunc) {
 	if h.s.Keep {
 		h.ev.Figure("data directory (kept)", h.dir, "tck run --keep")
 	}
-	h.ev.Record(h.rec.Ops())
+}
+
+// release closes the stream and the sinks and removes the data directory.
+func (h *blackbox) release() {
 	if h.ch != nil {
 		_ = h.ch.Close()
 	}

@@ -1,20 +1,10 @@
-// Package process is the broker side of the consumer/process target: a
-// consumer service the kit runs as its own process (`consumer/process=cmd:
-// COMMAND`) reads NATS JetStream through the kit's proxy. For each rule it
-// creates a stream and a durable pull consumer with the declared ack wait
-// and max deliver, publishes the rule's events, reads the consumer back
-// (what is still unacked), and gives each replica a proxy address of its
-// own, whose hook sees the replica's pulls, deliveries and acks.
-//
-// The rules, the sinks and the process supervision are the consumer
-// suite's (suites/consumer: Service); the contract a service implements is
-// docs/consumer-service.md.
-package process
+package coservice
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -23,26 +13,23 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/suites/consumer"
 )
-
-// Broker opens channels on the NATS server at URL.
-type Broker struct {
-	URL string // the server's client URL (loopback)
-	// Addr is its host:port, which the proxies forward to.
-	Addr string
-}
 
 // DurableName is the name of the durable consumer the kit creates in each
 // rule's stream.
 const DurableName = "onceproof-service"
 
-// Open creates a stream "CO_<name>" on subject "onceproof.co.<name>" and a
-// durable pull consumer with explicit acks, ackWait and maxDeliver.
-func (b Broker) Open(ctx context.Context, name string, ackWait time.Duration, maxDeliver int) (consumer.Channel, error) {
-	nc, err := nats.Connect(b.URL, nats.Name("onceproof kit (consumer/process)"), nats.Timeout(10*time.Second))
+// Open creates, on the NATS server at natsURL (loopback, JetStream on), a
+// stream "CO_<name>" on subject "onceproof.co.<name>" and a durable pull
+// consumer with explicit acks, ackWait and maxDeliver.
+func Open(ctx context.Context, natsURL, name string, ackWait time.Duration, maxDeliver int) (*Channel, error) {
+	u, err := url.Parse(natsURL)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to %s: %w", b.URL, err)
+		return nil, fmt.Errorf("the broker's URL: %w", err)
+	}
+	nc, err := nats.Connect(natsURL, nats.Name("onceproof kit (consumer/process)"), nats.Timeout(10*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", natsURL, err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -50,7 +37,7 @@ func (b Broker) Open(ctx context.Context, name string, ackWait time.Duration, ma
 		return nil, err
 	}
 	safe := strings.NewReplacer(".", "_", "@", "_", ":", "_", "*", "_", ">", "_", " ", "_").Replace(name)
-	c := &channel{b: b, nc: nc, js: js, stream: "CO_" + safe, subject: "onceproof.co." + safe, wires: map[string]*wire{}}
+	c := &Channel{addr: u.Host, nc: nc, js: js, stream: "CO_" + safe, subject: "onceproof.co." + safe, wires: map[string]*wire{}}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if _, err := js.CreateStream(cctx, jetstream.StreamConfig{Name: c.stream, Subjects: []string{c.subject},
@@ -69,8 +56,9 @@ func (b Broker) Open(ctx context.Context, name string, ackWait time.Duration, ma
 	return c, nil
 }
 
-type channel struct {
-	b       Broker
+// Channel is one rule's stream, consumer and proxies.
+type Channel struct {
+	addr    string // the server's host:port, which the proxies forward to
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	cons    jetstream.Consumer
@@ -78,51 +66,54 @@ type channel struct {
 	subject string
 
 	mu    sync.Mutex
-	hook  consumer.WireHook
+	hook  Hook
 	wires map[string]*wire
 	conns int
 }
 
-func (c *channel) Env(worker string) (map[string]string, error) {
+// Env is the broker's variables for one replica (each its own proxy
+// address, so the kit tells replicas apart on the wire).
+func (c *Channel) Env(worker string) (map[string]string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	w, ok := c.wires[worker]
 	if !ok {
 		var err error
-		if w, err = startWire(worker, c.b.Addr, c.currentHook, c.nextConn); err != nil {
+		if w, err = startWire(worker, c.addr, c.currentHook, c.nextConn); err != nil {
 			return nil, fmt.Errorf("starting the proxy for %s: %w", worker, err)
 		}
 		c.wires[worker] = w
 	}
 	return map[string]string{
-		consumer.EnvNATSURL:  w.url(),
-		consumer.EnvStream:   c.stream,
-		consumer.EnvSubject:  c.subject,
-		consumer.EnvConsumer: DurableName,
+		EnvNATSURL:  w.url(),
+		EnvStream:   c.stream,
+		EnvSubject:  c.subject,
+		EnvConsumer: DurableName,
 	}, nil
 }
 
-func (c *channel) currentHook() consumer.WireHook {
+func (c *Channel) currentHook() Hook {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.hook
 }
 
-func (c *channel) nextConn() int {
+func (c *Channel) nextConn() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.conns++
 	return c.conns
 }
 
-func (c *channel) Watch(h consumer.WireHook) {
+// Watch installs the hook that sees the service's broker traffic.
+func (c *Channel) Watch(h Hook) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.hook = h
 }
 
 // Publish sends m with its id as Nats-Msg-Id and the event id header.
-func (c *channel) Publish(ctx context.Context, m mq.Message) (uint64, bool, error) {
+func (c *Channel) Publish(ctx context.Context, m mq.Message) (uint64, bool, error) {
 	msg := nats.NewMsg(c.subject)
 	msg.Data = m.Payload
 	msg.Header.Set(jetstream.MsgIDHeader, m.ID)
@@ -140,7 +131,7 @@ func (c *channel) Publish(ctx context.Context, m mq.Message) (uint64, bool, erro
 
 // Outstanding is the consumer's pending (not yet delivered) plus its ack
 // pending (delivered, not acked), as the server reports them.
-func (c *channel) Outstanding(ctx context.Context) (int, error) {
+func (c *Channel) Outstanding(ctx context.Context) (int, error) {
 	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	info, err := c.cons.Info(ictx)
@@ -151,7 +142,7 @@ func (c *channel) Outstanding(ctx context.Context) (int, error) {
 }
 
 // Close stops the proxies and deletes the stream.
-func (c *channel) Close() error {
+func (c *Channel) Close() error {
 	c.mu.Lock()
 	wires := c.wires
 	c.wires = map[string]*wire{}

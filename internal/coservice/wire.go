@@ -1,4 +1,4 @@
-package process
+package coservice
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/internal/faultproxy"
-	"github.com/onceproof/tck/suites/consumer"
 )
 
 // wire is a NATS-aware TCP proxy on loopback for one replica: it reads the
@@ -22,7 +21,7 @@ type wire struct {
 	worker string
 	ln     net.Listener
 	target string
-	hook   func() consumer.WireHook
+	hook   func() Hook
 	nextID func() int
 
 	mu    sync.Mutex
@@ -30,7 +29,7 @@ type wire struct {
 	wg    sync.WaitGroup
 }
 
-func startWire(worker, target string, hook func() consumer.WireHook, nextID func() int) (*wire, error) {
+func startWire(worker, target string, hook func() Hook, nextID func() int) (*wire, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -87,7 +86,7 @@ func (w *wire) forget(cs ...net.Conn) {
 
 // pipe copies src to dst frame by frame, asking the hook about each frame
 // that is an event.
-func (w *wire) pipe(id int, src, dst net.Conn, split faultproxy.Splitter, event func(frame []byte) (consumer.WireEvent, bool)) {
+func (w *wire) pipe(id int, src, dst net.Conn, split faultproxy.Splitter, event func(frame []byte) (Event, bool)) {
 	var buf []byte
 	chunk := make([]byte, 64<<10)
 	for {
@@ -117,14 +116,14 @@ func (w *wire) pipe(id int, src, dst net.Conn, split faultproxy.Splitter, event 
 				}
 				ev.Worker, ev.Conn = w.worker, id
 				h := w.hook()
-				if h != nil && !h(ev, consumer.BeforeForward) {
+				if h != nil && !h(ev, BeforeForward) {
 					continue
 				}
 				if _, werr := dst.Write(frame); werr != nil {
 					return
 				}
 				if h != nil {
-					h(ev, consumer.AfterForward)
+					h(ev, AfterForward)
 				}
 			}
 			buf = append([]byte(nil), buf...)
@@ -169,23 +168,23 @@ func hasOp(line []byte, op string) bool {
 }
 
 // clientEvent recognises a pull request and an acknowledgement.
-func (w *wire) clientEvent(frame []byte) (consumer.WireEvent, bool) {
+func (w *wire) clientEvent(frame []byte) (Event, bool) {
 	i := bytes.Index(frame, []byte("\r\n"))
 	line := frame[:i]
 	pub, hpub := hasOp(line, "PUB"), hasOp(line, "HPUB")
 	if !pub && !hpub {
-		return consumer.WireEvent{}, false
+		return Event{}, false
 	}
 	f := bytes.Fields(line)
 	if len(f) < 3 {
-		return consumer.WireEvent{}, false
+		return Event{}, false
 	}
 	subject := string(f[1])
 	if strings.HasPrefix(subject, "$JS.API.CONSUMER.MSG.NEXT.") {
-		return consumer.WireEvent{Kind: consumer.WirePull}, true
+		return Event{Kind: Pull}, true
 	}
 	if !strings.HasPrefix(subject, "$JS.ACK.") {
-		return consumer.WireEvent{}, false
+		return Event{}, false
 	}
 	payload := bytes.TrimSuffix(frame[i+2:], []byte("\r\n"))
 	if hpub && len(f) >= 4 {
@@ -195,42 +194,42 @@ func (w *wire) clientEvent(frame []byte) (consumer.WireEvent, bool) {
 	}
 	ev, ok := parseAckSubject(subject)
 	if !ok {
-		return consumer.WireEvent{}, false
+		return Event{}, false
 	}
 	switch {
 	case len(payload) == 0, bytes.HasPrefix(payload, []byte("+ACK")), bytes.HasPrefix(payload, []byte("+NXT")):
-		ev.Kind = consumer.WireAck
+		ev.Kind = Ack
 	case bytes.HasPrefix(payload, []byte("-NAK")):
-		ev.Kind = consumer.WireNak
+		ev.Kind = Nak
 	case bytes.HasPrefix(payload, []byte("+TERM")):
-		ev.Kind = consumer.WireTerm
+		ev.Kind = Term
 	case bytes.HasPrefix(payload, []byte("+WPI")):
-		ev.Kind = consumer.WireProgress
+		ev.Kind = Progress
 	default:
-		return consumer.WireEvent{}, false
+		return Event{}, false
 	}
 	return ev, true
 }
 
 // serverEvent recognises a delivery: a MSG or HMSG whose reply subject is
 // the message's ack subject.
-func (w *wire) serverEvent(frame []byte) (consumer.WireEvent, bool) {
+func (w *wire) serverEvent(frame []byte) (Event, bool) {
 	i := bytes.Index(frame, []byte("\r\n"))
 	if i < 0 {
-		return consumer.WireEvent{}, false
+		return Event{}, false
 	}
 	line := frame[:i]
 	if !hasOp(line, "MSG") && !hasOp(line, "HMSG") {
-		return consumer.WireEvent{}, false
+		return Event{}, false
 	}
 	for _, f := range bytes.Fields(line) {
 		if bytes.HasPrefix(f, []byte("$JS.ACK.")) {
 			ev, ok := parseAckSubject(string(f))
-			ev.Kind = consumer.WireDeliver
+			ev.Kind = Deliver
 			return ev, ok
 		}
 	}
-	return consumer.WireEvent{}, false
+	return Event{}, false
 }
 
 // parseAckSubject reads the delivery count and the stream sequence from a
@@ -238,7 +237,7 @@ func (w *wire) serverEvent(frame []byte) (consumer.WireEvent, bool) {
 //
 //	$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>
 //	$JS.ACK.<domain>.<account hash>.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>[.<token>]
-func parseAckSubject(s string) (consumer.WireEvent, bool) {
+func parseAckSubject(s string) (Event, bool) {
 	t := strings.Split(s, ".")
 	var at int
 	switch {
@@ -247,12 +246,12 @@ func parseAckSubject(s string) (consumer.WireEvent, bool) {
 	case len(t) >= 11:
 		at = 6
 	default:
-		return consumer.WireEvent{}, false
+		return Event{}, false
 	}
 	delivered, err1 := strconv.Atoi(t[at])
 	seq, err2 := strconv.ParseUint(t[at+1], 10, 64)
 	if err1 != nil || err2 != nil {
-		return consumer.WireEvent{}, false
+		return Event{}, false
 	}
-	return consumer.WireEvent{Seq: seq, Delivered: delivered}, true
+	return Event{Seq: seq, Delivered: delivered}, true
 }

@@ -5,11 +5,11 @@ import (
 	"time"
 )
 
-// This file holds what a broker with a per-group pending list has beyond
-// Broker: the list itself, read back, and a cut of a topic to its newest
-// entries. Redis Streams has both (XPENDING, XTRIM); the interfaces are
-// named by capability so another broker with the same mechanisms can
-// implement them.
+// This file holds optional interfaces any broker with a per-group pending
+// list may implement beyond Broker: the list itself, read back, and a cut
+// of a topic to its newest entries. Redis Streams has both (XPENDING,
+// XTRIM); the interfaces are named by capability, not by Redis, so another
+// broker with the same mechanisms implements them too.
 
 // Pending is one entry of a consumer group's pending list: delivered to a
 // member, not yet acknowledged (Redis: one XPENDING extended-form row).

@@ -3,6 +3,7 @@ package consumer
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/onsi/gomega"
 
@@ -24,10 +25,18 @@ const (
 type step struct {
 	kind    stepKind
 	event   co.Event
-	older   co.Event // stepPair: the older of the two versions (event is the newer)
-	dup     bool     // stepPair: a second copy of each version too
-	crash   *plan    // armed before the step, if any
-	loseAck bool     // the kit loses the first ack, so the broker redelivers
+	older   co.Event  // stepPair: the older of the two versions (event is the newer)
+	dup     bool      // stepPair: a second copy of each version too
+	crash   *tripwire // armed before the step, if any
+	loseAck bool      // the kit loses the first ack, so the broker redelivers
+	kill    *anyKill  // a worker killed at a moment of the step, where the transport can (killsAnywhere)
+}
+
+// anyKill ends a worker wherever it is: inside its own transaction,
+// between two calls, idle.
+type anyKill struct {
+	worker int           // which worker, modulo their number
+	after  time.Duration // after the step's publish
 }
 
 // publishes counts the broker messages a step publishes.
@@ -43,85 +52,87 @@ func (s step) publishes() int {
 
 // play publishes one step, waits until it is acked, and feeds the model.
 // Steps run one at a time, so the model knows the order.
-func (h *harness) play(s step) {
+func (w *world) play(s step) {
 	if s.crash != nil {
-		h.arm(*s.crash)
+		w.arm(*s.crash)
 	}
 	if s.loseAck {
-		h.loseAcks(s.event.EventID, 1)
+		w.loseAcks(s.event.EventID, 1)
 	}
 	switch s.kind {
 	case stepNew:
-		h.publish(s.event, s.event.EventID)
+		w.publish(s.event, s.event.EventID)
 	case stepReplay:
 		// A replay by a recovery process (seed 002, 五): the same event id
 		// under a broker message id of its own, so that the broker's
 		// producer de-dupe, which is not the consumer's, lets it through.
-		h.replays++
-		h.publish(s.event, fmt.Sprintf("%s#replay-%d", s.event.EventID, h.replays))
+		w.replays++
+		w.publish(s.event, fmt.Sprintf("%s#replay-%d", s.event.EventID, w.replays))
 	case stepTwin:
-		h.addGate(2, s.event.EventID)
-		h.publish(s.event, s.event.EventID+"#a")
-		h.publish(s.event, s.event.EventID+"#b")
+		w.addGate(2, s.event.EventID)
+		w.publish(s.event, s.event.EventID+"#a")
+		w.publish(s.event, s.event.EventID+"#b")
 	case stepPair:
 		// Two versions first delivered at the same moment to two workers,
 		// the newer published first: what a nak delay, a redelivery after
 		// the ack wait or a replay makes of an edit on a real broker.
-		h.addGate(2, s.event.EventID, s.older.EventID)
-		h.publish(s.event, s.event.EventID)
-		h.publish(s.older, s.older.EventID)
+		w.addGate(2, s.event.EventID, s.older.EventID)
+		w.publish(s.event, s.event.EventID)
+		w.publish(s.older, s.older.EventID)
 		if s.dup {
-			h.publish(s.event, s.event.EventID+"#dup")
-			h.publish(s.older, s.older.EventID+"#dup")
+			w.publish(s.event, s.event.EventID+"#dup")
+			w.publish(s.older, s.older.EventID+"#dup")
 		}
 	}
-	h.settle()
+	if s.kill != nil && w.tr.killsAnywhere() {
+		w.tr.kill(s.kill, s.event.EventID)
+	}
+	w.settle()
+	w.tr.stepped()
 	if s.kind == stepPair {
 		// Their order is the race's: the model takes the older first and
 		// lets its index write be skipped (it is superseded either way).
-		h.model.apply(s.older)
+		w.model.apply(s.older)
 	}
-	h.model.apply(s.event)
-	h.disarm()
+	w.model.apply(s.event)
+	w.disarm()
 }
 
 // diff compares the sinks with the model now.
-func (h *harness) diff() []difference {
-	effects := append(h.index.Effects(), h.notifier.Effects()...)
-	return h.model.diff(effects, h.index.Docs())
+func (w *world) diff() []difference {
+	return w.model.diff(w.tr.observed())
 }
 
 // expectModel fails the rule when a sink differs from the model, with every
 // difference in the evidence and the history of the first message that
-// differs as the smallest history. After crashes it first calls Reconcile
-// on a fresh instance, if the consumer has one (seed 002, 三: 除非另有对账/重建).
-func (h *harness) expectModel(why string) {
-	h.mu.Lock()
-	crashed := h.crashes > h.reconciled
-	h.reconciled = h.crashes
-	h.mu.Unlock()
-	if crashed {
-		if rc := h.reconcile(); rc != "" {
-			h.ev.Notef("after the crashes, before judging: %s", rc)
+// differs as the smallest history. The transport may act first (in process,
+// after crashes, a Reconcile on a fresh instance: seed 002, 三: 除非另有对账/重建).
+func (w *world) expectModel(why string) {
+	w.tr.judging()
+	effects, docs := w.tr.observed()
+	diffs := w.model.diff(effects, docs)
+	writes := 0
+	for _, e := range effects {
+		if e.Scope == co.ScopeIndex {
+			writes++
 		}
 	}
-	diffs := h.diff()
-	h.ev.Figure("index writes observed", len(h.index.Effects()), "")
-	h.ev.Figure("notifications observed", len(h.notifier.Effects()), "")
+	w.ev.Figure("index writes observed", writes, w.words.observed)
+	w.ev.Figure("notifications observed", len(effects)-writes, w.words.observed)
 	if len(diffs) == 0 {
 		return
 	}
 	lines := make([]string, len(diffs))
 	for i, d := range diffs {
 		lines[i] = d.String()
-		h.ev.Notef("differs from the model: %s", d)
+		w.ev.Notef("differs from the model: %s", d)
 	}
-	h.ev.Smallest(opsAbout(h.rec.Ops(), diffs[0].MessageID))
+	w.ev.Smallest(opsAbout(w.rec.Ops(), diffs[0].MessageID))
 	more := ""
 	if len(diffs) > 1 {
 		more = fmt.Sprintf(" (and %d more differences)", len(diffs)-1)
 	}
-	h.r.Expect(lines).To(gomega.BeEmpty(), "%s: %s%s", why, lines[0], more)
+	w.r.Expect(lines).To(gomega.BeEmpty(), "%s: %s%s", why, lines[0], more)
 }
 
 // opsAbout returns the timeline ops whose value names message m: the

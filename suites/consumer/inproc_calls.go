@@ -2,7 +2,6 @@ package consumer
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,24 +23,7 @@ type kitDelivery struct {
 	e        co.Event
 	brokerID string
 	settled  atomic.Bool
-	doubt    uncertain // effect calls that failed and were not called again
-
-	mu    sync.Mutex
-	calls []string // what the delivery called, in order (the trace of CO-2.5)
-}
-
-// count adds one call to the delivery's trace and returns its number.
-func (k *kitDelivery) count(label string) int {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.calls = append(k.calls, label)
-	return len(k.calls)
-}
-
-func (k *kitDelivery) trace() []string {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return append([]string(nil), k.calls...)
+	calls    // what it called, and the effect calls that failed and were not called again
 }
 
 func (k *kitDelivery) Event() co.Event { return k.e }
@@ -54,8 +36,8 @@ func (k *kitDelivery) Ack(ctx context.Context) error {
 		return err
 	}
 	k.settled.Store(true)
-	if left := k.doubt.left(); len(left) > 0 {
-		h.ackedAfterFailure(inst, k, left)
+	if left := k.left(); len(left) > 0 {
+		h.ackedAfterFailure(inst.name, k.brokerID, left)
 	}
 	if h.takeLostAck(k.e.EventID) {
 		h.rec.Note(inst.name, "ack", k.brokerID, "lost by the kit: the broker never sees it")
@@ -122,23 +104,18 @@ func (x *kitIndex) write(action string, doc co.Doc, f func() (bool, error)) (boo
 		applied, err = false, injected(fk, co.ScopeIndex)
 		h.rec.Note("kit", "lose answer", ev, "the index write took effect; the consumer gets a deadline error")
 	}
-	doubt(kd, co.ScopeIndex, failing)
+	settleDoubt(kd, co.ScopeIndex, failing)
 	if lerr := inst.leave(kd, n, action, afterEffect, ev, co.ScopeIndex); lerr != nil {
 		return applied, lerr
 	}
 	return applied, err
 }
 
-// doubt notes on the delivery whether the scope's effect call failed, or
-// the consumer called the scope again (which settles an earlier failure).
-func doubt(kd *kitDelivery, scope string, failing bool) {
-	if kd == nil {
-		return
-	}
-	if failing {
-		kd.doubt.failed(scope)
-	} else {
-		kd.doubt.resolved(scope)
+// settleDoubt notes on the delivery whether the scope's effect call
+// failed, or the consumer called the scope again.
+func settleDoubt(kd *kitDelivery, scope string, failing bool) {
+	if kd != nil {
+		kd.effect(scope, failing)
 	}
 }
 
@@ -163,7 +140,7 @@ func (x *kitIndex) Get(ctx context.Context, id string) (co.Doc, bool, error) {
 	d, ok, err := inst.h.index.Get(ctx, id)
 	inst.h.readLatency(ctx)
 	if kd != nil && kd.e.MessageID == id {
-		doubt(kd, co.ScopeIndex, false)
+		settleDoubt(kd, co.ScopeIndex, false)
 	}
 	if lerr := inst.leave(kd, n, "index get", "", "", ""); lerr != nil {
 		return co.Doc{}, false, lerr
@@ -198,7 +175,7 @@ func (nt *kitNotifier) Send(ctx context.Context, msg co.Notification) error {
 		err = injected(fk, co.ScopeNotify)
 		h.rec.Note("kit", "lose answer", ev, "the notification went out; the consumer gets a deadline error")
 	}
-	doubt(kd, co.ScopeNotify, failing)
+	settleDoubt(kd, co.ScopeNotify, failing)
 	if lerr := inst.leave(kd, n, "notify", afterEffect, ev, co.ScopeNotify); lerr != nil {
 		return lerr
 	}
@@ -214,7 +191,7 @@ func (nt *kitNotifier) Sent(ctx context.Context, messageID string, version int) 
 	c, err := inst.h.notifier.Sent(ctx, messageID, version)
 	inst.h.readLatency(ctx)
 	if kd != nil && kd.e.MessageID == messageID && kd.e.Version == version {
-		doubt(kd, co.ScopeNotify, false)
+		settleDoubt(kd, co.ScopeNotify, false)
 	}
 	if lerr := inst.leave(kd, n, "notify sent?", "", "", ""); lerr != nil {
 		return 0, lerr
@@ -268,4 +245,55 @@ func (s *kitStore) CompareAndSwap(ctx context.Context, key, old, value string, t
 
 func (s *kitStore) Delete(ctx context.Context, key string) error {
 	return s.call("store delete", func() error { return s.inst.store.Delete(ctx, key) })
+}
+
+// enter is every kit wrapper's first step. A call by an ended instance is
+// refused (ErrEnded) and recorded as "after death"; otherwise the call is
+// counted for the delivery kd it belongs to (nil: none, e.g. a factory or
+// Reconcile call), and a tripwire for it, or for pt, ends the instance
+// here, before the call. It returns the call's number in its delivery.
+func (inst *instance) enter(kd *kitDelivery, label string, pt point, event, scope string) (int, error) {
+	h := inst.h
+	if inst.dead.Load() {
+		h.afterDeath(inst, label, event)
+		return 0, co.ErrEnded
+	}
+	n, delivery := 0, ""
+	if kd != nil {
+		n, delivery = kd.count(label), kd.e.EventID
+	}
+	return n, inst.tripAround(true, delivery, n, label, pt, event, scope)
+}
+
+// leave is every kit wrapper's last step, after the real call: an instance
+// ended meanwhile gets ErrEnded (what it did took effect all the same); a
+// tripwire for call n, or for pt, ends the instance here.
+func (inst *instance) leave(kd *kitDelivery, n int, label string, pt point, event, scope string) error {
+	if inst.dead.Load() {
+		return co.ErrEnded
+	}
+	delivery := ""
+	if kd != nil {
+		delivery = kd.e.EventID
+	}
+	return inst.tripAround(false, delivery, n, label, pt, event, scope)
+}
+
+// tripAround ends the instance at a tripwire of the call, if one fires.
+func (inst *instance) tripAround(before bool, delivery string, n int, label string, pt point, event, scope string) error {
+	why, about := inst.h.tripAround(before, delivery, n, label, pt, event, scope)
+	if why == "" {
+		return nil
+	}
+	inst.h.crash(inst, why, about)
+	return co.ErrEnded
+}
+
+// afterDeath records a call an ended instance still made (a goroutine of
+// the consumer that went on); the kit refused it.
+func (h *inproc) afterDeath(inst *instance, label, event string) {
+	h.mu.Lock()
+	h.refused++
+	h.mu.Unlock()
+	h.rec.Note(inst.name, "after death", event, label+" refused")
 }

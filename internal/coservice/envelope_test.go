@@ -1,4 +1,4 @@
-package consumer
+package coservice
 
 import (
 	"encoding/json"
@@ -13,11 +13,11 @@ import (
 // not map, and keeps the broker id and the event id header.
 func TestEnvelopeMessage(t *testing.T) {
 	e := co.NewEvent("m-9@t", 2)
-	m, err := Envelope{}.Message(e, "b-1")
+	m, err := Message(Envelope{}, e, "b-1")
 	if err != nil || !reflect.DeepEqual(m, co.Message(e, "b-1")) {
 		t.Fatalf("default envelope: %+v %v", m, err)
 	}
-	m, err = Envelope{MessageID: "meta.id", Version: "meta.rev", Body: "data.text", EventID: "header:Event-Id"}.Message(e, "b-1#replay-1")
+	m, err = Message(Envelope{MessageID: "meta.id", Version: "meta.rev", Body: "data.text", EventID: "header:Event-Id"}, e, "b-1#replay-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,15 +32,15 @@ func TestEnvelopeMessage(t *testing.T) {
 	if m.ID != "b-1#replay-1" || m.Headers["Event-Id"] != e.EventID || m.Headers[co.HeaderEventID] != e.EventID {
 		t.Errorf("id %q headers %v", m.ID, m.Headers)
 	}
-	m, err = Envelope{MessageID: "header:Msg", Version: "header:Rev"}.Message(e, "b-1")
+	m, err = Message(Envelope{MessageID: "header:Msg", Version: "header:Rev"}, e, "b-1")
 	if err != nil || m.Headers["Msg"] != "m-9@t" || m.Headers["Rev"] != "2" || string(m.Payload) != "{}" {
 		t.Errorf("headers only: %s %v %v", m.Payload, m.Headers, err)
 	}
 	for _, bad := range []Envelope{{MessageID: "a..b", Version: "v"}, {MessageID: "a", Version: "a.b"}, {MessageID: "a"}} {
-		if _, err := bad.Message(e, "b-1"); err == nil {
+		if _, err := Message(bad, e, "b-1"); err == nil {
 			t.Errorf("%+v: accepted", bad)
 		}
-		if bad.Check() == nil {
+		if CheckEnvelope(bad) == nil {
 			t.Errorf("%+v: Check accepts it", bad)
 		}
 	}

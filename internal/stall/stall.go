@@ -1,0 +1,237 @@
+// Package stall watches the kit's own scheduling. Timed rules measure a
+// target with the kit's clock, and the kit's process can be paused by its
+// host (SIGSTOP, a VM stall, swap, a long garbage collection): a moment the
+// kit took late is then the kit's delay, not the target's. While anyone
+// holds the watcher (Hold), a heartbeat goroutine wakes every Tick and
+// records each wake-up that came late; a rule asks whether such a pause
+// overlapped its measurement before it blames the target.
+//
+// Importing the package starts nothing. The heartbeat runs from the first
+// Hold to the last release; pauses are only known for times when it ran, so
+// a caller holds it across every interval it asks about.
+package stall
+
+import (
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Tick is the heartbeat's period: the resolution of what it sees.
+const Tick = 10 * time.Millisecond
+
+// Floor is the shortest lateness recorded as a pause: below it is the
+// ordinary jitter of a loaded host, far below any rule's tolerance.
+const Floor = 25 * time.Millisecond
+
+// maxPauses bounds the record; the oldest pause goes first.
+const maxPauses = 1 << 16
+
+// Pause is a stretch in which the heartbeat did not run: the kit's process
+// was not scheduled from From to To (monotonic readings), for Len.
+type Pause struct {
+	From, To time.Time
+	// Len is how long the kit was not scheduled. It can exceed To-From:
+	// a host suspended stops the monotonic clock but not the wall clock,
+	// and the target's clock runs on.
+	Len time.Duration
+}
+
+// Span sums up the pauses that overlapped an interval.
+type Span struct {
+	Count   int
+	Total   time.Duration // the time the kit was not scheduled in all
+	Longest Pause
+}
+
+// Paused says whether a pause overlapped the interval at all.
+func (s Span) Paused() bool { return s.Count > 0 }
+
+// String names the pause as a reason does.
+func (s Span) String() string {
+	if s.Count == 0 {
+		return "the kit was scheduled throughout"
+	}
+	if s.Count == 1 {
+		return fmt.Sprintf("the kit was not scheduled for %s during the measurement", seconds(s.Longest.Len))
+	}
+	return fmt.Sprintf("the kit was not scheduled for %s during the measurement (%d pauses, %s in all)", seconds(s.Longest.Len), s.Count, seconds(s.Total))
+}
+
+func seconds(d time.Duration) string {
+	if d < time.Second {
+		return fmt.Sprintf("%d ms", d.Milliseconds())
+	}
+	return fmt.Sprintf("%.1f s", d.Seconds())
+}
+
+// watcher is the one heartbeat of the process: a pause stops every
+// goroutine at once, so one suffices however many hold it.
+var w struct {
+	mu      sync.Mutex
+	holders int
+	stop    chan struct{}
+	done    chan struct{}
+	pauses  []Pause
+	since   time.Time // when the heartbeat started (zero: not running)
+	last    time.Time // the heartbeat's latest wake-up
+}
+
+// Hold starts the heartbeat unless it runs already, and returns the
+// release; the heartbeat stops, and its record is dropped, when the last
+// holder released it. Release is safe to call more than once.
+func Hold() (release func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.holders++
+	if w.holders == 1 {
+		w.stop, w.done = make(chan struct{}), make(chan struct{})
+		w.pauses, w.since = nil, time.Now()
+		w.last = w.since
+		go beat(w.stop, w.done, w.since)
+	}
+	var once sync.Once
+	return func() { once.Do(unhold) }
+}
+
+func unhold() {
+	w.mu.Lock()
+	w.holders--
+	if w.holders > 0 {
+		w.mu.Unlock()
+		return
+	}
+	stop, done := w.stop, w.done
+	w.stop, w.done, w.pauses, w.since = nil, nil, nil, time.Time{}
+	w.mu.Unlock()
+	close(stop)
+	<-done
+}
+
+// beat is the heartbeat. The wall clock is read too: a suspended host
+// stops the monotonic clock, the wall clock catches up on resume.
+func beat(stop <-chan struct{}, done chan<- struct{}, prev time.Time) {
+	defer close(done)
+	t := time.NewTimer(Tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		p, late := gap(prev, now)
+		beaten(p, late, now)
+		prev = now
+		t.Reset(Tick)
+	}
+}
+
+// gap is the pause between two wake-ups, if the second came late.
+func gap(prev, now time.Time) (Pause, bool) {
+	late := max(now.Sub(prev), now.Round(0).Sub(prev.Round(0))) - Tick
+	return Pause{From: prev.Add(Tick), To: now, Len: late}, late >= Floor
+}
+
+// beaten records a wake-up at now and the pause before it, if any.
+func beaten(p Pause, late bool, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.since.IsZero() {
+		return
+	}
+	w.last = now
+	if !late {
+		return
+	}
+	if len(w.pauses) == maxPauses {
+		w.pauses = append(w.pauses[:0], w.pauses[1:]...)
+	}
+	w.pauses = append(w.pauses, p)
+}
+
+// record adds a pause (tests).
+func record(p Pause) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pauses = append(w.pauses, p)
+}
+
+// known is the record, with the pause still under way (or just over, the
+// heartbeat not yet run since) when the heartbeat is overdue: after a stop
+// the process's other goroutines may run before the heartbeat does. Under
+// w.mu.
+func known() []Pause {
+	if w.since.IsZero() {
+		return nil
+	}
+	if p, late := gap(w.last, time.Now()); late {
+		return append(w.pauses[:len(w.pauses):len(w.pauses)], p)
+	}
+	return w.pauses
+}
+
+// Over sums up the pauses that overlapped [t0, t1], a pause the heartbeat
+// has not yet recorded included.
+func Over(t0, t1 time.Time) Span {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var s Span
+	// Newest first: the record is in time order, and callers ask about
+	// the recent past.
+	ps := known()
+	for i := len(ps) - 1; i >= 0; i-- {
+		p := ps[i]
+		if p.To.Before(t0) {
+			break
+		}
+		if p.From.After(t1) {
+			continue
+		}
+		s.Count++
+		s.Total += p.Len
+		if p.Len > s.Longest.Len {
+			s.Longest = p
+		}
+	}
+	return s
+}
+
+// Since sums up the pauses from t0 until now.
+func Since(t0 time.Time) Span { return Over(t0, time.Now()) }
+
+// Scheduled is how much of [t0, t1] the kit was scheduled: the interval
+// less the pauses inside it. A wait that must give the target a span of
+// the kit's own attention (watch for a redelivery for an ack wait) counts
+// this, not the clock.
+func Scheduled(t0, t1 time.Time) time.Duration {
+	d := t1.Sub(t0)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ps := known()
+	for i := len(ps) - 1; i >= 0; i-- {
+		p := ps[i]
+		if p.To.Before(t0) {
+			break
+		}
+		from, to := p.From, p.To
+		if from.Before(t0) {
+			from = t0
+		}
+		if to.After(t1) {
+			to = t1
+		}
+		if to.After(from) {
+			d -= to.Sub(from)
+		}
+	}
+	return max(d, 0)
+}
+
+// Watching says whether the heartbeat runs (someone holds it).
+func Watching() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.since.IsZero()
+}

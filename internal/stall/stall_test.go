@@ -1,0 +1,114 @@
+package stall
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestHoldIsScoped(t *testing.T) {
+	if Watching() {
+		t.Fatal("the heartbeat runs before anyone held it")
+	}
+	r1 := Hold()
+	r2 := Hold()
+	r1()
+	r1() // a second release of the same hold is a no-op
+	if !Watching() {
+		t.Fatal("the heartbeat stopped while a holder remained")
+	}
+	r2()
+	if Watching() {
+		t.Fatal("the heartbeat still runs after the last release")
+	}
+}
+
+func TestOverAndScheduled(t *testing.T) {
+	release := Hold()
+	defer release()
+	// An hour ago: no real pause the heartbeat sees now overlaps.
+	t0 := time.Now().Add(-time.Hour)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	record(Pause{From: at(100), To: at(400), Len: 300 * time.Millisecond})
+	record(Pause{From: at(1000), To: at(1050), Len: 50 * time.Millisecond})
+
+	s := Over(at(0), at(2000))
+	if s.Count != 2 || s.Total != 350*time.Millisecond || s.Longest.Len != 300*time.Millisecond {
+		t.Fatalf("Over = %+v", s)
+	}
+	if got := Over(at(450), at(900)); got.Paused() {
+		t.Fatalf("a pause outside the interval counted: %+v", got)
+	}
+	if got := Over(at(300), at(350)); got.Count != 1 {
+		t.Fatalf("a pause that covers the interval did not count: %+v", got)
+	}
+	if got, want := Scheduled(at(0), at(2000)), 1650*time.Millisecond; got != want {
+		t.Fatalf("Scheduled = %s, want %s", got, want)
+	}
+	if got, want := Scheduled(at(200), at(300)), time.Duration(0); got != want {
+		t.Fatalf("Scheduled inside a pause = %s, want %s", got, want)
+	}
+	if got := s.String(); !strings.Contains(got, "not scheduled for 300 ms") || !strings.Contains(got, "2 pauses") {
+		t.Fatalf("String = %q", got)
+	}
+}
+
+// TestSeesSIGSTOP stops a child of its own (this test binary, re-run) for
+// a second and checks the child's heartbeat saw the pause.
+func TestSeesSIGSTOP(t *testing.T) {
+	if os.Getenv("STALL_CHILD") == "1" {
+		child()
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSeesSIGSTOP$")
+	cmd.Env = append(os.Environ(), "STALL_CHILD=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() || sc.Text() != "ready" {
+		t.Fatalf("child: %q %v", sc.Text(), sc.Err())
+	}
+	_ = cmd.Process.Signal(syscall.SIGSTOP)
+	time.Sleep(time.Second)
+	_ = cmd.Process.Signal(syscall.SIGCONT)
+	if !sc.Scan() {
+		t.Fatalf("child said nothing after the pause: %v", sc.Err())
+	}
+	var ms int
+	if _, err := fmt.Sscanf(sc.Text(), "longest %d", &ms); err != nil {
+		t.Fatalf("child: %q", sc.Text())
+	}
+	if ms < 900 {
+		t.Fatalf("the child was stopped for 1 s; its heartbeat saw a longest pause of %d ms", ms)
+	}
+	t.Logf("a 1 s SIGSTOP seen as a pause of %d ms", ms)
+}
+
+func child() {
+	release := Hold()
+	defer release()
+	t0 := time.Now()
+	time.Sleep(50 * time.Millisecond)
+	fmt.Println("ready")
+	// Wait until the pause has been seen (or give up after a while).
+	for time.Since(t0) < 10*time.Second {
+		if s := Since(t0); s.Longest.Len >= 500*time.Millisecond {
+			time.Sleep(20 * time.Millisecond)
+			fmt.Printf("longest %d\n", Since(t0).Longest.Len.Milliseconds())
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	fmt.Printf("longest %d\n", Since(t0).Longest.Len.Milliseconds())
+}

@@ -199,10 +199,15 @@ func registerDedupe(p *plan) {
 	p.add("BR-1.6", func(Windows, mq.Capabilities) time.Duration { return 2 * replyTimeout }, lostPublishAck)
 }
 
-// measureWindow finds the moment the same id is stored again. Each probe
-// uses an id of its own, first published at the start, so that a probe's
-// hit cannot move another probe's window even on a broker that refreshes on
-// a hit. Offsets count from the first publish's ack.
+// measureWindow is BR-1.2: probes retry the same id at offsets around the
+// declared window and the read-back says which were stored again. Each probe
+// brackets the broker's own gap between the two copies: a retry that was
+// dropped proves the window is longer than the least the gap can have been
+// (retry sent - first reply), one stored again proves it shorter than the
+// most (retry reply - first sent). Only a bound past the tolerance is a
+// fail; a host that delayed the kit's probes widens the bracket, and a
+// bracket that cannot place the window's end within the tolerance is
+// measured again (up to three times while the budget allows), then unknown.
 func measureWindow(f *fixture) judge {
 	W, A, tol := window(f.t.Caps), applied(f.w, f.t.Caps), f.w.Tolerance
 	f.appliedNote()
@@ -230,62 +235,28 @@ func measureWindow(f *fixture) judge {
 			}
 		}
 	}
-	type probe struct {
-		id      string
-		first   time.Time
-		offset  time.Duration
-		at      time.Duration
-		stored  bool
-		skipped bool
-	}
-	probes := make([]*probe, len(offsets))
-	for i, o := range offsets {
-		pr := &probe{id: f.name(fmt.Sprintf("probe%02d", i)), offset: o}
-		if _, err := f.publish("producer", topic, mq.Message{ID: pr.id, Payload: []byte(pr.id)}); err != nil {
-			return f.failed(err, "first publish of a probe")
+	var m windowBracket
+	attempts := 0
+	for attempts < 3 {
+		attempts++
+		var err error
+		m, err = f.probeWindow(topic, offsets, attempts)
+		if err != nil {
+			return f.failed(err, "probing the window")
 		}
-		pr.first = time.Now()
-		probes[i] = pr
-	}
-	sort.Slice(probes, func(i, j int) bool {
-		return probes[i].first.Add(probes[i].offset).Before(probes[j].first.Add(probes[j].offset))
-	})
-	for _, pr := range probes {
-		f.sleepUntil(pr.first.Add(pr.offset))
-		_, err := f.publish("prober", topic, mq.Message{ID: pr.id, Payload: []byte(pr.id)})
-		pr.at = time.Since(pr.first)
-		// The reply is not trusted here; the read-back below is authoritative.
-		pr.skipped = err != nil
-	}
-	all, err := f.b.ReadAll(f.ctx, topic)
-	if err != nil {
-		return f.failed(unsure("reading the topic back", err), "reading the topic back")
-	}
-	count := map[string]int{} // copies per probe, known by payload
-	for _, s := range all {
-		count[string(s.Message.Payload)]++
-	}
-	sort.Slice(probes, func(i, j int) bool { return probes[i].offset < probes[j].offset })
-	var lastDropped, firstStored time.Duration = -1, -1
-	nonMonotonic := false
-	for _, pr := range probes {
-		if pr.skipped {
-			continue
+		if m.decided(W, tol) {
+			break
 		}
-		pr.stored = count[pr.id] > 1
-		if pr.stored && firstStored < 0 {
-			firstStored = pr.at
-		}
-		if !pr.stored {
-			if firstStored >= 0 {
-				nonMonotonic = true
-			}
-			lastDropped = pr.at
+		// Undecided: measure again only if a whole measurement still fits.
+		if dl, ok := f.ctx.Deadline(); ok && time.Until(dl) < span(f.w, f.t.Caps)+4*tol+5*time.Second {
+			break
 		}
 	}
+	lastDropped, firstStored := m.lastDropped, m.firstStored
 	f.ev.Figure("declared window", W.Seconds(), "s")
 	f.ev.Figure("tolerance", tol.Seconds(), "s")
-	f.ev.Figure("probes", len(probes), "")
+	f.ev.Figure("probes", len(offsets), "per measurement")
+	f.ev.Figure("measurements", attempts, "")
 	if f.t.Declared == nil {
 		f.ev.SetupHazard("the window measured is the kit's own test window (%s) on a scratch stream, not a team's configuration; tck run --profile measures the declared one", W)
 	}
@@ -295,20 +266,113 @@ func measureWindow(f *fixture) judge {
 	if firstStored >= 0 {
 		f.ev.Figure("measured window", firstStored.Seconds(), "s")
 		f.ev.Compare(verdict.Comparison{Setting: "de-dupe window", Declared: W.String(), Actual: firstStored.Round(time.Millisecond).String(),
-			Source: "measured", Match: firstStored >= W-tol && firstStored <= W+tol})
+			Source: "measured", Match: m.decided(W, tol) && m.ok(W, tol)})
 	} else {
-		f.ev.Compare(verdict.Comparison{Setting: "de-dupe window", Declared: W.String(), Actual: "longer than " + (W + 2*tol).String(), Source: "measured"})
+		f.ev.Compare(verdict.Comparison{Setting: "de-dupe window", Declared: W.String(), Actual: "longer than " + lastDropped.Round(time.Millisecond).String(), Source: "measured"})
 	}
 	return func(r *spec.R) {
-		if nonMonotonic {
+		if m.nonMonotonic {
 			r.Ev.Notef("a probe was dropped after an earlier probe had been stored again: the window is not sharp")
 		}
-		r.Expect(firstStored >= 0).To(gomega.BeTrue(),
-			"no retry up to %.2fs was stored again: the effective window is longer than the declared %s plus the tolerance %s", (W + 2*tol).Seconds(), W, tol)
-		r.Ev.Notef("measured window %.3fs (last drop %.3fs), declared %s ± %s", firstStored.Seconds(), lastDropped.Seconds(), W, tol)
-		f.atLeast(r, firstStored, W-tol, "the same id was stored again after %.3fs, before the declared window %s minus the tolerance %s", firstStored.Seconds(), W, tol)
-		f.atMost(r, firstStored, W+tol, "the same id was first stored again after %.3fs, beyond the declared window %s plus the tolerance %s", firstStored.Seconds(), W, tol)
+		r.Ev.Notef("window between %.3fs (last drop) and %.3fs (first stored again), declared %s ± %s, %d measurement(s)", lastDropped.Seconds(), firstStored.Seconds(), W, tol, attempts)
+		// Definite answers first: a retry dropped past the tolerance, or
+		// one stored again before it.
+		f.atMost(r, lastDropped, W+tol, "a retry %.3fs after the first publish was still dropped: the effective window is longer than the declared %s plus the tolerance %s", lastDropped.Seconds(), W, tol)
+		if firstStored >= 0 {
+			f.atLeast(r, firstStored, W-tol, "the same id was stored again after %.3fs, before the declared window %s minus the tolerance %s", firstStored.Seconds(), W, tol)
+		}
+		if !m.decided(W, tol) {
+			r.Unknown("the probes could not place the window's end within the tolerance in %d measurement(s): it lies between %.3fs (last retry dropped) and %s (first stored again), declared %s ± %s; the kit's probes went out late (a busy host)",
+				attempts, lastDropped.Seconds(), storedText(firstStored), W, tol)
+		}
 	}
+}
+
+// windowBracket is one measurement of BR-1.2: the window's end lies after
+// lastDropped and before firstStored (-1: no such probe).
+type windowBracket struct {
+	lastDropped, firstStored time.Duration
+	nonMonotonic             bool
+}
+
+// decided says whether the bracket settles the declared window W ± tol:
+// either bound past the tolerance (a fail), or both inside it (a pass).
+func (m windowBracket) decided(W, tol time.Duration) bool {
+	if m.lastDropped > W+tol || (m.firstStored >= 0 && m.firstStored < W-tol) {
+		return true
+	}
+	return m.ok(W, tol)
+}
+
+// ok says whether the whole bracket lies within W ± tol.
+func (m windowBracket) ok(W, tol time.Duration) bool {
+	return m.firstStored >= 0 && m.firstStored <= W+tol && m.lastDropped >= W-tol
+}
+
+func storedText(d time.Duration) string {
+	if d < 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%.3fs", d.Seconds())
+}
+
+// probeWindow publishes one probe per offset, retries each at its offset and
+// reads the topic back: the bracket of this measurement.
+func (f *fixture) probeWindow(topic string, offsets []time.Duration, attempt int) (windowBracket, error) {
+	type probe struct {
+		id            string
+		sent, first   time.Time // the first publish went out, its reply came
+		offset        time.Duration
+		lower, upper  time.Duration // the broker's gap between the copies lies between
+		stored, trust bool
+	}
+	probes := make([]*probe, len(offsets))
+	for i, o := range offsets {
+		pr := &probe{id: f.name(fmt.Sprintf("m%dprobe%02d", attempt, i)), offset: o}
+		pr.sent = time.Now()
+		if _, err := f.publish("producer", topic, mq.Message{ID: pr.id, Payload: []byte(pr.id)}); err != nil {
+			return windowBracket{}, unsure("first publish of a probe", err)
+		}
+		pr.first = time.Now()
+		probes[i] = pr
+	}
+	sort.Slice(probes, func(i, j int) bool {
+		return probes[i].first.Add(probes[i].offset).Before(probes[j].first.Add(probes[j].offset))
+	})
+	for _, pr := range probes {
+		f.sleepUntil(pr.first.Add(pr.offset))
+		sent := time.Now()
+		_, err := f.publish("prober", topic, mq.Message{ID: pr.id, Payload: []byte(pr.id)})
+		pr.lower, pr.upper = sent.Sub(pr.first), time.Since(pr.sent)
+		// The reply is not trusted here; the read-back below is authoritative.
+		pr.trust = err == nil
+	}
+	all, err := f.b.ReadAll(f.ctx, topic)
+	if err != nil {
+		return windowBracket{}, unsure("reading the topic back", err)
+	}
+	count := map[string]int{} // copies per probe, known by payload
+	for _, s := range all {
+		count[string(s.Message.Payload)]++
+	}
+	sort.Slice(probes, func(i, j int) bool { return probes[i].offset < probes[j].offset })
+	m := windowBracket{lastDropped: -1, firstStored: -1}
+	for _, pr := range probes {
+		if !pr.trust {
+			continue
+		}
+		pr.stored = count[pr.id] > 1
+		if pr.stored && (m.firstStored < 0 || pr.upper < m.firstStored) {
+			m.firstStored = pr.upper
+		}
+		if !pr.stored {
+			if m.firstStored >= 0 {
+				m.nonMonotonic = true
+			}
+			m.lastDropped = max(m.lastDropped, pr.lower)
+		}
+	}
+	return m, nil
 }
 
 // lostPublishAck is BR-1.6: the proxy swallows the broker's reply to one

@@ -143,12 +143,12 @@ type Set struct {
 	// go test as parallel subtests. Ginkgo runs specs one after another, so
 	// a suite whose rules mostly wait uses Prepare instead.
 	Parallel bool
-	// Prepare, when set, is called once, before the first rule runs, with
-	// the ids of the rules that will run and apply (Ginkgo: those the label
+	// Prepare, when set, is called once, before the first rule runs and
+	// after the set started the workloads of its Background rules, with the
+	// ids of the rules that will run and apply (Ginkgo: those the label
 	// filter selects). Finish is called after the last rule of the set has
-	// run, however it ended. The broker suite starts every selected rule's
-	// waiting workload in Prepare so the waits overlap, and stops any left
-	// in Finish.
+	// run, however it ended, before the set stops any workload left
+	// running. The broker suite reports progress between the two.
 	Prepare func(ids []string)
 	Finish  func()
 	// Lacks, when set before It, is the target's own reason for each
@@ -161,6 +161,8 @@ type Set struct {
 	// Reasons, when set before It, are the fallback by rule id for a rule
 	// whose missing capabilities have no reason in Lacks.
 	Reasons map[string]string
+
+	bg background
 }
 
 // New makes a Set for a target that has the given capabilities.

@@ -30,16 +30,12 @@ func (s *Set) Ginkgo(opts ...Option) {
 	}
 	var once sync.Once
 	ginkgo.Describe(s.suite, ginkgo.Ordered, ginkgo.ContinueOnFailure, func() {
-		if s.Finish != nil {
-			ginkgo.AfterAll(func() { s.Finish() })
-		}
+		ginkgo.AfterAll(s.finish)
 		for _, ru := range s.rules {
 			ginkgo.It(ru.id+" "+ru.meta.Title, ginkgo.Label(Labels(ru.meta)...),
 				ginkgo.SpecTimeout(s.Timeout), ginkgo.GracePeriod(Grace),
 				func(ctx ginkgo.SpecContext) {
-					if s.Prepare != nil {
-						once.Do(func() { s.Prepare(s.selected()) })
-					}
+					once.Do(func() { s.prepare(s.selected()) })
 					s.runGinkgo(ctx, ru, o)
 				})
 		}

@@ -2,7 +2,10 @@
 // the rule up in the catalog (an id that is not there is a programming
 // error), decides not-applicable from the target's capabilities, gives the
 // rule a deadline, and hands the body an R: its context, its evidence, and a
-// Gomega bound to this rule.
+// Gomega bound to this rule. A rule registers with Set.It, or, when it must
+// wait (a window, an ack wait), with Set.Background: a workload started
+// ahead in the background, so the waits overlap, and the judge it hands
+// back, run in the rule's spec.
 //
 // A Set of rules is then run by one of two drivers, the same rules either way:
 //
@@ -141,14 +144,14 @@ type Set struct {
 	Timeout time.Duration
 	// Parallel runs the rules at the same time where the driver can: under
 	// go test as parallel subtests. Ginkgo runs specs one after another, so
-	// a suite whose rules mostly wait uses Prepare instead.
+	// a rule that mostly waits registers with Background instead.
 	Parallel bool
-	// Prepare, when set, is called once, before the first rule runs, with
-	// the ids of the rules that will run and apply (Ginkgo: those the label
+	// Prepare, when set, is called once, before the first rule runs and
+	// after the set started the workloads of its Background rules, with the
+	// ids of the rules that will run and apply (Ginkgo: those the label
 	// filter selects). Finish is called after the last rule of the set has
-	// run, however it ended. The broker suite starts every selected rule's
-	// waiting workload in Prepare so the waits overlap, and stops any left
-	// in Finish.
+	// run, however it ended, before the set stops any workload left
+	// running. The broker suite reports progress between the two.
 	Prepare func(ids []string)
 	Finish  func()
 	// Lacks, when set before It, is the target's own reason for each
@@ -161,6 +164,8 @@ type Set struct {
 	// Reasons, when set before It, are the fallback by rule id for a rule
 	// whose missing capabilities have no reason in Lacks.
 	Reasons map[string]string
+
+	bg background
 }
 
 // New makes a Set for a target that has the given capabilities.

@@ -24,9 +24,7 @@ import (
 // subtest fails as unknown and the test goes on.
 func (s *Set) Test(t *testing.T) {
 	t.Helper()
-	if s.Finish != nil {
-		t.Cleanup(s.Finish)
-	}
+	t.Cleanup(s.finish)
 	for _, ru := range s.rules {
 		t.Run(ru.id, func(t *testing.T) {
 			if s.Parallel {

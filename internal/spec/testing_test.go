@@ -36,10 +36,7 @@ func TestDriverVerdicts(t *testing.T) {
 		r.Excuse(func(string) string { return "" })
 		r.Expect(1).To(Equal(2), "one is not two")
 	})
-	want := map[string]struct {
-		v      verdict.Verdict
-		reason string
-	}{
+	runWant(t, s, map[string]want{
 		"ES-1.1":  {verdict.Pass, "held"},
 		"ES-1.2":  {verdict.Fail, "one is not two"},
 		"ES-1.3":  {verdict.Fail, "boom"},
@@ -50,15 +47,27 @@ func TestDriverVerdicts(t *testing.T) {
 		"ES-1.8":  {verdict.Fail, "never two"},
 		"ES-1.9":  {verdict.Unknown, "the kit was paused: one is not two"},
 		"ES-1.10": {verdict.Fail, "one is not two"},
+	})
+	if cleaned != 2 {
+		t.Errorf("cleanups ran %d times, want 2 (after a pass and after a fail)", cleaned)
 	}
+}
+
+// want is a verdict and a piece of its reason.
+type want struct {
+	v      verdict.Verdict
+	reason string
+}
+
+// runWant runs every rule of s under the go test driver and checks each
+// against its want.
+func runWant(t *testing.T, s *Set, wants map[string]want) {
+	t.Helper()
 	for _, ru := range s.rules {
 		out := s.runOne(ru)
-		w := want[ru.id]
+		w := wants[ru.id]
 		if out.v != w.v || !strings.Contains(out.reason, w.reason) {
 			t.Errorf("%s: %s %q, want %s containing %q", ru.id, out.v, out.reason, w.v, w.reason)
 		}
-	}
-	if cleaned != 2 {
-		t.Errorf("cleanups ran %d times, want 2 (after a pass and after a fail)", cleaned)
 	}
 }

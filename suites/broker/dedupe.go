@@ -47,7 +47,7 @@ func (f *fixture) appliedNote() {
 func registerDedupe(p *plan) {
 	none := func(Windows, mq.Capabilities) time.Duration { return 0 }
 
-	p.add("BR-1.1", none, func(f *fixture) judge {
+	p.set.Background("BR-1.1", p.workload("BR-1.1", none, func(f *fixture) judge {
 		f.appliedNote()
 		topic, err := f.topic("t", mq.TopicConfig{DedupeWindow: applied(f.w, f.t.Caps)})
 		if err != nil {
@@ -69,20 +69,18 @@ func registerDedupe(p *plan) {
 			}
 			r.Ev.Notef("stored once; the second reply: %s", describeAck(a2))
 		}
-	})
+	}))
 
-	p.add("BR-1.2", func(w Windows, c mq.Capabilities) time.Duration { return span(w, c) + 2*w.Tolerance }, measureWindow)
+	p.set.Background("BR-1.2", p.workload("BR-1.2", func(w Windows, c mq.Capabilities) time.Duration { return span(w, c) + 2*w.Tolerance }, measureWindow))
 
-	p.add("BR-1.3", func(w Windows, c mq.Capabilities) time.Duration { return span(w, c) * 12 / 10 }, func(f *fixture) judge {
+	p.set.Background("BR-1.3", p.workload("BR-1.3", func(w Windows, c mq.Capabilities) time.Duration { return span(w, c) * 12 / 10 }, func(f *fixture) judge {
 		W := window(f.t.Caps)
 		f.appliedNote()
 		topic, err := f.topic("t", mq.TopicConfig{DedupeWindow: applied(f.w, f.t.Caps)})
 		if err != nil {
 			return f.failed(err, "creating the topic")
 		}
-		// Two ids published together stand for one first publish followed
-		// along two independent branches, so that branch A's hit cannot
-		// move branch B's window (the seed's point).
+
 		idA, idB := f.name("branchA"), f.name("branchB")
 		if _, err := f.publish("producer", topic, mq.Message{ID: idA, Payload: []byte(idA)}); err != nil {
 			return f.failed(err, "first publish, branch A")
@@ -111,25 +109,22 @@ func registerDedupe(p *plan) {
 			r.Ev.Notef("branch A (0.8 window, %.2fs): %s, %d copies; branch B (1.2 window, %.2fs): %s, %d copies",
 				atA.Seconds(), describeAck(aA), nA, atB.Seconds(), describeAck(aB), nB)
 			if nA != 1 && atA >= W-f.w.Tolerance {
-				// The kit sent it late: it lay outside the window, and a
-				// broker that stored it again was right to.
+
 				f.unknown(r, "branch A's retry, due at 0.8 of the window, went out only after %.2fs (the window is %s): stored again, which says nothing", atA.Seconds(), W)
 			}
 			r.Expect(nA).To(gomega.Equal(1), "branch A: a retry at 0.8 of the window (%.2fs) must be dropped; copies stored", atA.Seconds())
 			r.Expect(nB).To(gomega.Equal(2), "branch B: a retry at 1.2 of the window (%.2fs) must be stored again; copies stored", atB.Seconds())
 		}
-	})
+	}))
 
-	p.add("BR-1.4", func(w Windows, c mq.Capabilities) time.Duration { return span(w, c) * 12 / 10 }, func(f *fixture) judge {
+	p.set.Background("BR-1.4", p.workload("BR-1.4", func(w Windows, c mq.Capabilities) time.Duration { return span(w, c) * 12 / 10 }, func(f *fixture) judge {
 		W := window(f.t.Caps)
 		f.appliedNote()
 		topic, err := f.topic("t", mq.TopicConfig{DedupeWindow: applied(f.w, f.t.Caps)})
 		if err != nil {
 			return f.failed(err, "creating the topic")
 		}
-		// hit gets a duplicate at half the window; control does not. Both
-		// are retried at 1.2 of the window: if the hit refreshed hit's
-		// window (to 1.5), hit is dropped and control stored.
+
 		hit, control := f.name("hit"), f.name("control")
 		if _, err := f.publish("producer", topic, mq.Message{ID: hit, Payload: []byte(hit)}); err != nil {
 			return f.failed(err, "first publish")
@@ -150,7 +145,7 @@ func registerDedupe(p *plan) {
 		f.ev.Figure("declared refresh on hit", f.t.Caps.DedupeRefreshOnHit, "")
 		f.ev.Figure("measured refresh on hit", refreshed, "")
 		if nAtHit == 1 && nCtl != 1 {
-			// Decided only with a hit and a lapsed control (see the judge).
+
 			f.ev.Compare(verdict.Comparison{Setting: "de-dupe window refreshed on a hit", Declared: fmt.Sprint(f.t.Caps.DedupeRefreshOnHit), Actual: fmt.Sprint(refreshed),
 				Source: "measured", Match: refreshed == f.t.Caps.DedupeRefreshOnHit})
 		}
@@ -168,9 +163,9 @@ func registerDedupe(p *plan) {
 				describeAck(aLate), nHit, nCtl, refreshed, f.t.Caps.DedupeRefreshOnHit)
 			r.Expect(refreshed).To(gomega.Equal(f.t.Caps.DedupeRefreshOnHit), "whether a duplicate hit refreshes the window: measured (want = declared)")
 		}
-	})
+	}))
 
-	p.add("BR-1.5", none, func(f *fixture) judge {
+	p.set.Background("BR-1.5", p.workload("BR-1.5", none, func(f *fixture) judge {
 		f.appliedNote()
 		topic, err := f.topic("t", mq.TopicConfig{DedupeWindow: applied(f.w, f.t.Caps)})
 		if err != nil {
@@ -194,9 +189,9 @@ func registerDedupe(p *plan) {
 			r.Expect(nV1).To(gomega.Equal(1), "the first payload must be the one kept; copies of it")
 			r.Ev.Notef("equal payloads under two ids: both stored; one id with a changed payload: dropped, first payload kept")
 		}
-	})
+	}))
 
-	p.add("BR-1.6", func(Windows, mq.Capabilities) time.Duration { return 2 * replyTimeout }, lostPublishAck)
+	p.set.Background("BR-1.6", p.workload("BR-1.6", func(Windows, mq.Capabilities) time.Duration { return 2 * replyTimeout }, lostPublishAck))
 }
 
 // measureWindow is BR-1.2: probes retry the same id at offsets around the

@@ -34,9 +34,8 @@ func (f *fixture) setup(cfg mq.ConsumerConfig, ids ...string) (string, string, m
 }
 
 func registerDelivery(p *plan) {
-	p.add("BR-2.1", func(w Windows, _ mq.Capabilities) time.Duration { return w.firstRedelivery() + w.Tolerance }, func(f *fixture) judge {
-		// With a back-off list the first redelivery comes after its first
-		// step (the server sets the ack wait to it).
+	p.set.Background("BR-2.1", p.workload("BR-2.1", func(w Windows, _ mq.Capabilities) time.Duration { return w.firstRedelivery() + w.Tolerance }, func(f *fixture) judge {
+
 		aw, tol := f.w.firstRedelivery(), f.w.Tolerance
 		setting := "ack wait (first redelivery)"
 		if len(f.w.Backoff) > 0 {
@@ -71,14 +70,14 @@ func registerDelivery(p *plan) {
 			f.atMost(r, delay, aw+tol, "redelivered after %.3fs, later than the ack wait %s plus the tolerance", delay.Seconds(), aw)
 			r.Expect(again.d.Attempt()).To(gomega.Equal(first.d.Attempt()+1), "the redelivery's attempt number must be one higher than the first (%d)", first.d.Attempt())
 		}
-	})
+	}))
 
-	p.add("BR-2.2", func(w Windows, _ mq.Capabilities) time.Duration { return 3 * w.AckWait }, func(f *fixture) judge {
+	p.set.Background("BR-2.2", p.workload("BR-2.2", func(w Windows, _ mq.Capabilities) time.Duration { return 3 * w.AckWait }, func(f *fixture) judge {
 		return settledStaysSettled(f, "ack", func(d mq.Delivery) func(context.Context) error { return d.Ack }, 3,
 			"the ack must be confirmed", "a confirmed ack must stop redelivery", "three ack waits", "a confirmed ack")
-	})
+	}))
 
-	p.add("BR-2.3", func(w Windows, _ mq.Capabilities) time.Duration { return w.AckWait }, func(f *fixture) judge {
+	p.set.Background("BR-2.3", p.workload("BR-2.3", func(w Windows, _ mq.Capabilities) time.Duration { return w.AckWait }, func(f *fixture) judge {
 		aw, tol := f.w.AckWait, f.w.Tolerance
 		id := f.name("m")
 		topic, group, c1, err := f.setup(mq.ConsumerConfig{AckWait: aw}, id)
@@ -109,16 +108,16 @@ func registerDelivery(p *plan) {
 			r.Ev.Figure("redelivered to member-2 after", again.at.Sub(first.at).Seconds(), "s")
 			r.Ev.Notef("member-1 closed without acking; member-2 got the message after %.3fs, attempt %d", again.at.Sub(first.at).Seconds(), again.d.Attempt())
 		}
-	})
+	}))
 
-	p.add("BR-2.4", func(w Windows, _ mq.Capabilities) time.Duration { return w.NakDelay }, func(f *fixture) judge {
+	p.set.Background("BR-2.4", p.workload("BR-2.4", func(w Windows, _ mq.Capabilities) time.Duration { return w.NakDelay }, func(f *fixture) judge {
 		aw, nd, tol := f.w.AckWait, f.w.NakDelay, f.w.Tolerance
 		plain, delayed := f.name("plain"), f.name("delayed")
 		_, _, c, err := f.setup(mq.ConsumerConfig{AckWait: aw}, plain, delayed)
 		if err != nil {
 			return f.failed(err, "setting up")
 		}
-		got := map[string]*delivered{} // by payload: "body of <id>"
+		got := map[string]*delivered{}
 		plain, delayed = "body of "+plain, "body of "+delayed
 		for len(got) < 2 {
 			d, err := f.next("member-1", c, time.Now().Add(aw))
@@ -150,14 +149,14 @@ func registerDelivery(p *plan) {
 			f.atLeast(r, bd, nd-tol/5, "a nak with delay %s came back after %.3fs, before the delay", nd, bd.Seconds())
 			r.Ev.Notef("nak: back after %.3fs; nak with delay %s: back after %.3fs", bp.Seconds(), nd, bd.Seconds())
 		}
-	})
+	}))
 
-	p.add("BR-2.5", func(w Windows, _ mq.Capabilities) time.Duration { return 2 * w.AckWait }, func(f *fixture) judge {
+	p.set.Background("BR-2.5", p.workload("BR-2.5", func(w Windows, _ mq.Capabilities) time.Duration { return 2 * w.AckWait }, func(f *fixture) judge {
 		return settledStaysSettled(f, "term", func(d mq.Delivery) func(context.Context) error { return d.Term }, 2,
 			"term", "term must stop redelivery for good", "two ack waits", "term")
-	})
+	}))
 
-	p.add("BR-2.6", func(w Windows, _ mq.Capabilities) time.Duration { return w.AckWait }, func(f *fixture) judge {
+	p.set.Background("BR-2.6", p.workload("BR-2.6", func(w Windows, _ mq.Capabilities) time.Duration { return w.AckWait }, func(f *fixture) judge {
 		aw, max := f.w.AckWait, f.w.MaxDeliver
 		id := f.name("m")
 		topic, group, c, err := f.setup(mq.ConsumerConfig{AckWait: aw, MaxDeliver: max}, id)
@@ -174,8 +173,7 @@ func registerDelivery(p *plan) {
 				return f.failed(err, "subscribing to the max-deliver signal")
 			}
 		}
-		// Nak each attempt so the attempts come at once; then watch one
-		// ack wait more for an attempt beyond the limit.
+
 		var attempts []int
 		deadline := time.Now().Add(aw)
 		for {
@@ -204,16 +202,16 @@ func registerDelivery(p *plan) {
 			if !canWatch {
 				f.unknown(r, "deliveries stopped at %d, but the adapter exposes no max-deliver signal to observe", max)
 			}
-			// The broker says so once the last attempt's ack wait ended.
+
 			var signal string
-			f.need = aw / 2 // a pause as long as the wait explains missing the signal
+			f.need = aw / 2
 			r.Eventually(signals).WithTimeout(aw/2).Should(gomega.Receive(&signal), "the broker's max-deliver signal (advisory) must be observed")
 			f.need = 0
 			f.rec.Note("broker", "max-deliver signal", "pos="+signal, "")
 		}
-	})
+	}))
 
-	p.add("BR-2.7", func(w Windows, _ mq.Capabilities) time.Duration { return w.AckWait * 16 / 10 }, func(f *fixture) judge {
+	p.set.Background("BR-2.7", p.workload("BR-2.7", func(w Windows, _ mq.Capabilities) time.Duration { return w.AckWait * 16 / 10 }, func(f *fixture) judge {
 		aw, tol := f.w.AckWait, f.w.Tolerance
 		id := f.name("m")
 		_, _, c, err := f.setup(mq.ConsumerConfig{AckWait: aw}, id)
@@ -230,8 +228,7 @@ func registerDelivery(p *plan) {
 		w := f.watch("member-1", c, ipAt.Add(aw+3*tol))
 		return func(r *spec.R) {
 			f.must(r, ipErr, "in-progress")
-			// The watch ends by its own deadline; nothing by then is no
-			// redelivery at all, which says nothing about in-progress.
+
 			again, ok := <-w.back("")
 			f.must(r, w.Err(), "fetching")
 			if !ok {
@@ -241,8 +238,7 @@ func registerDelivery(p *plan) {
 			r.Ev.Figure("redelivered after first delivery", since.Seconds(), "s")
 			r.Ev.Figure("redelivered after in-progress", again.at.Sub(ipAt).Seconds(), "s")
 			if late := ipAt.Sub(first.at); late >= aw-tol {
-				// The kit sent it late: the ack wait had (nearly) run out,
-				// so a redelivery says nothing about in-progress.
+
 				f.unknown(r, "the in-progress, due at %.2fs, went out only %.3fs after the delivery, when the ack wait %s had run out: whether it pushes the deadline back was not tested", (aw * 6 / 10).Seconds(), late.Seconds(), aw)
 			}
 			f.atLeast(r, since, aw+tol,
@@ -251,9 +247,9 @@ func registerDelivery(p *plan) {
 			r.Ev.Notef("in-progress at %.2fs pushed the deadline back: redelivered after %.3fs, %.3fs after the in-progress (ack wait %s)",
 				(aw * 6 / 10).Seconds(), since.Seconds(), again.at.Sub(ipAt).Seconds(), aw)
 		}
-	})
+	}))
 
-	p.add("BR-2.8", func(Windows, mq.Capabilities) time.Duration { return 0 }, func(f *fixture) judge {
+	p.set.Background("BR-2.8", p.workload("BR-2.8", func(Windows, mq.Capabilities) time.Duration { return 0 }, func(f *fixture) judge {
 		var acked []*ackedOne
 		for _, r := range []mq.Retention{mq.Limits, mq.WorkQueue} {
 			if !slices.Contains(f.t.Caps.Retentions, r) {
@@ -271,7 +267,8 @@ func registerDelivery(p *plan) {
 				a.judge(r)
 			}
 		}
-	})
+	}))
+
 }
 
 // ackedOne is one message of BR-2.8: published on a topic of its own

@@ -23,8 +23,8 @@ const durableBatch = 100
 
 func registerDurability(p *plan) {
 	none := func(Windows, mq.Capabilities) time.Duration { return 0 }
-	p.add("BR-1.7", none, dedupeAfterRestart)
-	p.add("BR-3.1", none, survivesRestart)
+	p.set.Background("BR-1.7", p.workload("BR-1.7", none, dedupeAfterRestart))
+	p.set.Background("BR-3.1", p.workload("BR-3.1", none, survivesRestart))
 }
 
 // private starts the rule's own server and opens a handle on it.

@@ -68,10 +68,10 @@ func registerKafka(p *plan) {
 	maps.Copy(reasons, p.set.Reasons)
 	p.set.Reasons = reasons
 	none := func(Windows, mq.Capabilities) time.Duration { return 0 }
-	p.add("BR-5.1", none, idempotentRetry)
-	p.add("BR-5.2", none, resendAfterRestart)
-	p.add("BR-5.3", none, commitOrder)
-	p.add("BR-5.4", none, rereadAfterReset)
+	p.set.Background("BR-5.1", p.workload("BR-5.1", none, idempotentRetry))
+	p.set.Background("BR-5.2", p.workload("BR-5.2", none, resendAfterRestart))
+	p.set.Background("BR-5.3", p.workload("BR-5.3", none, commitOrder))
+	p.set.Background("BR-5.4", p.workload("BR-5.4", none, rereadAfterReset))
 }
 
 // arrival bounds a wait for a record that must come (a first delivery, one

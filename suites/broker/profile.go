@@ -158,7 +158,7 @@ func durations(ds []time.Duration) string {
 }
 
 func registerProfile(p *plan) {
-	p.add("BR-6.1", func(Windows, mq.Capabilities) time.Duration { return 0 }, certify)
+	p.set.Background("BR-6.1", p.workload("BR-6.1", func(Windows, mq.Capabilities) time.Duration { return 0 }, certify))
 }
 
 // certify is BR-6.1: read the declared streams and consumers from the

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/onceproof/tck/internal/spec"
 )
 
 // Progress lines: a run whose rules wait for long (a declared 60 s window,
@@ -20,10 +22,8 @@ const (
 // finishes; it returns at once when no rule waits long.
 func (p *plan) reportProgress(ids []string) {
 	longest := time.Duration(0)
-	for _, id := range ids {
-		if p.runnable(id) {
-			longest = max(longest, p.rules[id].wait(p.t.Windows, p.t.Caps))
-		}
+	for _, w := range p.set.Waits(ids) {
+		longest = max(longest, w)
 	}
 	if p.t.Progress == nil || longest < progressFrom {
 		return
@@ -39,7 +39,7 @@ func (p *plan) reportProgress(ids []string) {
 			case <-p.ctx.Done():
 				return
 			case <-tick.C:
-				if line := p.progressLine(); line != "" {
+				if line := progressLine(p.set.Running()); line != "" {
 					p.t.Progress(line)
 				}
 			}
@@ -48,30 +48,16 @@ func (p *plan) reportProgress(ids []string) {
 }
 
 // progressLine names the rules still running and the time left.
-func (p *plan) progressLine() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	type waiting struct {
-		id   string
-		left time.Duration
-	}
-	var ws []waiting
-	for id, ru := range p.runs {
-		if ru.done {
-			continue
-		}
-		end := ru.f.started.Add(p.rules[id].wait(p.t.Windows, p.t.Caps))
-		ws = append(ws, waiting{id, max(time.Until(end), 0)})
-	}
+func progressLine(ws []spec.Running) string {
 	if len(ws) == 0 {
 		return ""
 	}
-	sort.Slice(ws, func(i, j int) bool { return ws[i].left > ws[j].left || ws[i].left == ws[j].left && ws[i].id < ws[j].id })
+	sort.Slice(ws, func(i, j int) bool { return ws[i].Left > ws[j].Left || ws[i].Left == ws[j].Left && ws[i].ID < ws[j].ID })
 	var parts []string
 	past := 0 // past their wait, to be judged in turn
 	for _, w := range ws {
-		if w.left >= time.Second {
-			parts = append(parts, fmt.Sprintf("%s (%s)", w.id, w.left.Round(time.Second)))
+		if w.Left >= time.Second {
+			parts = append(parts, fmt.Sprintf("%s (%s)", w.ID, w.Left.Round(time.Second)))
 		} else {
 			past++
 		}
@@ -79,7 +65,7 @@ func (p *plan) progressLine() string {
 	if len(parts) == 0 {
 		return fmt.Sprintf("%d rules past their waits, being judged", past)
 	}
-	line := fmt.Sprintf("waiting: %s; about %s left", strings.Join(parts, ", "), ws[0].left.Round(time.Second))
+	line := fmt.Sprintf("waiting: %s; about %s left", strings.Join(parts, ", "), ws[0].Left.Round(time.Second))
 	if past > 0 {
 		line += fmt.Sprintf(" (%d more past their waits)", past)
 	}

@@ -7,39 +7,40 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/mq"
 )
 
 // TestProgress: a run with a long wait announces it and then names the
-// rules still waiting with the time left; the finished and the judged are
-// not listed; a run of short waits says nothing.
+// rules still waiting with the time left, the ones past their waits
+// counted; a run of short waits says nothing.
 func TestProgress(t *testing.T) {
+	line := progressLine([]spec.Running{{ID: "BR-1.1"}, {ID: "BR-1.2", Left: 45 * time.Second}})
+	if !strings.HasPrefix(line, "waiting: BR-1.2 (45s); about 45s left") || !strings.Contains(line, "1 more past their waits") {
+		t.Errorf("progress line %q", line)
+	}
+	if line := progressLine(nil); line != "" {
+		t.Errorf("nothing running said %q", line)
+	}
+
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var mu sync.Mutex
 	var lines []string
-	p := &plan{
-		t: Target{Windows: DefaultWindows(), Budget: 10 * time.Minute, Progress: func(l string) {
-			mu.Lock()
-			defer mu.Unlock()
-			lines = append(lines, l)
-		}},
-		ctx: ctx, cancel: cancel, rules: map[string]ruleDef{}, runs: map[string]*run{},
-	}
 	minute := func(Windows, mq.Capabilities) time.Duration { return time.Minute }
 	none := func(Windows, mq.Capabilities) time.Duration { return 0 }
-	p.rules["BR-1.2"] = ruleDef{wait: minute}
-	p.rules["BR-2.1"] = ruleDef{wait: minute}
-	p.rules["BR-1.1"] = ruleDef{wait: none}
-	now := time.Now()
-	p.runs["BR-1.2"] = &run{f: &fixture{started: now.Add(-15 * time.Second)}}
-	p.runs["BR-2.1"] = &run{f: &fixture{started: now}, done: true}
-	p.runs["BR-1.1"] = &run{f: &fixture{started: now}}
-
-	line := p.progressLine()
-	if !strings.HasPrefix(line, "waiting: BR-1.2 (45s); about 45s left") || !strings.Contains(line, "1 more past their waits") || strings.Contains(line, "BR-2.1") {
-		t.Errorf("progress line %q", line)
+	set := func(t Target, waits map[string]func(Windows, mq.Capabilities) time.Duration) *plan {
+		p := &plan{t: t, set: spec.New("broker"), ctx: ctx, cancel: cancel}
+		for id, w := range waits {
+			p.set.Background(id, p.workload(id, w, nil))
+		}
+		return p
 	}
+	p := set(Target{Windows: DefaultWindows(), Budget: 10 * time.Minute, Progress: func(l string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, l)
+	}}, map[string]func(Windows, mq.Capabilities) time.Duration{"BR-1.1": none, "BR-1.2": minute})
 	p.reportProgress([]string{"BR-1.1", "BR-1.2"})
 	cancel()
 	<-p.progressDone
@@ -47,8 +48,8 @@ func TestProgress(t *testing.T) {
 		t.Errorf("announcement %q", lines)
 	}
 
-	quiet := &plan{t: Target{Windows: DefaultWindows(), Budget: time.Minute, Progress: func(l string) { t.Errorf("a short run said %q", l) }},
-		ctx: ctx, rules: map[string]ruleDef{"BR-1.1": {wait: none}}, runs: map[string]*run{}}
+	quiet := set(Target{Windows: DefaultWindows(), Budget: time.Minute, Progress: func(l string) { t.Errorf("a short run said %q", l) }},
+		map[string]func(Windows, mq.Capabilities) time.Duration{"BR-1.1": none})
 	quiet.reportProgress([]string{"BR-1.1"})
 	if quiet.progressDone != nil {
 		t.Errorf("a short run started a reporter")

@@ -45,7 +45,7 @@ const (
 const settleTimeout = 2 * time.Second
 
 func registerQueue(p *plan) {
-	p.add("BR-2.9", func(w Windows, _ mq.Capabilities) time.Duration { return w.AckWait }, totalQueue)
+	p.set.Background("BR-2.9", p.workload("BR-2.9", func(w Windows, _ mq.Capabilities) time.Duration { return w.AckWait }, totalQueue))
 }
 
 // totalQueue is BR-2.9's workload.

@@ -76,8 +76,8 @@ func newSet(t Target) *spec.Set {
 		s.Timeout = t.Budget + 15*time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &plan{t: t, set: s, ctx: ctx, cancel: cancel, rules: map[string]ruleDef{}, runs: map[string]*run{}}
-	s.Prepare = p.prepare
+	p := &plan{t: t, set: s, ctx: ctx, cancel: cancel}
+	s.Prepare = p.reportProgress
 	s.Finish = p.finish
 	registerDedupe(p)
 	registerDelivery(p)
@@ -113,98 +113,60 @@ func capsOf(t Target) []catalog.Capability {
 	return out
 }
 
-// A rule is split in two. Its workload runs in the background (started by
-// plan.prepare, or by the rule's own spec), measures, and returns its judge;
-// it must not touch the rule's R. The judge runs in the spec: it turns what
-// was measured into expectations on r, and may still wait on what the
-// workload left running (a watch for a redelivery) through r.Eventually
-// and r.Consistently.
+// A waiting rule is split in two (spec.Workload). Its workload runs in the
+// background, measures, and returns its judge; it must not touch the rule's
+// R. The judge runs in the spec: it turns what was measured into
+// expectations on r, and may still wait on what the workload left running
+// (a watch for a redelivery) through r.Eventually and r.Consistently.
 type (
 	workload func(f *fixture) judge
 	judge    func(r *spec.R)
 )
 
-type ruleDef struct {
-	// wait is how long the rule must wait by definition (a window to pass,
-	// an ack wait to end): the denominator of the overhead ratio.
-	wait func(w Windows, c mq.Capabilities) time.Duration
-	run  workload
-}
-
-// plan is one set's rules and their running workloads. Its context is the
-// suite's: every workload's derives from it, and finish cancels it.
+// plan is the suite's context over one set of rules: every workload's
+// context derives from it, and the set's finish cancels it.
 type plan struct {
 	t      Target
 	set    *spec.Set
 	ctx    context.Context
 	cancel context.CancelFunc
-	rules  map[string]ruleDef
 
 	// liveOnce guards readLive, which may set t.Windows.DedupeWindow.
 	liveOnce sync.Once
-
-	mu   sync.Mutex
-	runs map[string]*run
 	// progressDone is closed when the progress reporter ended (nil: none
 	// started).
 	progressDone chan struct{}
 }
 
-// run is one started workload.
-type run struct {
-	f      *fixture
-	judged chan judge // receives the workload's judge once it returns
-	done   bool       // its spec ended (under plan.mu)
-}
-
-// add registers rule id: wait is its waiting by definition, work its
-// workload.
-func (p *plan) add(id string, wait func(w Windows, c mq.Capabilities) time.Duration, work workload) {
-	p.rules[id] = ruleDef{wait: wait, run: work}
-	p.set.It(id, func(r *spec.R) {
-		if why, ok := p.t.NotApplicable[id]; ok {
-			r.NotApplicable("%s", why)
-		}
+// workload is rule id's spec.Workload: wait is its waiting by definition
+// (the denominator of the overhead ratio), work what runs in the
+// background on a fixture of its own.
+func (p *plan) workload(id string, wait func(w Windows, c mq.Capabilities) time.Duration, work workload) spec.Workload {
+	waits := func() time.Duration {
 		p.readLive()
-		w := wait(p.t.Windows, p.t.Caps)
-		r.Ev.Figure("wait by definition", w.Seconds(), "s")
-		if w > p.t.Budget && p.t.Declared != nil {
-			r.Unknown("%s must wait %s by definition at the declared settings (%s), longer than the run's limit %s (tck run --max-wait): the kit neither shortens a declared window nor guesses its outcome; raise --max-wait to measure it", id, w, p.t.declaredWaits(), p.t.Budget)
-		}
-		if w > p.t.Budget {
-			r.Skipped("the rule must wait %s by definition, longer than the run's time budget %s; it is not shortened", w, p.t.Budget)
-		}
-		ru := p.start(id)
-		// However the rule ends, what it started ends with it.
-		r.DeferCleanup(func() {
-			ru.f.end(r.Ev)
-			p.mu.Lock()
-			ru.done = true
-			p.mu.Unlock()
-		})
-		var j judge
-		select {
-		case j = <-ru.judged:
-		case <-r.Context().Done():
-			r.Unknown("the workload of %s did not finish before the rule's deadline", id)
-		}
-		ru.f.merge(r.Ev)
-		j(r)
-		ru.f.repanic()
-	})
-}
-
-// runnable says whether rule id would do work rather than end at once.
-func (p *plan) runnable(id string) bool {
-	def, ok := p.rules[id]
-	if !ok {
-		return false
+		return wait(p.t.Windows, p.t.Caps)
 	}
-	if _, na := p.t.NotApplicable[id]; na {
-		return false
+	return spec.Workload{
+		Wait: waits,
+		Ready: func() bool {
+			_, na := p.t.NotApplicable[id]
+			return !na && waits() <= p.t.Budget
+		},
+		Gate: func(r *spec.R) {
+			if why, ok := p.t.NotApplicable[id]; ok {
+				r.NotApplicable("%s", why)
+			}
+			w := waits()
+			r.Ev.Figure("wait by definition", w.Seconds(), "s")
+			if w > p.t.Budget && p.t.Declared != nil {
+				r.Unknown("%s must wait %s by definition at the declared settings (%s), longer than the run's limit %s (tck run --max-wait): the kit neither shortens a declared window nor guesses its outcome; raise --max-wait to measure it", id, w, p.t.declaredWaits(), p.t.Budget)
+			}
+			if w > p.t.Budget {
+				r.Skipped("the rule must wait %s by definition, longer than the run's time budget %s; it is not shortened", w, p.t.Budget)
+			}
+		},
+		Start: func() spec.Job { return p.start(id, work) },
 	}
-	p.readLive()
-	return def.wait(p.t.Windows, p.t.Caps) <= p.t.Budget
 }
 
 // readLive reads, once and before any workload starts, the de-dupe window
@@ -240,49 +202,30 @@ func (p *plan) readLive() {
 	})
 }
 
-// prepare starts the workload of every selected rule at once (the Ginkgo
-// driver calls it before the first rule, with what the label filter chose).
-func (p *plan) prepare(ids []string) {
-	for _, id := range ids {
-		if p.runnable(id) {
-			p.start(id)
-		}
-	}
-	p.reportProgress(ids)
-}
-
-// finish stops every workload still running, and waits for it: one whose
-// spec never ran (interrupted run) or gave up on it.
+// finish stops the suite's context, so every workload ends, and waits for
+// the progress reporter; the set then stops what is left.
 func (p *plan) finish() {
 	p.cancel()
-	p.mu.Lock()
-	runs := make([]*run, 0, len(p.runs))
-	for _, ru := range p.runs {
-		runs = append(runs, ru)
-	}
-	p.mu.Unlock()
-	for _, ru := range runs {
-		ru.f.stop()
-	}
 	if p.progressDone != nil {
 		<-p.progressDone
 	}
 }
 
-// start runs id's workload once, in its own goroutine, bounded by the
-// budget.
-func (p *plan) start(id string) *run {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if ru, ok := p.runs[id]; ok {
-		return ru
-	}
+// start runs id's workload on a fixture of its own, in its own goroutine,
+// bounded by the budget.
+func (p *plan) start(id string, work workload) spec.Job {
 	ctx, cancel := context.WithTimeout(p.ctx, p.t.Budget)
-	ru := &run{f: newFixture(ctx, cancel, p.t, id), judged: make(chan judge, 1)}
-	p.runs[id] = ru
-	work := p.rules[id].run
-	ru.f.spawn(func() { ru.judged <- runSafely(ru.f, work) })
-	return ru
+	f := newFixture(ctx, cancel, p.t, id)
+	judged := make(chan spec.Body, 1)
+	f.spawn(func() {
+		j := runSafely(f, work)
+		judged <- func(r *spec.R) {
+			f.merge(r.Ev)
+			j(r)
+			f.repanic()
+		}
+	})
+	return spec.Job{Judged: judged, End: f.end, Stop: f.stop}
 }
 
 // runSafely runs a workload; a panic in it (the target's code panicked)

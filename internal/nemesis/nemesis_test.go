@@ -52,8 +52,11 @@ func (c natsRun) run(t *testing.T) map[string]verdict.Result {
 	containers.Need(t, nats.Image())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	o := nats.ContainerOptions{SyncAlways: c.syncAlways}
-	n, err := nats.StartContainer(ctx, o)
+	var o []nats.ContainerOption
+	if c.syncAlways {
+		o = append(o, nats.WithSyncAlways())
+	}
+	n, err := nats.StartContainer(ctx, o...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +75,7 @@ func (c natsRun) run(t *testing.T) map[string]verdict.Result {
 		Budget:  90 * time.Second,
 		// BR-3.1's fault is its own restart of a server of its own.
 		Private: func(ctx context.Context) (broker.Server, error) {
-			s, err := nats.StartContainerServer(ctx, o, client)
+			s, err := nats.StartContainerServer(ctx, client, o...)
 			if err != nil {
 				return nil, err
 			}

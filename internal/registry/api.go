@@ -54,20 +54,20 @@ func apis() []row {
 			},
 		},
 	}
-	for _, m := range apimutants.All {
+	for _, m := range apimutants.All() {
 		rows = append(rows, row{
 			Kind: target.Kind{
 				Suite: "api", Name: "mutant-" + m.Name,
-				Summary: "deliberately broken (" + string(m.Contract) + "): " + m.Defect,
+				Summary: "deliberately broken (" + string(m.Build.Contract) + "): " + m.Defect,
 				Needs:   "nothing",
 				Mutant:  true, MustFail: m.MustFail,
 			},
 			modes: []mode{{target.Embedded, func(ctx context.Context, ref target.Ref) (*target.Started, error) {
-				srv, err := m.Start(ctx)
+				srv, err := m.Build.Start(ctx)
 				if err != nil {
 					return nil, target.Unavailable(ref, err)
 				}
-				return embeddedStarted(ctx, ref, srv, apidesc.Default(m.Contract), "mutant of the reference service")
+				return embeddedStarted(ctx, ref, srv, apidesc.Default(m.Build.Contract), "mutant of the reference service")
 			}}},
 			note: "defect: " + m.Defect,
 		})

@@ -52,19 +52,15 @@ func brokers() []row {
 	}
 	// Every broken broker client, each in front of a real embedded NATS.
 	for _, m := range natsmutants.All() {
-		client := nats.Client{Wrap: m.Wrap, Declare: m.Declare}
-		if m.Options != nil {
-			m.Options(&client.Options)
-		}
 		rows = append(rows, row{
 			Kind: target.Kind{
 				Suite: "broker", Name: "mutant-" + m.Name,
-				Summary: "mutant: " + m.Summary,
+				Summary: "mutant: " + m.Defect,
 				Needs:   "nothing",
 				Mutant:  true, MustFail: m.MustFail,
 			},
-			modes: []mode{{target.Embedded, natsBroker(embedded(client))}},
-			note:  "mutant: " + m.Summary,
+			modes: []mode{{target.Embedded, natsBroker(embedded(m.Build))}},
+			note:  "mutant: " + m.Defect,
 		})
 	}
 	return rows

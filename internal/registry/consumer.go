@@ -31,18 +31,18 @@ func consumers() []row {
 		},
 	}}
 	for _, m := range comutants.All() {
-		box := m.Outbox
+		box := m.Build.Outbox
 		if box == nil {
 			box = outbox.Factory
 		}
 		rows = append(rows, row{
 			Kind: target.Kind{
 				Suite: "consumer", Name: "mutant-" + m.Name,
-				Summary: "mutant: " + m.Summary,
+				Summary: "mutant: " + m.Defect,
 				Needs:   "nothing",
 				Mutant:  true, MustFail: m.MustFail, OverBroker: true,
 			},
-			modes: []mode{{target.Embedded, consumerStarted(m.Design, box)}},
+			modes: []mode{{target.Embedded, consumerStarted(m.Build.Design, box)}},
 		})
 	}
 	return rows

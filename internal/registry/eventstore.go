@@ -19,7 +19,7 @@ import (
 
 func eventStores() []row {
 	var rows []row
-	for _, m := range esmutants.All {
+	for _, m := range esmutants.All() {
 		rows = append(rows, row{
 			Kind: target.Kind{
 				Suite: "eventstore", Name: "mutant-" + m.Name,
@@ -28,8 +28,8 @@ func eventStores() []row {
 				Mutant:  true, MustFail: m.MustFail,
 			},
 			modes: []mode{{target.Embedded, func(ctx context.Context, ref target.Ref) (*target.Started, error) {
-				db := m.NewDB()
-				return esStarted(ref, "mutant of the in-process reference", m.Caps(), func(context.Context) (es.EventStore, error) { return db.Open(), nil }, nil), nil
+				db := m.Build.NewDB()
+				return esStarted(ref, "mutant of the in-process reference", m.Build.Caps(), func(context.Context) (es.EventStore, error) { return db.Open(), nil }, nil), nil
 			}}},
 			note: "defect: " + m.Defect,
 		})

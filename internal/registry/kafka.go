@@ -39,18 +39,17 @@ func kafkaBrokers() []row {
 	}}
 	// Every broken Kafka client, each in front of an embedded kfake.
 	for _, m := range kafkamutants.All() {
-		client := m.Client()
 		rows = append(rows, row{
 			Kind: target.Kind{
 				Suite: "broker", Name: "mutant-kafka-" + m.Name,
-				Summary: "mutant: " + m.Summary,
+				Summary: "mutant: " + m.Defect,
 				Needs:   "nothing",
 				Mutant:  true, MustFail: m.MustFail,
 			},
 			modes: []mode{{target.Embedded, kafkaBroker(func(ctx context.Context, _ target.Ref) (*kafka.Target, error) {
-				return kafka.EmbeddedTarget(ctx, client)
+				return kafka.EmbeddedTarget(ctx, m.Build)
 			})}},
-			note: "mutant: " + m.Summary,
+			note: "mutant: " + m.Defect,
 		})
 	}
 	return rows

@@ -45,19 +45,15 @@ func redisBrokers() []row {
 	// Every broken Redis client, each in front of the real server at
 	// TCK_REDIS_URL (or the URL given).
 	for _, m := range redismutants.All() {
-		client := redis.Client{Wrap: m.Wrap, Declare: m.Declare}
-		if m.Options != nil {
-			m.Options(&client.Options)
-		}
 		rows = append(rows, row{
 			Kind: target.Kind{
 				Suite: "broker", Name: "mutant-redis-" + m.Name,
-				Summary: "mutant: " + m.Summary,
+				Summary: "mutant: " + m.Defect,
 				Needs:   needs,
 				Mutant:  true, MustFail: m.MustFail, AddressEnv: RedisURLEnv,
 			},
-			modes: []mode{{target.External, redisBroker(redisAt(client))}},
-			note:  "mutant: " + m.Summary,
+			modes: []mode{{target.External, redisBroker(redisAt(m.Build))}},
+			note:  "mutant: " + m.Defect,
 		})
 	}
 	return rows

@@ -82,7 +82,7 @@ func TestSetupErrorsAreUnknown(t *testing.T) {
 				t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "dead.sock"))
 				tg := ref
 				tg.Private = func(ctx context.Context) (broker.Server, error) {
-					_, err := nats.StartContainerServer(ctx, nats.ContainerOptions{}, nats.Client{})
+					_, err := nats.StartContainerServer(ctx, nats.Client{})
 					if err == nil {
 						return nil, errors.New("a container started without Docker")
 					}

@@ -71,7 +71,7 @@ func TestRestartWindowContainer(t *testing.T) {
 	containers.Need(t, nats.Image())
 	tg := embedded(t, nats.Client{})
 	tg.Private = func(ctx context.Context) (broker.Server, error) {
-		s, err := nats.StartContainerServer(ctx, nats.ContainerOptions{}, nats.Client{})
+		s, err := nats.StartContainerServer(ctx, nats.Client{})
 		if err != nil {
 			return nil, err
 		}

@@ -59,7 +59,7 @@ func TestRacePower(t *testing.T) {
 			cfg, runs := cfg, runs
 			if c.mutant != "" {
 				m := mutantNamed(t, c.mutant)
-				open = func() es.EventStore { return m.NewDB().Open() }
+				open = func() es.EventStore { return m.Build.NewDB().Open() }
 			} else {
 				// The reference, to its power target: how long a correct
 				// store takes, and that it never fails.
@@ -118,7 +118,7 @@ func envInt(name string, def int) int {
 }
 
 func mutantNamed(t *testing.T, name string) esmutants.Mutant {
-	for _, m := range esmutants.All {
+	for _, m := range esmutants.All() {
 		if m.Name == name {
 			return m
 		}

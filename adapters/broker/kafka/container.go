@@ -69,11 +69,32 @@ func kraftEnv(seed string) map[string]string {
 	}
 }
 
-// StartContainer starts image as a single-node KRaft broker (labelled like
-// every container of the kit, its listener on a loopback port of the host)
-// and waits until a metadata request answers. An image that is not on the
-// host is an error wrapping containers.ErrNoImage: nothing is pulled.
-func StartContainer(ctx context.Context, image string) (*Container, error) {
+// ContainerOption tunes a Kafka container (StartContainer).
+type ContainerOption func(*containerOptions)
+
+type containerOptions struct {
+	image string
+}
+
+// WithImage runs image instead of the one TCK_KAFKA_IMAGE names.
+func WithImage(image string) ContainerOption {
+	return func(o *containerOptions) { o.image = image }
+}
+
+// StartContainer starts the image (WithImage, or TCK_KAFKA_IMAGE; neither is
+// ErrNoImage) as a single-node KRaft broker (labelled like every container
+// of the kit, its listener on a loopback port of the host) and waits until a
+// metadata request answers. An image that is not on the host is an error
+// wrapping containers.ErrNoImage: nothing is pulled.
+func StartContainer(ctx context.Context, opts ...ContainerOption) (*Container, error) {
+	o := containerOptions{image: os.Getenv(ImageEnv)}
+	for _, f := range opts {
+		f(&o)
+	}
+	image := o.image
+	if image == "" {
+		return nil, ErrNoImage
+	}
 	port, err := containers.FreePort()
 	if err != nil {
 		return nil, err
@@ -153,7 +174,7 @@ func ContainerTarget(ctx context.Context, client Client) (*Target, error) {
 	if img == "" {
 		return nil, ErrNoImage
 	}
-	c, err := StartContainer(ctx, img)
+	c, err := StartContainer(ctx, WithImage(img))
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +243,7 @@ type ownContainer struct {
 }
 
 func startOwnContainer(ctx context.Context, client Client, image string) (*ownContainer, error) {
-	c, err := StartContainer(ctx, image)
+	c, err := StartContainer(ctx, WithImage(image))
 	if err != nil {
 		return nil, err
 	}

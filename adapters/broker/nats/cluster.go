@@ -37,7 +37,8 @@ func (c *Cluster) Node(name string) *Container {
 
 // StartCluster starts size nodes (3 for a stream with three replicas) and
 // waits until JetStream has a meta leader, i.e. streams can be created.
-func StartCluster(ctx context.Context, size int, o ContainerOptions) (*Cluster, error) {
+func StartCluster(ctx context.Context, size int, opts ...ContainerOption) (*Cluster, error) {
+	o := newContainerOptions(opts)
 	if size < 1 {
 		size = 3
 	}
@@ -61,7 +62,7 @@ func StartCluster(ctx context.Context, size int, o ContainerOptions) (*Cluster, 
 		go func() {
 			oo := o
 			oo.network, oo.Name, oo.Cluster, oo.Routes = nw, fmt.Sprintf("n%d", i+1), "onceproof", routes
-			n, err := StartContainer(ctx, oo)
+			n, err := startContainer(ctx, oo)
 			ch[i] <- started{n, err}
 		}()
 	}
@@ -132,7 +133,7 @@ var ClusterRules = []string{"BR-2.9", "BR-3.1"}
 // restarts the node leading its stream (gracefully, then with SIGKILL) while
 // the two other replicas stay up. One node is down at a time.
 func ClusterTarget(ctx context.Context, client Client) (*Target, error) {
-	c, err := StartCluster(ctx, ClusterReplicas, ContainerOptions{})
+	c, err := StartCluster(ctx, ClusterReplicas)
 	if err != nil {
 		return nil, err
 	}

@@ -34,8 +34,29 @@ func Image() string {
 	return DefaultImage
 }
 
-// ContainerOptions tune a nats-server container.
-type ContainerOptions struct {
+// ContainerOption tunes a nats-server container (StartContainer,
+// StartContainerServer, StartCluster).
+type ContainerOption func(*containerOptions)
+
+// WithImage runs image instead of Image().
+func WithImage(image string) ContainerOption {
+	return func(o *containerOptions) { o.Image = image }
+}
+
+// WithSyncAlways makes JetStream fsync every write (sync_interval: always).
+func WithSyncAlways() ContainerOption {
+	return func(o *containerOptions) { o.SyncAlways = true }
+}
+
+func newContainerOptions(opts []ContainerOption) containerOptions {
+	var o containerOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+type containerOptions struct {
 	Image string // default Image()
 	// SyncAlways makes JetStream fsync every write (sync_interval: always);
 	// the default is the server's (a periodic sync), which can lose acked
@@ -60,7 +81,11 @@ type Container struct {
 
 // StartContainer starts a nats-server with JetStream, file storage in the
 // container, client and monitoring ports on loopback.
-func StartContainer(ctx context.Context, o ContainerOptions) (*Container, error) {
+func StartContainer(ctx context.Context, opts ...ContainerOption) (*Container, error) {
+	return startContainer(ctx, newContainerOptions(opts))
+}
+
+func startContainer(ctx context.Context, o containerOptions) (*Container, error) {
 	if o.Image == "" {
 		o.Image = Image()
 	}
@@ -212,7 +237,7 @@ func syncString(s Sync) string {
 // gracefully (docker stop) or abruptly (SIGKILL). Stop removes every
 // container the target started, a rule's own included.
 func ContainerTarget(ctx context.Context, client Client) (*Target, error) {
-	n, err := StartContainer(ctx, ContainerOptions{})
+	n, err := StartContainer(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +260,7 @@ func ContainerTarget(ctx context.Context, client Client) (*Target, error) {
 		return nil, err
 	}
 	t.Private = func(ctx context.Context) (Server, error) {
-		s, err := StartContainerServer(ctx, ContainerOptions{}, client)
+		s, err := StartContainerServer(ctx, client)
 		if err != nil {
 			return nil, err
 		}
@@ -263,8 +288,8 @@ type ContainerServer struct {
 
 // StartContainerServer starts a nats-server container as a server of a
 // rule's own, its handles opened through client.
-func StartContainerServer(ctx context.Context, o ContainerOptions, client Client) (*ContainerServer, error) {
-	n, err := StartContainer(ctx, o)
+func StartContainerServer(ctx context.Context, client Client, opts ...ContainerOption) (*ContainerServer, error) {
+	n, err := StartContainer(ctx, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 func TestContainerStartsAndLeavesNothing(t *testing.T) {
 	containers.Need(t, Image())
 	ctx := context.Background()
-	n, err := StartContainer(ctx, ContainerOptions{SyncAlways: true})
+	n, err := StartContainer(ctx, WithSyncAlways())
 	if err != nil {
 		t.Fatal(err)
 	}

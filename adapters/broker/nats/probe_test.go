@@ -77,7 +77,7 @@ func TestNATSClusterProbeCatchesFreshIDRetry(t *testing.T) {
 	containers.Need(t, Image())
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	c, err := StartCluster(ctx, 3, ContainerOptions{})
+	c, err := StartCluster(ctx, 3)
 	if err != nil {
 		t.Fatal(err)
 	}

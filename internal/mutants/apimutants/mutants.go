@@ -8,59 +8,62 @@ import (
 
 	"github.com/onceproof/tck/internal/apidesc"
 	"github.com/onceproof/tck/internal/apiservice"
+	"github.com/onceproof/tck/internal/mutants"
 )
 
 // Mutant is one broken service.
-type Mutant struct {
-	Name     string
-	Defect   string
+type Mutant = mutants.Mutant[Service]
+
+// Service is the reference service with one defect, answering under a
+// contract.
+type Service struct {
 	Contract apidesc.Contract
-	// MustFail are the rule ids the self-test asserts it fails.
-	MustFail []string
 	defect   apiservice.Defect
 }
 
-// Start starts the mutant on a free loopback port.
-func (m Mutant) Start(ctx context.Context) (*apiservice.Server, error) {
-	return apiservice.Start(ctx, m.Contract, m.defect)
+// Start starts the service on a free loopback port.
+func (s Service) Start(ctx context.Context) (*apiservice.Server, error) {
+	return apiservice.Start(ctx, s.Contract, s.defect)
 }
 
-// All are the mutants, in the order the self-test runs them.
-var All = []Mutant{
-	{Name: "check-then-insert", Contract: apidesc.Reject409, defect: apiservice.CheckThenInsert, MustFail: []string{"API-2.1"},
-		Defect: "looks the key up, then inserts a row under its own id with no unique constraint: requests racing with one key both pass the look-up"},
-	{Name: "overwrite", Contract: apidesc.Reject409, defect: apiservice.Overwrite, MustFail: []string{"API-1.2", "API-1.3"},
-		Defect: "treats a repeated key as an upsert: the repeat answers 200 and replaces the original"},
-	{Name: "server-ids", Contract: apidesc.Reject409, defect: apiservice.ServerIDs, MustFail: []string{"API-1.2", "API-2.1", "API-3.1"},
-		Defect: "keys orders by an id it generates and only records the client's key: every repeat is a new order"},
-	{Name: "memory-replay", Contract: apidesc.Replay, defect: apiservice.MemoryReplay, MustFail: []string{"API-1.5"},
-		Defect: "keeps the responses it replays in process memory: after a restart a repeat is a 409 instead of the replay"},
-	{Name: "text-500", Contract: apidesc.Reject409, defect: apiservice.Text500, MustFail: []string{"API-1.2", "API-4.1"},
-		Defect: "answers a duplicate with the database's unique-constraint error as a 500 text/plain"},
-	{Name: "stale-read", Contract: apidesc.Reject409, defect: apiservice.StaleRead, MustFail: []string{"API-1.1"},
-		Defect: "serves reads by id from a cache that keeps a miss: an order read before it existed stays 404"},
-	{Name: "unscoped", Contract: apidesc.Reject409, defect: apiservice.Unscoped, MustFail: []string{"API-1.4"},
-		Defect: "ignores the tenant in the key: the same id under another tenant is refused as a repeat"},
-	{Name: "content-dedupe", Contract: apidesc.Reject409, defect: apiservice.ContentDedupe, MustFail: []string{"API-3.2"},
-		Defect: "de-dupes by a fingerprint of the payload: a new intent with an identical payload is refused"},
+// All returns the mutants, in the order the self-test runs them.
+func All() []Mutant {
+	return []Mutant{
+		{Name: "check-then-insert", Build: Service{apidesc.Reject409, apiservice.CheckThenInsert}, MustFail: []string{"API-2.1"},
+			Defect: "looks the key up, then inserts a row under its own id with no unique constraint: requests racing with one key both pass the look-up"},
+		{Name: "overwrite", Build: Service{apidesc.Reject409, apiservice.Overwrite}, MustFail: []string{"API-1.2", "API-1.3"},
+			Defect: "treats a repeated key as an upsert: the repeat answers 200 and replaces the original"},
+		{Name: "server-ids", Build: Service{apidesc.Reject409, apiservice.ServerIDs}, MustFail: []string{"API-1.2", "API-2.1", "API-3.1"},
+			Defect: "keys orders by an id it generates and only records the client's key: every repeat is a new order"},
+		{Name: "memory-replay", Build: Service{apidesc.Replay, apiservice.MemoryReplay}, MustFail: []string{"API-1.5"},
+			Defect: "keeps the responses it replays in process memory: after a restart a repeat is a 409 instead of the replay"},
+		{Name: "text-500", Build: Service{apidesc.Reject409, apiservice.Text500}, MustFail: []string{"API-1.2", "API-4.1"},
+			Defect: "answers a duplicate with the database's unique-constraint error as a 500 text/plain"},
+		{Name: "stale-read", Build: Service{apidesc.Reject409, apiservice.StaleRead}, MustFail: []string{"API-1.1"},
+			Defect: "serves reads by id from a cache that keeps a miss: an order read before it existed stays 404"},
+		{Name: "unscoped", Build: Service{apidesc.Reject409, apiservice.Unscoped}, MustFail: []string{"API-1.4"},
+			Defect: "ignores the tenant in the key: the same id under another tenant is refused as a repeat"},
+		{Name: "content-dedupe", Build: Service{apidesc.Reject409, apiservice.ContentDedupe}, MustFail: []string{"API-3.2"},
+			Defect: "de-dupes by a fingerprint of the payload: a new intent with an identical payload is refused"},
 
-	// Issue 20: fresh defects the earlier tame values and schedules let through.
-	{Name: "forget-keys", Contract: apidesc.Reject409, defect: apiservice.ForgetKeys, MustFail: []string{"API-5.2"},
-		Defect: "keeps a key for 2 s (a cache with a time-to-live): a later repeat is a new creation"},
-	{Name: "response-after-commit", Contract: apidesc.Replay, defect: apiservice.ResponseAfterCommit, MustFail: []string{"API-5.3"},
-		Defect: "commits the order, then stores the response to replay in a second transaction: killed between the two, the key is answered as in flight for ever"},
-	{Name: "partial-fingerprint", Contract: apidesc.Replay, defect: apiservice.PartialFingerprint, MustFail: []string{"API-1.3", "API-4.1"},
-		Defect: "fingerprints a payload by one field (qty): another payload that differs in another field is replayed, not refused"},
-	{Name: "lower-keys", Contract: apidesc.Reject409, defect: apiservice.LowerKeys, MustFail: []string{"API-1.6"},
-		Defect: "folds keys to lower case (a case-insensitive collation): two keys that differ in case are one"},
-	{Name: "cut-keys", Contract: apidesc.Reject409, defect: apiservice.CutKeys, MustFail: []string{"API-1.6"},
-		Defect: "keeps the first 32 bytes of a key (a CHAR(32) column): keys that share them are one"},
-	{Name: "joined-keys", Contract: apidesc.Reject409, defect: apiservice.JoinedKeys, MustFail: []string{"API-1.6"},
-		Defect: "keys orders by tenant+key joined without a separator: (ab, c) and (a, bc) are one"},
-	{Name: "tenant-from-body", Contract: apidesc.Reject409, defect: apiservice.TenantFromBody, MustFail: []string{"API-1.4"},
-		Defect: "takes the tenant of a create from the body's tenant field when it has one, over the declared X-Tenant header"},
-	{Name: "drop-location", Contract: apidesc.Replay, defect: apiservice.DropLocation, MustFail: []string{"API-1.2", "API-5.1"},
-		Defect: "replays the status and body of the first response but not its Location header"},
-	{Name: "lagging-reads", Contract: apidesc.Reject409, defect: apiservice.LaggingReads, MustFail: []string{"API-1.1", "API-5.1"},
-		Defect: "serves reads from a view 1 s behind the writes (an asynchronous read replica)"},
+		// Issue 20: fresh defects the earlier tame values and schedules let through.
+		{Name: "forget-keys", Build: Service{apidesc.Reject409, apiservice.ForgetKeys}, MustFail: []string{"API-5.2"},
+			Defect: "keeps a key for 2 s (a cache with a time-to-live): a later repeat is a new creation"},
+		{Name: "response-after-commit", Build: Service{apidesc.Replay, apiservice.ResponseAfterCommit}, MustFail: []string{"API-5.3"},
+			Defect: "commits the order, then stores the response to replay in a second transaction: killed between the two, the key is answered as in flight for ever"},
+		{Name: "partial-fingerprint", Build: Service{apidesc.Replay, apiservice.PartialFingerprint}, MustFail: []string{"API-1.3", "API-4.1"},
+			Defect: "fingerprints a payload by one field (qty): another payload that differs in another field is replayed, not refused"},
+		{Name: "lower-keys", Build: Service{apidesc.Reject409, apiservice.LowerKeys}, MustFail: []string{"API-1.6"},
+			Defect: "folds keys to lower case (a case-insensitive collation): two keys that differ in case are one"},
+		{Name: "cut-keys", Build: Service{apidesc.Reject409, apiservice.CutKeys}, MustFail: []string{"API-1.6"},
+			Defect: "keeps the first 32 bytes of a key (a CHAR(32) column): keys that share them are one"},
+		{Name: "joined-keys", Build: Service{apidesc.Reject409, apiservice.JoinedKeys}, MustFail: []string{"API-1.6"},
+			Defect: "keys orders by tenant+key joined without a separator: (ab, c) and (a, bc) are one"},
+		{Name: "tenant-from-body", Build: Service{apidesc.Reject409, apiservice.TenantFromBody}, MustFail: []string{"API-1.4"},
+			Defect: "takes the tenant of a create from the body's tenant field when it has one, over the declared X-Tenant header"},
+		{Name: "drop-location", Build: Service{apidesc.Replay, apiservice.DropLocation}, MustFail: []string{"API-1.2", "API-5.1"},
+			Defect: "replays the status and body of the first response but not its Location header"},
+		{Name: "lagging-reads", Build: Service{apidesc.Reject409, apiservice.LaggingReads}, MustFail: []string{"API-1.1", "API-5.1"},
+			Defect: "serves reads from a view 1 s behind the writes (an asynchronous read replica)"},
+	}
 }

@@ -16,14 +16,14 @@ import (
 // self-test's assertion for this package alone; the race rule gets up to
 // three runs, as in the self-test.
 func TestMutantsFailTheirRules(t *testing.T) {
-	for _, m := range apimutants.All {
+	for _, m := range apimutants.All() {
 		t.Run(m.Name, func(t *testing.T) {
-			srv, err := m.Start(context.Background())
+			srv, err := m.Build.Start(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = srv.Stop() })
-			target := api.Target{URL: srv.URL(), Desc: apidesc.Default(m.Contract), Restart: srv.Restart}
+			target := api.Target{URL: srv.URL(), Desc: apidesc.Default(m.Build.Contract), Restart: srv.Restart}
 			for _, id := range m.MustFail {
 				var got verdict.Result
 				for run := 1; run <= 3 && got.Verdict != verdict.Fail; run++ {

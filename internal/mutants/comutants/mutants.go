@@ -11,17 +11,18 @@ import (
 
 	"github.com/onceproof/tck/adapters/consumer/reference"
 	"github.com/onceproof/tck/co"
+	"github.com/onceproof/tck/internal/mutants"
 	"github.com/onceproof/tck/internal/outbox"
 )
 
 // Mutant is one broken consumer design (or a reference consumer behind a
 // broken outbox).
-type Mutant struct {
-	Name     string
-	Summary  string
-	MustFail []string
-	Design   reference.Design
-	Outbox   co.Outbox // nil: the reference outbox
+type Mutant = mutants.Mutant[Consumer]
+
+// Consumer is what a mutant is built from.
+type Consumer struct {
+	Design reference.Design
+	Outbox co.Outbox // nil: the reference outbox
 }
 
 // All lists the mutants.
@@ -30,56 +31,56 @@ func All() []Mutant {
 	with := func(f func(*reference.Design)) reference.Design { d := ref(); f(&d); return d }
 	return []Mutant{
 		{Name: "dedupe-message-id", MustFail: []string{"CO-1.2", "CO-5.1"},
-			Summary: "de-dupe key is (message id, scope): the edit v2 is dropped as a duplicate of v1",
-			Design: with(func(d *reference.Design) {
+			Defect: "de-dupe key is (message id, scope): the edit v2 is dropped as a duplicate of v1",
+			Build: Consumer{Design: with(func(d *reference.Design) {
 				d.Key = func(e co.Event, scope string) string { return fmt.Sprintf("dedupe/%s/%s", e.MessageID, scope) }
-			})},
+			})}},
 		{Name: "shared-flag", MustFail: []string{"CO-1.3"},
-			Summary: "one \"processed\" flag per (message, version) shared by all scopes: the index marks the notification done",
-			Design: with(func(d *reference.Design) {
+			Defect: "one \"processed\" flag per (message, version) shared by all scopes: the index marks the notification done",
+			Build: Consumer{Design: with(func(d *reference.Design) {
 				d.Key = func(e co.Event, _ string) string {
 					return fmt.Sprintf("processed/%s/v%d", e.MessageID, e.Version)
 				}
-			})},
+			})}},
 		{Name: "short-ttl", MustFail: []string{"CO-3.1"},
-			Summary: "de-dupe records live 10 minutes; the redelivery comes at 11",
-			Design:  with(func(d *reference.Design) { d.Lifetime = 10 * time.Minute })},
+			Defect: "de-dupe records live 10 minutes; the redelivery comes at 11",
+			Build:  Consumer{Design: with(func(d *reference.Design) { d.Lifetime = 10 * time.Minute })}},
 		{Name: "ack-first", MustFail: []string{"CO-2.2"},
-			Summary: "acks before the effects: a crash after the ack loses them",
-			Design:  with(func(d *reference.Design) { d.AckFirst = true })},
+			Defect: "acks before the effects: a crash after the ack loses them",
+			Build:  Consumer{Design: with(func(d *reference.Design) { d.AckFirst = true })}},
 		{Name: "check-then-write", MustFail: []string{"CO-1.5", "CO-2.3"},
-			Summary: "reads the de-dupe record, does the effect, then writes the record: no claim, no recovery",
-			Design:  with(func(d *reference.Design) { d.CheckThenWrite = true })},
+			Defect: "reads the de-dupe record, does the effect, then writes the record: no claim, no recovery",
+			Build:  Consumer{Design: with(func(d *reference.Design) { d.CheckThenWrite = true })}},
 		{Name: "plain-put", MustFail: []string{"CO-1.4", "CO-5.1"},
-			Summary: "writes the index with an unconditional put and no record: a stale version wins",
-			Design:  with(func(d *reference.Design) { d.PlainPut = true })},
+			Defect: "writes the index with an unconditional put and no record: a stale version wins",
+			Build:  Consumer{Design: with(func(d *reference.Design) { d.PlainPut = true })}},
 		{Name: "memory-dedupe", MustFail: []string{"CO-2.1", "CO-1.5"},
-			Summary: "keeps de-dupe records in the instance's memory: a crash before the ack forgets them",
-			Design:  with(func(d *reference.Design) { d.Memory = true })},
+			Defect: "keeps de-dupe records in the instance's memory: a crash before the ack forgets them",
+			Build:  Consumer{Design: with(func(d *reference.Design) { d.Memory = true })}},
 		{Name: "guarded-put", MustFail: []string{"CO-1.6"},
-			Summary: "writes the index with an unconditional put guarded only by its de-dupe record: an older version first delivered after a newer one has no record yet and wins",
-			Design:  with(func(d *reference.Design) { d.GuardedPut = true })},
+			Defect: "writes the index with an unconditional put guarded only by its de-dupe record: an older version first delivered after a newer one has no record yet and wins",
+			Build:  Consumer{Design: with(func(d *reference.Design) { d.GuardedPut = true })}},
 		{Name: "read-compare-write", MustFail: []string{"CO-1.7"},
-			Summary: "reads the index document, compares versions, then writes with an unconditional put: two workers on two versions interleave and the older can win",
-			Design:  with(func(d *reference.Design) { d.ReadCompareWrite = true })},
+			Defect: "reads the index document, compares versions, then writes with an unconditional put: two workers on two versions interleave and the older can win",
+			Build:  Consumer{Design: with(func(d *reference.Design) { d.ReadCompareWrite = true })}},
 		{Name: "ack-after-failed-effect", MustFail: []string{"CO-2.4"},
-			Summary: "ignores a failed effect: marks it done and acks, so an effect that never happened is lost",
-			Design:  with(func(d *reference.Design) { d.IgnoreEffectErr = true })},
+			Defect: "ignores a failed effect: marks it done and acks, so an effect that never happened is lost",
+			Build:  Consumer{Design: with(func(d *reference.Design) { d.IgnoreEffectErr = true })}},
 		{Name: "release-on-error", MustFail: []string{"CO-2.4"},
-			Summary: "releases its claim when an effect fails, so the redelivery repeats a notification whose answer was only lost",
-			Design:  with(func(d *reference.Design) { d.ReleaseOnError = true })},
+			Defect: "releases its claim when an effect fails, so the redelivery repeats a notification whose answer was only lost",
+			Build:  Consumer{Design: with(func(d *reference.Design) { d.ReleaseOnError = true })}},
 		{Name: "mark-then-effect", MustFail: []string{"CO-2.5"},
-			Summary: "writes the de-dupe record \"done\" before the effect: a crash between the two loses the effect for good",
-			Design:  with(func(d *reference.Design) { d.MarkFirst = true })},
+			Defect: "writes the de-dupe record \"done\" before the effect: a crash between the two loses the effect for good",
+			Build:  Consumer{Design: with(func(d *reference.Design) { d.MarkFirst = true })}},
 		{Name: "racy-claim", MustFail: []string{"CO-1.5"},
-			Summary: "claims by reading the record and then writing it (no atomic insert, no delay): two workers both claim",
-			Design:  with(func(d *reference.Design) { d.RacyClaim = true })},
+			Defect: "claims by reading the record and then writing it (no atomic insert, no delay): two workers both claim",
+			Build:  Consumer{Design: with(func(d *reference.Design) { d.RacyClaim = true })}},
 		{Name: "outbox-direct-publish", MustFail: []string{"CO-4.1"},
-			Summary: "the writer commits the business row, then publishes itself, outside the transaction: a crash between loses the event",
-			Design:  ref(), Outbox: DirectPublish},
+			Defect: "the writer commits the business row, then publishes itself, outside the transaction: a crash between loses the event",
+			Build:  Consumer{Design: ref(), Outbox: DirectPublish}},
 		{Name: "outbox-mark-first", MustFail: []string{"CO-4.1"},
-			Summary: "the relay marks a row sent before publishing it: a crash between loses the event",
-			Design:  ref(), Outbox: MarkFirst},
+			Defect: "the relay marks a row sent before publishing it: a crash between loses the event",
+			Build:  Consumer{Design: ref(), Outbox: MarkFirst}},
 	}
 }
 

@@ -73,7 +73,7 @@ func TestEveryMutantFailsItsRules(t *testing.T) {
 	killed := map[string]bool{}
 	for _, m := range comutants.All() {
 		t.Run(m.Name, func(t *testing.T) {
-			rs := run(t, broker, "mutant-"+m.Name, m.Design, m.Outbox)
+			rs := run(t, broker, "mutant-"+m.Name, m.Build.Design, m.Build.Outbox)
 			t.Log(summary(rs))
 			failed := map[string]bool{}
 			for _, r := range rs {
@@ -112,7 +112,7 @@ func TestPower(t *testing.T) {
 	found := false
 	for _, m := range comutants.All() {
 		if m.Name == name {
-			design, found = m.Design, true
+			design, found = m.Build.Design, true
 		}
 	}
 	if name == "reference" {

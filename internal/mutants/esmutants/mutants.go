@@ -16,21 +16,18 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/internal/mutants"
 	"github.com/onceproof/tck/internal/precheck"
 )
 
-// Mutant describes one broken store.
-type Mutant struct {
-	Name     string
-	Defect   string   // what is broken, in one line
-	MustFail []string // rule ids the self-test asserts it fails
-	flaw     flaw
-}
+// Mutant is one broken store.
+type Mutant = mutants.Mutant[Flaw]
 
-type flaw int
+// Flaw is the one defect a mutant puts in the reference store.
+type Flaw int
 
 const (
-	requestCheckThenWrite flaw = iota + 1
+	requestCheckThenWrite Flaw = iota + 1
 	versionCheckThenWrite
 	requestPerType
 	eventByEvent
@@ -78,50 +75,52 @@ const (
 // history.
 const window = 8
 
-// All lists the mutants in the order the self-test runs them.
-var All = []Mutant{
-	{"request-check-then-write", "checks the request id, releases the lock, then writes (application-level check-then-write)", []string{"ES-2.3"}, requestCheckThenWrite},
-	{"version-check-then-write", "checks the version, releases the lock, then writes; a racing writer overwrites the winner", []string{"ES-2.1", "ES-2.2", "ES-2.5"}, versionCheckThenWrite},
-	{"request-id-per-type", "request id unique per aggregate type instead of per aggregate", []string{"ES-1.6", "ES-2.4"}, requestPerType},
-	{"event-by-event", "writes a multi-event stream event by event and checks the request id afterwards, without a transaction", []string{"ES-1.5", "ES-1.9"}, eventByEvent},
-	{"string-errors", "returns conflicts as plain string errors", []string{"ES-1.3", "ES-1.4", "ES-1.5", "ES-1.7", "ES-1.10"}, stringErrors},
-	{"everything-is-a-version-conflict", "reports every failure, connection and argument errors included, as a version conflict", []string{"ES-1.10", "ES-1.12"}, everythingVersionConflict},
-	{"broken-exists-query", "the request-id existence query ignores the aggregate", []string{"ES-1.8"}, brokenExists},
-	{"silent-version-gap", "accepts any version above the tail (tail+2 too) while declaring no gaps", []string{"ES-1.11"}, silentGap},
-	{"lossy-bytes", "stores event bodies as text, replacing invalid UTF-8", []string{"ES-1.1"}, lossyBytes},
-	{"unknown-is-error", "loading an unknown aggregate returns a not-found error", []string{"ES-1.2"}, unknownIsError},
-	{"exclusive-range", "load treats the upper bound of the range as exclusive", []string{"ES-1.12"}, exclusiveRange},
-	{"tenantless-key", "the aggregate key leaves out the tenant", []string{"ES-1.13"}, tenantlessKey},
-	{"version-per-type", "the version constraint is on (aggregate type, version), not (aggregate, version)", []string{"ES-1.6", "ES-2.6"}, versionPerType},
-	{"silent-dedupe", "answers success to a duplicate request id without storing anything", []string{"ES-1.5", "ES-1.7", "ES-2.5"}, silentDedupe},
-	{"create-as-version-conflict", "reports a creation conflict as a version conflict", []string{"ES-1.3"}, createAsVersionConflict},
-	{"precheck-trusts-fast-checker", "rejects on the fast checker's 'maybe' without asking the authoritative query", []string{"ES-3.1"}, preCheckTrustsFast},
-	{"precheck-fails-open", "admits a 'maybe' when there is no authoritative query or it fails", []string{"ES-3.1"}, preCheckFailsOpen},
-	{"request-window", "remembers the request ids of an aggregate's 8 newest streams only (a window, a cache), in Append and in the query", []string{"ES-1.5", "ES-1.8"}, requestWindow},
-	{"exists-latest-stream", "the request-id existence query looks at the aggregate's latest stream only", []string{"ES-1.8"}, existsLatestStream},
-	{"exists-ignores-context", "the request-id existence query ignores the bounded context", []string{"ES-1.8"}, existsIgnoresContext},
-	{"exists-ignores-name", "the request-id existence query ignores the aggregate name", []string{"ES-1.8"}, existsIgnoresName},
-	{"exists-ignores-tenant", "the request-id existence query ignores the tenant", []string{"ES-1.8"}, existsIgnoresTenant},
-	{"close-only-append", "Close stops Append only; Load and the existence query go on answering", []string{"ES-1.10"}, closeOnlyAppend},
-	// Defects the enumerated rules' tame values let through (issue 20);
-	// the generated values and histories catch them.
-	{"id-column-width", "keys aggregates by their id cut to a 64-character column", []string{"ES-4.1"}, idColumnWidth},
-	{"case-folding", "keys aggregates case-insensitively, as a case-insensitive collation compares", []string{"ES-1.13", "ES-4.1"}, caseFolding},
-	{"delimiter-join", "keys aggregates by their parts joined with ':', unescaped", []string{"ES-4.1"}, delimiterJoin},
-	{"truncated-bodies", "cuts event bodies to a 64 KiB column", []string{"ES-1.1", "ES-4.1"}, truncatedBodies},
-	{"tail-per-handle", "each handle caches the tail version it last wrote and checks versions against its cache", []string{"ES-4.1"}, tailPerHandle},
-	{"uniqueness-per-handle", "request-id uniqueness is checked against the handle's own cache of the ids it wrote", []string{"ES-4.1"}, uniquenessPerHandle},
-	{"request-id-ttl", "forgets a request id 0.5 s after it was stored (a cache with a time to live), in Append and in the query", []string{"ES-4.1"}, requestTTL},
-	{"leaked-reservation", "a refused append (version or creation conflict) still reserves its request id", []string{"ES-1.9", "ES-4.1"}, leakedReservation},
-	{"tail-as-version", "the version conflict reports the tail instead of the version asked for", []string{"ES-1.4", "ES-4.1"}, tailAsVersion},
-	{"stored-request-in-create-conflict", "the creation conflict carries the stored create's request id instead of the refused one", []string{"ES-1.3", "ES-2.2", "ES-4.1"}, storedRequestInCreate},
-	{"torn-load", "writes a multi-event stream event by event, each visible at once (no transaction around them)", []string{"ES-4.2"}, tornLoad},
+// All returns the mutants, in the order the self-test runs them.
+func All() []Mutant {
+	return []Mutant{
+		{Name: "request-check-then-write", Defect: "checks the request id, releases the lock, then writes (application-level check-then-write)", MustFail: []string{"ES-2.3"}, Build: requestCheckThenWrite},
+		{Name: "version-check-then-write", Defect: "checks the version, releases the lock, then writes; a racing writer overwrites the winner", MustFail: []string{"ES-2.1", "ES-2.2", "ES-2.5"}, Build: versionCheckThenWrite},
+		{Name: "request-id-per-type", Defect: "request id unique per aggregate type instead of per aggregate", MustFail: []string{"ES-1.6", "ES-2.4"}, Build: requestPerType},
+		{Name: "event-by-event", Defect: "writes a multi-event stream event by event and checks the request id afterwards, without a transaction", MustFail: []string{"ES-1.5", "ES-1.9"}, Build: eventByEvent},
+		{Name: "string-errors", Defect: "returns conflicts as plain string errors", MustFail: []string{"ES-1.3", "ES-1.4", "ES-1.5", "ES-1.7", "ES-1.10"}, Build: stringErrors},
+		{Name: "everything-is-a-version-conflict", Defect: "reports every failure, connection and argument errors included, as a version conflict", MustFail: []string{"ES-1.10", "ES-1.12"}, Build: everythingVersionConflict},
+		{Name: "broken-exists-query", Defect: "the request-id existence query ignores the aggregate", MustFail: []string{"ES-1.8"}, Build: brokenExists},
+		{Name: "silent-version-gap", Defect: "accepts any version above the tail (tail+2 too) while declaring no gaps", MustFail: []string{"ES-1.11"}, Build: silentGap},
+		{Name: "lossy-bytes", Defect: "stores event bodies as text, replacing invalid UTF-8", MustFail: []string{"ES-1.1"}, Build: lossyBytes},
+		{Name: "unknown-is-error", Defect: "loading an unknown aggregate returns a not-found error", MustFail: []string{"ES-1.2"}, Build: unknownIsError},
+		{Name: "exclusive-range", Defect: "load treats the upper bound of the range as exclusive", MustFail: []string{"ES-1.12"}, Build: exclusiveRange},
+		{Name: "tenantless-key", Defect: "the aggregate key leaves out the tenant", MustFail: []string{"ES-1.13"}, Build: tenantlessKey},
+		{Name: "version-per-type", Defect: "the version constraint is on (aggregate type, version), not (aggregate, version)", MustFail: []string{"ES-1.6", "ES-2.6"}, Build: versionPerType},
+		{Name: "silent-dedupe", Defect: "answers success to a duplicate request id without storing anything", MustFail: []string{"ES-1.5", "ES-1.7", "ES-2.5"}, Build: silentDedupe},
+		{Name: "create-as-version-conflict", Defect: "reports a creation conflict as a version conflict", MustFail: []string{"ES-1.3"}, Build: createAsVersionConflict},
+		{Name: "precheck-trusts-fast-checker", Defect: "rejects on the fast checker's 'maybe' without asking the authoritative query", MustFail: []string{"ES-3.1"}, Build: preCheckTrustsFast},
+		{Name: "precheck-fails-open", Defect: "admits a 'maybe' when there is no authoritative query or it fails", MustFail: []string{"ES-3.1"}, Build: preCheckFailsOpen},
+		{Name: "request-window", Defect: "remembers the request ids of an aggregate's 8 newest streams only (a window, a cache), in Append and in the query", MustFail: []string{"ES-1.5", "ES-1.8"}, Build: requestWindow},
+		{Name: "exists-latest-stream", Defect: "the request-id existence query looks at the aggregate's latest stream only", MustFail: []string{"ES-1.8"}, Build: existsLatestStream},
+		{Name: "exists-ignores-context", Defect: "the request-id existence query ignores the bounded context", MustFail: []string{"ES-1.8"}, Build: existsIgnoresContext},
+		{Name: "exists-ignores-name", Defect: "the request-id existence query ignores the aggregate name", MustFail: []string{"ES-1.8"}, Build: existsIgnoresName},
+		{Name: "exists-ignores-tenant", Defect: "the request-id existence query ignores the tenant", MustFail: []string{"ES-1.8"}, Build: existsIgnoresTenant},
+		{Name: "close-only-append", Defect: "Close stops Append only; Load and the existence query go on answering", MustFail: []string{"ES-1.10"}, Build: closeOnlyAppend},
+		// Defects the enumerated rules' tame values let through (issue 20);
+		// the generated values and histories catch them.
+		{Name: "id-column-width", Defect: "keys aggregates by their id cut to a 64-character column", MustFail: []string{"ES-4.1"}, Build: idColumnWidth},
+		{Name: "case-folding", Defect: "keys aggregates case-insensitively, as a case-insensitive collation compares", MustFail: []string{"ES-1.13", "ES-4.1"}, Build: caseFolding},
+		{Name: "delimiter-join", Defect: "keys aggregates by their parts joined with ':', unescaped", MustFail: []string{"ES-4.1"}, Build: delimiterJoin},
+		{Name: "truncated-bodies", Defect: "cuts event bodies to a 64 KiB column", MustFail: []string{"ES-1.1", "ES-4.1"}, Build: truncatedBodies},
+		{Name: "tail-per-handle", Defect: "each handle caches the tail version it last wrote and checks versions against its cache", MustFail: []string{"ES-4.1"}, Build: tailPerHandle},
+		{Name: "uniqueness-per-handle", Defect: "request-id uniqueness is checked against the handle's own cache of the ids it wrote", MustFail: []string{"ES-4.1"}, Build: uniquenessPerHandle},
+		{Name: "request-id-ttl", Defect: "forgets a request id 0.5 s after it was stored (a cache with a time to live), in Append and in the query", MustFail: []string{"ES-4.1"}, Build: requestTTL},
+		{Name: "leaked-reservation", Defect: "a refused append (version or creation conflict) still reserves its request id", MustFail: []string{"ES-1.9", "ES-4.1"}, Build: leakedReservation},
+		{Name: "tail-as-version", Defect: "the version conflict reports the tail instead of the version asked for", MustFail: []string{"ES-1.4", "ES-4.1"}, Build: tailAsVersion},
+		{Name: "stored-request-in-create-conflict", Defect: "the creation conflict carries the stored create's request id instead of the refused one", MustFail: []string{"ES-1.3", "ES-2.2", "ES-4.1"}, Build: storedRequestInCreate},
+		{Name: "torn-load", Defect: "writes a multi-event stream event by event, each visible at once (no transaction around them)", MustFail: []string{"ES-4.2"}, Build: tornLoad},
+	}
 }
 
 // Caps is what every mutant declares: the reference's declaration, with the
 // pre-check chain broken for the two pre-check mutants.
-func (m Mutant) Caps() es.Capabilities {
-	switch m.flaw {
+func (fl Flaw) Caps() es.Capabilities {
+	switch fl {
 	case preCheckTrustsFast:
 		return es.Capabilities{PreCheck: func(f es.FastChecker, _ es.ExistenceChecker) es.PreChecker { return trustFast{f} }}
 	case preCheckFailsOpen:
@@ -131,13 +130,13 @@ func (m Mutant) Caps() es.Capabilities {
 }
 
 // NewDB makes the shared state for one mutant target.
-func (m Mutant) NewDB() *DB {
-	return &DB{flaw: m.flaw, streams: map[string][]es.Stream{}, reqs: map[string]map[string]time.Time{}}
+func (fl Flaw) NewDB() *DB {
+	return &DB{flaw: fl, streams: map[string][]es.Stream{}, reqs: map[string]map[string]time.Time{}}
 }
 
 // DB is the shared state; see memory.DB, of which it is a copy with flaws.
 type DB struct {
-	flaw    flaw
+	flaw    Flaw
 	mu      sync.Mutex
 	streams map[string][]es.Stream
 	reqs    map[string]map[string]time.Time // request ids per key, with when they were stored

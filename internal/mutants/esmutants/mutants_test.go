@@ -17,10 +17,10 @@ import (
 // the registry, which links every suite. A race rule gets up to three runs,
 // as in the self-test (internal/selftest, redecide).
 func TestMutantsFailTheirRules(t *testing.T) {
-	for _, m := range esmutants.All {
+	for _, m := range esmutants.All() {
 		t.Run(m.Name, func(t *testing.T) {
-			db := m.NewDB()
-			target := eventstore.Target{Open: func(context.Context) (es.EventStore, error) { return db.Open(), nil }, Caps: m.Caps()}
+			db := m.Build.NewDB()
+			target := eventstore.Target{Open: func(context.Context) (es.EventStore, error) { return db.Open(), nil }, Caps: m.Build.Caps()}
 			for _, id := range m.MustFail {
 				var got verdict.Result
 				for run := 1; run <= 3 && got.Verdict != verdict.Fail; run++ {

@@ -16,67 +16,67 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/broker/kafka"
+	"github.com/onceproof/tck/internal/mutants"
 	"github.com/onceproof/tck/mq"
 )
 
-// Mutant is one broken client.
-type Mutant struct {
-	Name     string
-	Summary  string
-	MustFail []string
-	// Defects are put in the adapter itself (zero: none).
-	Defects kafka.Defects
-	// Wrap puts the defect around a healthy handle (nil: none).
-	Wrap func(mq.Broker) mq.Broker
-	// Declare adjusts what the target declares (nil: the truth).
-	Declare func(mq.Capabilities) mq.Capabilities
-}
-
-// Client is the kafka.Client of the mutant.
-func (m Mutant) Client() kafka.Client {
-	return kafka.Client{Options: kafka.Options{Defects: m.Defects}, Wrap: m.Wrap, Declare: m.Declare}
-}
+// Mutant is one broken client, in front of an embedded kfake cluster.
+type Mutant = mutants.Mutant[kafka.Client]
 
 // All returns every Kafka mutant.
 func All() []Mutant {
 	return []Mutant{
 		{
-			Name: "no-idempotence", Summary: "produces with enable.idempotence=false: a retry after a lost reply is appended again",
+			Name: "no-idempotence", Defect: "produces with enable.idempotence=false: a retry after a lost reply is appended again",
 			MustFail: []string{"BR-5.1"},
-			Defects:  kafka.Defects{NoIdempotence: true},
-		},
-		{
-			Name: "claims-id-dedupe", Summary: "declares a 2s de-dupe window by message id: takes the idempotent producer for business de-dupe",
-			MustFail: []string{"BR-1.1", "BR-5.2"},
-			Declare: func(c mq.Capabilities) mq.Capabilities {
-				c.DedupeWindow = 2 * time.Second
-				return c
+			Build: kafka.Client{
+				Options: kafka.Options{Defects: kafka.Defects{NoIdempotence: true}},
 			},
 		},
 		{
-			Name: "commit-before-handler", Summary: "commits each record as it is handed out, before the handler ran (commit-then-process)",
-			MustFail: []string{"BR-2.3", "BR-5.3"},
-			Wrap:     with(hooks{commitOnFetch: true}),
+			Name: "claims-id-dedupe", Defect: "declares a 2s de-dupe window by message id: takes the idempotent producer for business de-dupe",
+			MustFail: []string{"BR-1.1", "BR-5.2"},
+			Build: kafka.Client{
+				Declare: func(c mq.Capabilities) mq.Capabilities {
+					c.DedupeWindow = 2 * time.Second
+					return c
+				},
+			},
 		},
 		{
-			Name: "commit-own-offset", Summary: "commits the record's own offset instead of the next one",
+			Name: "commit-before-handler", Defect: "commits each record as it is handed out, before the handler ran (commit-then-process)",
+			MustFail: []string{"BR-2.3", "BR-5.3"},
+			Build: kafka.Client{
+				Wrap: with(hooks{commitOnFetch: true}),
+			},
+		},
+		{
+			Name: "commit-own-offset", Defect: "commits the record's own offset instead of the next one",
 			MustFail: []string{"BR-5.3", "BR-5.4"},
-			Defects:  kafka.Defects{CommitShift: -1},
+			Build: kafka.Client{
+				Options: kafka.Options{Defects: kafka.Defects{CommitShift: -1}},
+			},
 		},
 		{
-			Name: "close-commits", Summary: "a member that ends commits every record it was handed, processed or not (auto-commit on leave)",
+			Name: "close-commits", Defect: "a member that ends commits every record it was handed, processed or not (auto-commit on leave)",
 			MustFail: []string{"BR-2.3", "BR-5.3"},
-			Wrap:     with(hooks{commitOnClose: true}),
+			Build: kafka.Client{
+				Wrap: with(hooks{commitOnClose: true}),
+			},
 		},
 		{
-			Name: "no-persistence", Summary: "runs a rule's own cluster without a data directory: what was acknowledged is gone after a restart",
+			Name: "no-persistence", Defect: "runs a rule's own cluster without a data directory: what was acknowledged is gone after a restart",
 			MustFail: []string{"BR-3.1"},
-			Defects:  kafka.Defects{NoPersistence: true},
+			Build: kafka.Client{
+				Options: kafka.Options{Defects: kafka.Defects{NoPersistence: true}},
+			},
 		},
 		{
-			Name: "reset-noop", Summary: "resetting a group's offset reports success without committing it",
+			Name: "reset-noop", Defect: "resetting a group's offset reports success without committing it",
 			MustFail: []string{"BR-5.4"},
-			Wrap:     with(hooks{resetNoop: true}),
+			Build: kafka.Client{
+				Wrap: with(hooks{resetNoop: true}),
+			},
 		},
 	}
 }

@@ -46,7 +46,7 @@ func TestMutants(t *testing.T) {
 	killed := map[string][]string{}
 	for _, m := range kafkamutants.All() {
 		t.Run(m.Name, func(t *testing.T) {
-			res := run(t, "broker/mutant-kafka-"+m.Name, m.Client())
+			res := run(t, "broker/mutant-kafka-"+m.Name, m.Build)
 			for _, id := range m.MustFail {
 				if r := res[id]; r.Verdict != verdict.Fail {
 					t.Errorf("mutant %s must fail %s, got %s: %s", m.Name, id, r.Verdict, r.Reason)

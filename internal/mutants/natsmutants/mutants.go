@@ -16,118 +16,137 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
+	"github.com/onceproof/tck/internal/mutants"
 	"github.com/onceproof/tck/mq"
 )
 
-// Mutant is one broken client.
-type Mutant struct {
-	Name     string
-	Summary  string
-	MustFail []string
-	// Options adjusts the adapter's options (nil: none).
-	Options func(*nats.Options)
-	// Wrap puts the defect around a healthy handle (nil: none).
-	Wrap func(mq.Broker) mq.Broker
-	// Declare adjusts what the target declares (nil: the truth).
-	Declare func(mq.Capabilities) mq.Capabilities
-}
+// Mutant is one broken client, in front of a real embedded NATS JetStream.
+type Mutant = mutants.Mutant[nats.Client]
 
 // All returns every broker mutant.
 func All() []Mutant {
 	return []Mutant{
 		{
-			Name: "fresh-id", Summary: "the producer mints a fresh message id on every send, retries included",
+			Name: "fresh-id", Defect: "the producer mints a fresh message id on every send, retries included",
 			MustFail: []string{"BR-1.1", "BR-1.2", "BR-1.3", "BR-1.5", "BR-1.6"},
-			Wrap: with(hooks{publish: func(m mq.Message) mq.Message {
-				m.ID = m.ID + "~" + nonce()
-				return m
-			}}),
+			Build: nats.Client{
+				Wrap: with(hooks{publish: func(m mq.Message) mq.Message {
+					m.ID = m.ID + "~" + nonce()
+					return m
+				}}),
+			},
 		},
 		{
-			Name: "short-window", Summary: "declares the window it asked for, but creates topics with half of it",
+			Name: "short-window", Defect: "declares the window it asked for, but creates topics with half of it",
 			MustFail: []string{"BR-1.2", "BR-1.3", "BR-6.1"},
-			Wrap: with(hooks{topic: func(c mq.TopicConfig) mq.TopicConfig {
-				c.DedupeWindow /= 2
-				return c
-			}}),
+			Build: nats.Client{
+				Wrap: with(hooks{topic: func(c mq.TopicConfig) mq.TopicConfig {
+					c.DedupeWindow /= 2
+					return c
+				}}),
+			},
 		},
 		{
-			Name: "claims-refresh", Summary: "declares that a duplicate hit refreshes the de-dupe window (NATS does not)",
+			Name: "claims-refresh", Defect: "declares that a duplicate hit refreshes the de-dupe window (NATS does not)",
 			MustFail: []string{"BR-1.4"},
-			Declare: func(c mq.Capabilities) mq.Capabilities {
-				c.DedupeRefreshOnHit = true
-				return c
+			Build: nats.Client{
+				Declare: func(c mq.Capabilities) mq.Capabilities {
+					c.DedupeRefreshOnHit = true
+					return c
+				},
 			},
 		},
 		{
-			Name: "claims-dedupe-restart", Summary: "declares that the de-dupe state survives a restart under work-queue retention too",
+			Name: "claims-dedupe-restart", Defect: "declares that the de-dupe state survives a restart under work-queue retention too",
 			MustFail: []string{"BR-1.7"},
-			Declare: func(c mq.Capabilities) mq.Capabilities {
-				c.DedupeAfterRestart = []mq.Retention{mq.Limits, mq.WorkQueue}
-				return c
+			Build: nats.Client{
+				Declare: func(c mq.Capabilities) mq.Capabilities {
+					c.DedupeAfterRestart = []mq.Retention{mq.Limits, mq.WorkQueue}
+					return c
+				},
 			},
 		},
 		{
-			Name: "memory-storage", Summary: "creates every topic in memory: acked publishes vanish with a restart",
+			Name: "memory-storage", Defect: "creates every topic in memory: acked publishes vanish with a restart",
 			MustFail: []string{"BR-1.7", "BR-3.1"},
-			Options:  func(o *nats.Options) { o.Memory = true },
+			Build: nats.Client{
+				Options: nats.Options{Memory: true},
+			},
 		},
 		{
-			Name: "ack-unsent", Summary: "Ack reports success without telling the broker",
+			Name: "ack-unsent", Defect: "Ack reports success without telling the broker",
 			MustFail: []string{"BR-2.2", "BR-2.8"},
-			Wrap:     with(hooks{ack: func(context.Context, mq.Delivery) error { return nil }}),
+			Build: nats.Client{
+				Wrap: with(hooks{ack: func(context.Context, mq.Delivery) error { return nil }}),
+			},
 		},
 		{
-			Name: "redelivery-as-new", Summary: "the consumer reports every delivery as a first attempt",
+			Name: "redelivery-as-new", Defect: "the consumer reports every delivery as a first attempt",
 			MustFail: []string{"BR-2.1"},
-			Wrap:     with(hooks{attempt: func(int) int { return 1 }}),
+			Build: nats.Client{
+				Wrap: with(hooks{attempt: func(int) int { return 1 }}),
+			},
 		},
 		{
-			Name: "nak-no-delay", Summary: "nak ignores the requested delay",
+			Name: "nak-no-delay", Defect: "nak ignores the requested delay",
 			MustFail: []string{"BR-2.4"},
-			Wrap: with(hooks{nak: func(ctx context.Context, d mq.Delivery, _ time.Duration) error {
-				return d.Nak(ctx, 0)
-			}}),
+			Build: nats.Client{
+				Wrap: with(hooks{nak: func(ctx context.Context, d mq.Delivery, _ time.Duration) error {
+					return d.Nak(ctx, 0)
+				}}),
+			},
 		},
 		{
-			Name: "nak-as-term", Summary: "nak terminates the message instead of asking for redelivery",
+			Name: "nak-as-term", Defect: "nak terminates the message instead of asking for redelivery",
 			MustFail: []string{"BR-2.4", "BR-2.9"},
-			Wrap: with(hooks{nak: func(ctx context.Context, d mq.Delivery, _ time.Duration) error {
-				return d.Term(ctx)
-			}}),
+			Build: nats.Client{
+				Wrap: with(hooks{nak: func(ctx context.Context, d mq.Delivery, _ time.Duration) error {
+					return d.Term(ctx)
+				}}),
+			},
 		},
 		{
-			Name: "term-as-nak", Summary: "term asks for redelivery instead of stopping it",
+			Name: "term-as-nak", Defect: "term asks for redelivery instead of stopping it",
 			MustFail: []string{"BR-2.5"},
-			Wrap: with(hooks{term: func(ctx context.Context, d mq.Delivery) error {
-				return d.Nak(ctx, 0)
-			}}),
+			Build: nats.Client{
+				Wrap: with(hooks{term: func(ctx context.Context, d mq.Delivery) error {
+					return d.Nak(ctx, 0)
+				}}),
+			},
 		},
 		{
-			Name: "no-max-deliver", Summary: "opens consumers without the max-deliver limit it was given",
+			Name: "no-max-deliver", Defect: "opens consumers without the max-deliver limit it was given",
 			MustFail: []string{"BR-2.6"},
-			Wrap: with(hooks{consumer: func(c mq.ConsumerConfig) mq.ConsumerConfig {
-				c.MaxDeliver = 0
-				return c
-			}}),
+			Build: nats.Client{
+				Wrap: with(hooks{consumer: func(c mq.ConsumerConfig) mq.ConsumerConfig {
+					c.MaxDeliver = 0
+					return c
+				}}),
+			},
 		},
 		{
-			Name: "in-progress-noop", Summary: "in-progress reports success without telling the broker",
+			Name: "in-progress-noop", Defect: "in-progress reports success without telling the broker",
 			MustFail: []string{"BR-2.7"},
-			Wrap:     with(hooks{inProgress: func(context.Context, mq.Delivery) error { return nil }}),
+			Build: nats.Client{
+				Wrap: with(hooks{inProgress: func(context.Context, mq.Delivery) error { return nil }}),
+			},
 		},
 		{
-			Name: "close-acks", Summary: "closing a consumer acks every delivery it still holds, processed or not",
+			Name: "close-acks", Defect: "closing a consumer acks every delivery it still holds, processed or not",
 			MustFail: []string{"BR-2.3", "BR-2.9"},
-			Wrap:     with(hooks{closeAcks: true}),
+			Build: nats.Client{
+				Wrap: with(hooks{closeAcks: true}),
+			},
 		},
 		{
-			Name: "limits-only", Summary: "creates every topic with limits retention, work queues included",
+			Name: "limits-only", Defect: "creates every topic with limits retention, work queues included",
 			MustFail: []string{"BR-2.8"},
-			Wrap: with(hooks{topic: func(c mq.TopicConfig) mq.TopicConfig {
-				c.Retention = mq.Limits
-				return c
-			}}),
+			Build: nats.Client{
+				Wrap: with(hooks{topic: func(c mq.TopicConfig) mq.TopicConfig {
+					c.Retention = mq.Limits
+					return c
+				}}),
+			},
 		},
 	}
 }

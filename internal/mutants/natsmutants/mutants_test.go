@@ -32,15 +32,6 @@ func run(t *testing.T, name string, client nats.Client, only ...string) map[stri
 	return out
 }
 
-// client puts m's defect in the kit's client.
-func client(m natsmutants.Mutant) nats.Client {
-	c := nats.Client{Wrap: m.Wrap, Declare: m.Declare}
-	if m.Options != nil {
-		m.Options(&c.Options)
-	}
-	return c
-}
-
 // TestMutants runs the reference and every broker mutant through the suite
 // (each a whole run of about 3 s; -short runs only a mutant's MustFail ids):
 // the reference passes every BR rule that applies to NATS, each mutant
@@ -67,7 +58,7 @@ func TestMutants(t *testing.T) {
 			if testing.Short() {
 				only = m.MustFail // -short: only what the mutant must fail
 			}
-			res := run(t, "broker/mutant-"+m.Name, client(m), only...)
+			res := run(t, "broker/mutant-"+m.Name, m.Build, only...)
 			for _, id := range m.MustFail {
 				if r := res[id]; r.Verdict != verdict.Fail {
 					t.Errorf("mutant %s must fail %s, got %s: %s", m.Name, id, r.Verdict, r.Reason)

@@ -13,68 +13,71 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/broker/redis"
+	"github.com/onceproof/tck/internal/mutants"
 	"github.com/onceproof/tck/mq"
 )
 
-// Mutant is one broken client.
-type Mutant struct {
-	Name     string
-	Summary  string
-	MustFail []string
-	// Options adjusts the adapter's options (nil: none).
-	Options func(*redis.Options)
-	// Wrap puts the defect around a healthy handle (nil: none).
-	Wrap func(*redis.Broker) mq.Broker
-	// Declare adjusts what the target declares (nil: the truth).
-	Declare func(mq.Capabilities) mq.Capabilities
-}
+// Mutant is one broken client, in front of a real redis-server.
+type Mutant = mutants.Mutant[redis.Client]
 
 // All returns every Redis mutant.
 func All() []Mutant {
 	return []Mutant{
 		{
-			Name: "ack-deletes", Summary: "Ack sends XACK and then XDEL, treating the stream as a work queue: the acknowledged entry is gone from the stream",
+			Name: "ack-deletes", Defect: "Ack sends XACK and then XDEL, treating the stream as a work queue: the acknowledged entry is gone from the stream",
 			MustFail: []string{"BR-4.1", "BR-2.8"},
-			Wrap: with(hooks{ack: func(ctx context.Context, b *redis.Broker, topic string, d mq.Delivery) error {
-				if err := d.Ack(ctx); err != nil {
-					return err
-				}
-				return b.Client().XDel(ctx, b.Key(topic), d.Position()).Err()
-			}}),
+			Build: redis.Client{
+				Wrap: with(hooks{ack: func(ctx context.Context, b *redis.Broker, topic string, d mq.Delivery) error {
+					if err := d.Ack(ctx); err != nil {
+						return err
+					}
+					return b.Client().XDel(ctx, b.Key(topic), d.Position()).Err()
+				}}),
+			},
 		},
 		{
-			Name: "ack-unsent", Summary: "Ack reports success without sending XACK: the entry stays in the pending list and is claimed again",
+			Name: "ack-unsent", Defect: "Ack reports success without sending XACK: the entry stays in the pending list and is claimed again",
 			MustFail: []string{"BR-4.1", "BR-2.2"},
-			Wrap:     with(hooks{ack: func(context.Context, *redis.Broker, string, mq.Delivery) error { return nil }}),
+			Build: redis.Client{
+				Wrap: with(hooks{ack: func(context.Context, *redis.Broker, string, mq.Delivery) error { return nil }}),
+			},
 		},
 		{
-			Name: "claim-no-idle", Summary: "claims pending entries with min-idle-time 1ms instead of the ack wait: another member takes an entry its holder is still working on",
+			Name: "claim-no-idle", Defect: "claims pending entries with min-idle-time 1ms instead of the ack wait: another member takes an entry its holder is still working on",
 			MustFail: []string{"BR-4.2", "BR-2.1"},
-			Wrap: with(hooks{consumer: func(c mq.ConsumerConfig) mq.ConsumerConfig {
-				c.AckWait = time.Millisecond
-				return c
-			}}),
+			Build: redis.Client{
+				Wrap: with(hooks{consumer: func(c mq.ConsumerConfig) mq.ConsumerConfig {
+					c.AckWait = time.Millisecond
+					return c
+				}}),
+			},
 		},
 		{
-			Name: "claim-justid", Summary: "claims idle entries with XAUTOCLAIM JUSTID and reads them with XRANGE: the delivery counter never grows",
+			Name: "claim-justid", Defect: "claims idle entries with XAUTOCLAIM JUSTID and reads them with XRANGE: the delivery counter never grows",
 			MustFail: []string{"BR-4.2", "BR-2.1", "BR-2.3"},
-			Options:  func(o *redis.Options) { o.ClaimJustID = true },
+			Build: redis.Client{
+				Options: redis.Options{ClaimJustID: true},
+			},
 		},
 		{
-			Name: "trim-claims-safe", Summary: "says its XTRIM keeps entries still pending (it does not: Redis 7 trims them with the rest)",
+			Name: "trim-claims-safe", Defect: "says its XTRIM keeps entries still pending (it does not: Redis 7 trims them with the rest)",
 			MustFail: []string{"BR-4.3"},
-			Wrap: with(hooks{trim: func(t mq.Trim) mq.Trim {
-				t.KeepsPending = true
-				return t
-			}}),
+			Build: redis.Client{
+				Wrap: with(hooks{trim: func(t mq.Trim) mq.Trim {
+					t.KeepsPending = true
+					return t
+				}}),
+			},
 		},
 		{
-			Name: "trim-count-mixup", Summary: "reports the MAXLEN it asked for as the number of entries its trim removed",
+			Name: "trim-count-mixup", Defect: "reports the MAXLEN it asked for as the number of entries its trim removed",
 			MustFail: []string{"BR-4.3"},
-			Wrap: with(hooks{trimKeep: func(t mq.Trim, keep int) mq.Trim {
-				t.Removed = keep
-				return t
-			}}),
+			Build: redis.Client{
+				Wrap: with(hooks{trimKeep: func(t mq.Trim, keep int) mq.Trim {
+					t.Removed = keep
+					return t
+				}}),
+			},
 		},
 	}
 }

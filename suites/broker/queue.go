@@ -429,6 +429,11 @@ type queueJudge struct {
 	reopens  int
 	cut      bool // the workload ended at its deadline
 	faultErr error
+	// After a cut: what the authoritative read-back said of lost.
+	readOK  bool
+	readErr error
+	pending int      // still held by the broker: may yet be delivered
+	gone    []string // absent from a read-back that answered: lost
 }
 
 // newQueueJudge checks q's history and writes the figures (and, for a
@@ -474,10 +479,44 @@ func newQueueJudge(q *queue, faultErr error) *queueJudge {
 	ev.Figure("unexpected", len(res.Unexpected), "")
 	ev.Figure("duplicated", res.Duplicates, "")
 	ev.Figure("recovered", len(res.Recovered), "")
+	if j.cut && len(j.lost) > 0 {
+		j.readBack(q)
+	}
 	if len(j.lost) > 0 || len(res.Unexpected) > 0 {
 		ev.Smallest(smallest(ops, append(append([]string(nil), j.lost...), res.Unexpected...), 20))
 	}
 	return j
+}
+
+// readBack asks the broker, when the workload was cut off at its deadline,
+// which of the acknowledged publishes not yet consumed it still holds: one
+// it holds may still come (indeterminate), one a read-back that answered
+// lacks is lost for certain. A read-back that fails leaves all of them
+// indeterminate.
+func (j *queueJudge) readBack(q *queue) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	all, err := q.f.b.ReadAll(ctx, q.topic)
+	if err != nil && !errors.Is(err, mq.ErrNotFound) {
+		j.readErr = err
+		return
+	}
+	// A topic the broker says is gone holds none of them.
+	held := map[string]bool{}
+	for _, s := range all {
+		held[s.Message.ID] = true
+		held[string(s.Message.Payload)] = true
+	}
+	for _, id := range j.lost {
+		if held[id] {
+			j.pending++
+		} else {
+			j.gone = append(j.gone, id)
+		}
+	}
+	j.readOK = true
+	q.f.ev.Figure("not consumed at the deadline, still held by the broker", j.pending, "")
+	q.f.ev.Figure("not consumed at the deadline, absent from the read-back", len(j.gone), "")
 }
 
 func (j *queueJudge) judge(r *spec.R) {
@@ -492,7 +531,14 @@ func (j *queueJudge) judge(r *spec.R) {
 	}
 	r.Expect(res.Unexpected).To(gomega.BeEmpty(), "unexpected: delivered but never published")
 	if j.cut && len(j.lost) > 0 {
-		j.f.unknown(r, "the workload ended at its deadline (%s) with %d of %d acknowledged publishes not yet consumed: what became of them is unknown, not a loss", j.f.t.Budget, len(j.lost), res.Acked)
+		if j.readOK && len(j.gone) > 0 {
+			r.Expect(j.gone).To(gomega.BeEmpty(), "lost: the workload ended at its deadline (%s) with %d of %d acknowledged publishes not yet consumed, and the broker's read-back lacks %d of them", j.f.t.Budget, len(j.lost), res.Acked, len(j.gone))
+		}
+		why := "the broker still holds them"
+		if !j.readOK {
+			why = fmt.Sprintf("reading the topic back failed: %v", j.readErr)
+		}
+		j.f.unknown(r, "the workload ended at its deadline (%s) with %d of %d acknowledged publishes not yet consumed (%s): what becomes of them is unknown, not a loss", j.f.t.Budget, len(j.lost), res.Acked, why)
 	}
 	r.Expect(j.lost).To(gomega.BeEmpty(), "lost: acknowledged publishes never delivered (%d of %d; %d of them handed out once, left unacked by the kit and never redelivered)", len(j.lost), res.Acked, j.left)
 	if res.Duplicates > 0 {

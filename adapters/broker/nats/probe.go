@@ -3,6 +3,7 @@ package nats
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -127,8 +128,17 @@ func startProbe(ctx context.Context, open func(context.Context) (mq.Broker, erro
 		return nil, fmt.Errorf("probe: opening its consumer: %w", err)
 	}
 	pr.m = m
-	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	ds, err := m.Fetch(fctx, 1, 3*time.Second)
+	// A replicated consumer just created may have no leader yet (a loaded
+	// host elects slowly): "no responders" is retried, not a failed probe.
+	var ds []mq.Delivery
+	fctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	for {
+		ds, err = m.Fetch(fctx, 1, 3*time.Second)
+		if (err == nil && len(ds) > 0) || fctx.Err() != nil || (err != nil && !errors.Is(err, natsgo.ErrNoResponders)) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	cancel()
 	if err != nil || len(ds) != 1 {
 		pr.close()

@@ -55,7 +55,7 @@ func cmdReportDiff(_ context.Context, args []string, stdout, _ io.Writer) error 
 		d.WriteText(stdout)
 	}
 	if code := d.ExitCode(); code != 0 {
-		return exitError{code}
+		return exitError{code: code}
 	}
 	return nil
 }

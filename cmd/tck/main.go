@@ -83,8 +83,12 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
-// exitError carries a decided exit code (the run's verdict) without a message.
-type exitError struct{ code int }
+// exitError carries a decided exit code (the run's verdict); msg, when
+// set, is the one line printed with it.
+type exitError struct {
+	code int
+	msg  string
+}
 
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
@@ -159,6 +163,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case err == nil:
 		return 0
 	case errors.As(err, &ee):
+		if ee.msg != "" {
+			fmt.Fprintf(stderr, "tck %s: %s\n", name, ee.msg)
+		}
 		return ee.code
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "tck %s: %s\n", name, oneLine(target.Redact(ue.msg)))

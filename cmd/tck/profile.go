@@ -56,7 +56,7 @@ func planProfile(ctx context.Context, file, format, out, command string, stdout 
 		plan.WriteText(stdout)
 	}
 	if len(plan.Hazards) > 0 {
-		return exitError{reports.ExitMustFailed}
+		return exitError{code: reports.ExitMustFailed}
 	}
 	return nil
 }

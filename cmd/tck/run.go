@@ -357,7 +357,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return notWritten("run", err)
 	}
 	fmt.Fprintf(stdout, "%s: %s\nreport: %s\n", rep.Summary.Conclusion, countsLine(rep.Summary.Counts), filepath.Join(dir, reports.FileMarkdown))
-	return exitError{rep.Summary.ExitCode}
+	return exitError{code: rep.Summary.ExitCode}
 }
 
 // notWrittenError is a report that could not be written after the run
@@ -373,9 +373,11 @@ func (e notWrittenError) Error() string {
 
 func notWritten(what string, err error) error { return notWrittenError{what, err} }
 
+const msgInterruptedEarly = "interrupted before anything started: nothing was run and no report was written"
+
 // interrupted ends a command a signal stopped before it started anything.
 func interrupted() error {
-	return exitError{reports.ExitInconclusive}
+	return exitError{reports.ExitInconclusive, msgInterruptedEarly}
 }
 
 func skippedAll(t planned, reason string) []verdict.Result {
@@ -423,7 +425,7 @@ func cmdSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	problems := 0
 	for _, s := range suites {
 		if ctx.Err() != nil {
-			return exitError{reports.ExitInconclusive}
+			return exitError{code: reports.ExitInconclusive}
 		}
 		m := selftest.Run(ctx, reg, s, selftest.Options{Progress: func(name string, r verdict.Result) {
 			if !*quiet {
@@ -448,7 +450,7 @@ func cmdSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	if problems > 0 {
 		fmt.Fprintf(stdout, "selftest: %d problems\n", problems)
-		return exitError{reports.ExitMustFailed}
+		return exitError{code: reports.ExitMustFailed}
 	}
 	fmt.Fprintln(stdout, "selftest: the reference passes every rule, every mutant fails at least one, every rule is failed by a mutant")
 	return nil
@@ -474,5 +476,5 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return notWritten("re-rendering", err)
 	}
 	fmt.Fprintf(stdout, "%s: %s\nrewrote %s\n", rep.Summary.Conclusion, countsLine(rep.Summary.Counts), *in)
-	return exitError{rep.Summary.ExitCode}
+	return exitError{code: rep.Summary.ExitCode}
 }

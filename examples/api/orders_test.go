@@ -18,6 +18,7 @@ type server struct {
 	path, addr string
 	mu         sync.Mutex
 	orders     *Orders
+	ln         net.Listener
 	http       *http.Server
 }
 
@@ -31,13 +32,20 @@ func (s *server) start() error {
 		o.Close()
 		return err
 	}
-	s.addr, s.orders, s.http = ln.Addr().String(), o, &http.Server{Handler: o.Handler()}
+	s.addr, s.orders, s.ln, s.http = ln.Addr().String(), o, ln, &http.Server{Handler: o.Handler()}
 	go s.http.Serve(ln)
 	return nil
 }
 
+// stop closes the listener itself too: a restart that comes before the
+// Serve goroutine has run would find the port still taken, since Close
+// only closes listeners Serve has begun tracking.
 func (s *server) stop() error {
-	return errors.Join(s.http.Close(), s.orders.Close())
+	err := s.ln.Close()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return errors.Join(s.http.Close(), err, s.orders.Close())
 }
 
 // Restart is what API-1.5 calls: every connection dropped, a new process

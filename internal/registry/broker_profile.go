@@ -40,10 +40,10 @@ func DeclaredNATS(p *profile.Profile, onServer bool) (*broker.Declared, error) {
 		}
 		return nil, fmt.Errorf("profile %s declares %d NATS brokers (%s); a run certifies one server: keep one NATS broker in the profile", p.File(), len(nb), strings.Join(names, ", "))
 	}
-	d := &broker.Declared{Source: fmt.Sprintf("%s (profile %s, broker %s)", p.File(), p.Name, nb[0].Name), OnServer: onServer}
+	d := &broker.Declared{Source: fmt.Sprintf("%s (profile %s, broker %s)", p.File(), p.Name, nb[0].Name), OnServer: onServer, Workers: natsWorkers(p, nb[0])}
 	for _, pr := range p.Producers {
 		if pr.Broker == nb[0].Name {
-			d.Producers = append(d.Producers, broker.DeclaredProducer{Name: pr.Name, Stream: pr.Stream, KeepsID: pr.KeepsMessageID})
+			d.Producers = append(d.Producers, broker.DeclaredProducer{Name: pr.Name, Stream: pr.Stream, KeepsID: pr.KeepsMessageID, Subject: pr.Subject})
 		}
 	}
 	for _, s := range nb[0].Streams {
@@ -53,7 +53,7 @@ func DeclaredNATS(p *profile.Profile, onServer bool) (*broker.Declared, error) {
 			MaxAge:       s.MaxAge.D(),
 			Storage:      mq.Storage(orS(string(s.Storage), string(profile.StorageFile))),
 			Replicas:     max(s.Replicas, 1),
-		}}}
+		}, Settings: natsStreamSettings(s)}}
 		if ds.Topic.Config.Retention != mq.Limits {
 			d.SetupHazards = append(d.SetupHazards, fmt.Sprintf("stream %s declares %s retention: the rules choose their scratch topics' retention (limits; BR-2.8 also work-queue), so it is compared with the server (BR-6.1), not exercised by every rule", s.Name, ds.Topic.Config.Retention))
 		}
@@ -72,6 +72,7 @@ func DeclaredNATS(p *profile.Profile, onServer bool) (*broker.Declared, error) {
 			ci := mq.ConsumerInfo{
 				Config:    mq.ConsumerConfig{Group: c.Name, AckWait: ackWait, Backoff: backoff, MaxDeliver: c.MaxDeliver},
 				AckPolicy: mq.AckPolicy(orS(string(c.AckPolicy), string(profile.AckExplicit))),
+				Settings:  natsConsumerSettings(c),
 			}
 			if ci.Config.MaxDeliver < 0 {
 				ci.Config.MaxDeliver = 0

@@ -46,6 +46,9 @@ type Declared struct {
 	// BR-1.6's fresh-id copy is a hazard of the team's only where one of
 	// them mints a fresh id per retry.
 	Producers []DeclaredProducer
+	// Workers are the declared application consumers' workers per broker
+	// consumer ("stream/consumer"): a max_ack_pending below it stalls them.
+	Workers map[string]int
 }
 
 // DeclaredProducer is a producer as a profile declares it.
@@ -53,6 +56,7 @@ type DeclaredProducer struct {
 	Name    string // the producer's name in the profile
 	Stream  string // the stream it publishes to
 	KeepsID bool   // every retry carries the first attempt's message id
+	Subject string // the NATS subject it publishes to ("": not declared)
 }
 
 // freshIDHazard records what BR-1.6's staged fresh-id retry showed: a
@@ -312,6 +316,9 @@ func (f *fixture) compareStream(in mq.Inspector, s DeclaredStream) ([]string, er
 	if dc.Replicas > 0 {
 		cmp(p+"replicas", fmt.Sprint(dc.Replicas), fmt.Sprint(max(gc.Replicas, 1)))
 	}
+	// Everything else the server reports (settings.go).
+	diffs = append(diffs, f.compareSettings(p, "stream "+name, s.Topic.Settings, got.Settings)...)
+	f.natsStreamHazards(name, got.Settings)
 	for _, c := range s.Consumers {
 		cname := c.Config.Group
 		h := f.rec.Invoke("kit", "consumer-info", name+"/"+cname)
@@ -337,6 +344,8 @@ func (f *fixture) compareStream(in mq.Inspector, s DeclaredStream) ([]string, er
 		}
 		cmp(q+"back-off", durations(c.Config.Backoff), durations(gotC.Config.Backoff))
 		cmp(q+"max deliver", deliveries(c.Config.MaxDeliver), deliveries(gotC.Config.MaxDeliver))
+		diffs = append(diffs, f.compareSettings(q, strings.TrimSpace(q), c.Settings, gotC.Settings)...)
+		f.natsConsumerHazards(name, cname, gotC.Settings)
 	}
 	return diffs, nil
 }

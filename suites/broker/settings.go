@@ -1,0 +1,129 @@
+package broker
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/onceproof/tck/internal/profile"
+	"github.com/onceproof/tck/internal/verdict"
+)
+
+// modeled are the settings compareStream compares from mq's typed
+// configuration: the rest of what the server reports is compared from
+// Settings (every field, by the server's own name).
+var modeled = map[string]bool{
+	// NATS stream
+	"name": true, "subjects": true, "duplicate_window": true, "retention": true,
+	"max_age": true, "storage": true, "num_replicas": true,
+	// NATS consumer
+	"durable_name": true, "ack_policy": true, "ack_wait": true, "backoff": true, "max_deliver": true,
+}
+
+// absentIsDefault: a declared value the server may leave out of its answer
+// when it holds the default (a field written with omitempty).
+func absentIsDefault(v string) bool {
+	switch v {
+	case "", "-1", "0", "false":
+		return true
+	}
+	return false
+}
+
+// compareSettings compares the declared settings (by the server's name)
+// with the server's, records a comparison for each, and lists in one note
+// what the server has that is not declared. It returns the differences.
+func (f *fixture) compareSettings(prefix, what string, declared, server map[string]string) []string {
+	var diffs []string
+	keys := make([]string, 0, len(declared))
+	for k := range declared {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		want := declared[k]
+		got, ok := server[k]
+		match := got == want
+		if !ok {
+			got, match = "not reported", absentIsDefault(want)
+		}
+		f.ev.Compare(verdict.Comparison{Setting: prefix + k, Declared: shown(want), Actual: shown(got), Source: "server", Match: match})
+		if !match {
+			diffs = append(diffs, fmt.Sprintf("%s%s: declared %s, server %s", prefix, k, shown(want), shown(got)))
+		}
+	}
+	var rest []string
+	for k, v := range server {
+		if _, ok := declared[k]; ok || modeled[k] {
+			continue
+		}
+		rest = append(rest, fmt.Sprintf("%s %s", k, shown(v)))
+	}
+	if len(rest) > 0 {
+		sort.Strings(rest)
+		f.ev.Notef("%s: not declared; the server has %s", what, strings.Join(rest, "; "))
+	}
+	return diffs
+}
+
+func shown(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// num reads a setting as a whole number (0 when absent or not a number).
+func num(m map[string]string, k string) int64 {
+	n, _ := strconv.ParseInt(m[k], 10, 64)
+	return n
+}
+
+// natsStreamHazards names what the server's stream settings, declared or
+// not, do to the contract.
+func (f *fixture) natsStreamHazards(name string, s map[string]string) {
+	if s["discard"] != "new" {
+		return
+	}
+	var limits []string
+	for _, k := range []string{"max_msgs", "max_bytes", "max_msgs_per_subject"} {
+		if n := num(s, k); n > 0 {
+			limits = append(limits, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	if a := s["max_age"]; a != "" && a != "0s" {
+		limits = append(limits, "max_age "+a)
+	}
+	lim := "the account's storage limit"
+	if len(limits) > 0 {
+		lim = strings.Join(limits, ", ")
+	}
+	f.ev.Hazard("stream %s has discard new with %s: once full the server refuses every publish (with max_msgs N, publish N+1 and on fail) until messages age out or are removed; a producer that drops a refused publish loses the event", name, lim)
+}
+
+// natsConsumerHazards names what a consumer's settings on the server,
+// declared or not, do to the contract: a filter that misses what a
+// declared producer publishes, a start past the stored events, a
+// max_ack_pending below the declared workers.
+func (f *fixture) natsConsumerHazards(stream, name string, c map[string]string) {
+	d := f.t.Declared
+	if fs := c["filter_subjects"]; fs != "" && d != nil {
+		filters := strings.Split(fs, ", ")
+		for _, p := range d.Producers {
+			if p.Stream == stream && p.Subject != "" && !profile.Covered(p.Subject, filters) {
+				f.ev.Hazard("consumer %s/%s filters %s, which does not match %s, where the declared producer %s publishes: it never delivers those events", stream, name, fs, p.Subject, p.Name)
+			}
+		}
+	}
+	if dp := c["deliver_policy"]; dp != "" && dp != "all" {
+		f.ev.Hazard("consumer %s/%s has deliver policy %s: the events stored before it was created are never delivered to it (deliver all starts at the first stored message)", stream, name, dp)
+	}
+	if d != nil {
+		if w := d.Workers[stream+"/"+name]; w > 0 {
+			if n := num(c, "max_ack_pending"); n > 0 && int(n) < w {
+				f.ev.Hazard("consumer %s/%s has max_ack_pending %d < %d declared workers: at most %d deliveries are out unacked, a fetch of %d gets %d and the other workers wait", stream, name, n, w, n, w, n)
+			}
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/verdict"
+	"github.com/onceproof/tck/mq"
 )
 
 // modeled are the settings compareStream compares from mq's typed
@@ -126,4 +128,89 @@ func (f *fixture) natsConsumerHazards(stream, name string, c map[string]string) 
 			}
 		}
 	}
+}
+
+// compareClientSide compares a stream whose consumer settings are the
+// workers' own (a Redis stream key): the key and each declared group as
+// the server holds them, by the server's names, and what the group's
+// pending list says about a trim.
+func (f *fixture) compareClientSide(in mq.Inspector, s DeclaredStream, got mq.TopicInfo) ([]string, error) {
+	name := s.Topic.Name
+	diffs := append([]string(nil), f.compareSettings("stream key "+name+" ", "stream key "+name, s.Topic.Settings, got.Settings)...)
+	for _, c := range s.Consumers {
+		g := c.Config.Group
+		h := f.rec.Invoke("kit", "group-info", name+"/"+g)
+		gc, err := in.Consumer(f.ctx, name, g)
+		if errors.Is(err, mq.ErrNotFound) {
+			h.OK("not found")
+			f.ev.Compare(verdict.Comparison{Setting: "group " + name + "/" + g, Declared: "present", Actual: "not found", Source: "server"})
+			diffs = append(diffs, fmt.Sprintf("group %s/%s: declared present, server not found", name, g))
+			continue
+		}
+		if err != nil {
+			h.Fail(oneLine(err.Error()))
+			return nil, &setupError{step: "group-info " + name + "/" + g, err: err}
+		}
+		h.OK(fmt.Sprintf("consumers=%s pending=%s", shown(gc.Settings["consumers"]), gc.Settings["pending"]))
+		diffs = append(diffs, f.compareSettings("group "+name+"/"+g+" ", "group "+name+"/"+g, c.Settings, gc.Settings)...)
+		if c.Config.AckWait > 0 {
+			f.ev.Notef("group %s/%s: the claim min-idle time %s is the workers' setting (XAUTOCLAIM), not the server's: not compared; the timed rules ran at it", name, g, c.Config.AckWait)
+		}
+		if old, first := gc.Settings["oldest-pending-id"], got.Settings["first-entry-id"]; old != "" && first != "" && idLess(old, first) {
+			f.ev.Hazard("group %s/%s holds pending entries from %s, older than the stream's first entry %s: a trim already cut entries still pending; they can be neither processed nor claimed (BR-4.3)", name, g, old, first)
+		}
+	}
+	return diffs, nil
+}
+
+// idLess compares two stream entry ids ms-seq.
+func idLess(a, b string) bool {
+	pa, pb := strings.SplitN(a, "-", 2), strings.SplitN(b, "-", 2)
+	if len(pa) != 2 || len(pb) != 2 {
+		return false
+	}
+	am, _ := strconv.ParseUint(pa[0], 10, 64)
+	bm, _ := strconv.ParseUint(pb[0], 10, 64)
+	if am != bm {
+		return am < bm
+	}
+	as, _ := strconv.ParseUint(pa[1], 10, 64)
+	bs, _ := strconv.ParseUint(pb[1], 10, 64)
+	return as < bs
+}
+
+// compareServer compares the declared server-wide settings with the
+// server's and names the server's hazards whether declared or not. It
+// returns the differences and the declared settings the server would not
+// tell (the kit's unknown, never a fail).
+func (f *fixture) compareServer(d *Declared, server map[string]string) (diffs, unreadable []string) {
+	if d != nil && d.Server != nil {
+		keys := make([]string, 0, len(d.Server))
+		for k := range d.Server {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			want, got := d.Server[k], server[k]
+			if strings.HasPrefix(got, "not readable") || got == "" {
+				unreadable = append(unreadable, k+" ("+shown(got)+")")
+				continue
+			}
+			ok := want == got
+			f.ev.Compare(verdict.Comparison{Setting: "server " + k, Declared: want, Actual: got, Source: "server", Match: ok})
+			if !ok {
+				diffs = append(diffs, fmt.Sprintf("server %s: declared %s, server %s", k, want, got))
+			}
+		}
+	}
+	if pol := server["maxmemory-policy"]; strings.HasPrefix(pol, "allkeys-") {
+		f.ev.Hazard("maxmemory-policy %s: at maxmemory (%s bytes; 0: no limit) Redis may evict a stream key whole, every entry XADD acknowledged and every pending entry with it; noeviction refuses the write instead", pol, shown(server["maxmemory"]))
+	}
+	switch ao, fs := server["appendonly"], server["appendfsync"]; {
+	case ao == "no":
+		f.ev.Hazard("appendonly no: an entry XADD acknowledged is on disk only at the next RDB snapshot, if one is configured; a crash loses everything since")
+	case ao == "yes" && (fs == "everysec" || fs == "no"):
+		f.ev.Hazard("appendfsync %s: XADD answers before the entry is fsynced; a crash loses up to %s of acknowledged entries (always fsyncs first)", fs, map[string]string{"everysec": "1 s (2 s while an fsync is slow)", "no": "what the kernel has not flushed, about 30 s on Linux"}[fs])
+	}
+	return diffs, unreadable
 }

@@ -110,7 +110,9 @@ brokers:
 			s.Discard, s.MaxMsgs = jetstream.DiscardNew, 5
 		}},
 		{"filter", "filter_subjects: declared (none), server orders.other", func(_ *jetstream.StreamConfig, c *jetstream.ConsumerConfig) { c.FilterSubject = "orders.other" }},
-		{"deliver", "deliver_policy: declared all, server new", func(_ *jetstream.StreamConfig, c *jetstream.ConsumerConfig) { c.DeliverPolicy = jetstream.DeliverNewPolicy }},
+		{"deliver", "deliver_policy: declared all, server new", func(_ *jetstream.StreamConfig, c *jetstream.ConsumerConfig) {
+			c.DeliverPolicy = jetstream.DeliverNewPolicy
+		}},
 		{"max_ack_pending", "max_ack_pending: declared 1000, server 1", func(_ *jetstream.StreamConfig, c *jetstream.ConsumerConfig) { c.MaxAckPending = 1 }},
 	} {
 		sc, cc := base, baseC

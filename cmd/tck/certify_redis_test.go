@@ -125,7 +125,7 @@ brokers:
 		t.Errorf("the run changed the team's keys:\nbefore %s\nafter  %s", before, after)
 	}
 	for _, c := range []struct {
-		name, want  string
+		name, want   string
 		change, undo func() error
 	}{
 		{"appendfsync", "server appendfsync: declared always, server everysec",

@@ -61,6 +61,9 @@ type DeclaredProducer struct {
 	Stream  string // the stream it publishes to
 	KeepsID bool   // every retry carries the first attempt's message id
 	Subject string // the NATS subject it publishes to ("": not declared)
+	// RetryHorizon is how long after its first attempt it may still retry
+	// (Kafka: delivery.timeout.ms or its last declared retry; 0: none).
+	RetryHorizon time.Duration
 }
 
 // freshIDHazard records what BR-1.6's staged fresh-id retry showed: a
@@ -93,6 +96,9 @@ type DeclaredStream struct {
 	// the workers' own settings (Redis: XAUTOCLAIM's min-idle time), not
 	// the server's, so only Settings are compared (Redis stream keys).
 	ClientSide bool
+	// Noun names the stream in the product's word ("stream key", "topic";
+	// "": "stream key").
+	Noun string
 }
 
 // apply gives t the declaration's settings: the windows the rules use are

@@ -339,3 +339,68 @@ func (f *finder) redisClaim(cp string, b *Broker, s *Stream, c *BrokerConsumer) 
 		Mark{At: Duration(idle), Text: "worker B's XAUTOCLAIM min-idle " + idle.String() + ": e1 claimed, processed again"},
 		Mark{At: Duration(p), Text: "worker A finishes e1 and XACKs: the effect was done twice"})
 }
+
+// kindPipeline restates the product settings of issue 25, one line per
+// broker, stream or group that declares any.
+func kindPipeline(p *Profile) []string {
+	var out []string
+	for _, b := range p.Brokers {
+		switch b.Kind {
+		case KindRedis:
+			r := b.Redis
+			if r == nil {
+				r = &RedisServer{}
+			}
+			out = append(out, fmt.Sprintf("redis %s: appendonly %t, appendfsync %s, maxmemory-policy %s, %d replicas", b.Name, r.AppendOnly,
+				orDefault(string(r.AppendFsync), string(RedisDefaultFsync)), orDefault(r.MaxmemoryPolicy, RedisDefaultMaxmemory), r.Replicas))
+			for _, s := range b.Streams {
+				trim := "never trimmed"
+				if t := s.Redis; t != nil && t.Trim != "" {
+					trim = fmt.Sprintf("trimmed %s %d (approximate %t)", t.Trim, t.MaxLen, t.Approximate)
+					if t.Trim == TrimMinID {
+						trim = fmt.Sprintf("trimmed minid now-%s (approximate %t)", t.MinIDAge, t.Approximate)
+					}
+				}
+				out = append(out, fmt.Sprintf("  stream key %s: %s", s.Name, trim))
+				for _, c := range s.Consumers {
+					idle := "claim min-idle not declared"
+					if c.Redis != nil && c.Redis.ClaimMinIdle > 0 {
+						idle = "claim min-idle " + c.Redis.ClaimMinIdle.String()
+					}
+					out = append(out, fmt.Sprintf("    group %s: %s", c.Name, idle))
+				}
+			}
+		case KindKafka:
+			k := b.Kafka
+			if k == nil {
+				k = &KafkaBroker{}
+			}
+			exp := KafkaDefaultPIDExpiration
+			if k.ProducerIDExpiration > 0 {
+				exp = k.ProducerIDExpiration.D()
+			}
+			out = append(out, fmt.Sprintf("kafka %s: producer.id.expiration.ms %s", b.Name, exp))
+			for _, s := range b.Streams {
+				t := s.Kafka
+				if t == nil {
+					t = &KafkaTopic{}
+				}
+				out = append(out, fmt.Sprintf("  topic %s: cleanup.policy %s, min.insync.replicas %d, replication factor %d, unclean leader election %t",
+					s.Name, orDefault(string(t.CleanupPolicy), string(CleanupDelete)), max(t.MinInsyncReplicas, 1), max(s.Replicas, 1), t.UncleanLeaderElection))
+			}
+		}
+	}
+	for _, pr := range p.Producers {
+		if k := pr.Kafka; k != nil {
+			idem := k.EnableIdempotence == nil || *k.EnableIdempotence
+			h, how := k.Horizon(pr.Retries)
+			inflight := k.MaxInFlight
+			if inflight == 0 {
+				inflight = KafkaDefaultMaxInFlight
+			}
+			out = append(out, fmt.Sprintf("producer %s client: enable.idempotence %t, acks %s, max.in.flight %d, retry horizon %s (%s)", pr.Name, idem,
+				orDefault(string(k.Acks), string(AcksAll)), inflight, h, how))
+		}
+	}
+	return out
+}

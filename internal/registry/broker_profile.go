@@ -149,7 +149,7 @@ func declaredConfig(d *broker.Declared) map[string]string {
 			age = c.MaxAge.String()
 		}
 		cfg["stream "+s.Topic.Name] = fmt.Sprintf("subjects %s, duplicates %s, retention %s, max age %s, storage %s, replicas %d",
-			orS(strings.Join(s.Topic.Subjects, " "), "(not declared)"), c.DedupeWindow, c.Retention, age, c.Storage, c.Replicas)
+			orS(strings.Join(s.Topic.Subjects, " "), "(not declared)"), c.DedupeWindow, c.Retention, age, c.Storage, c.Replicas) + settingsText(s.Topic.Settings)
 		for _, ci := range s.Consumers {
 			md := "unlimited"
 			if ci.Config.MaxDeliver > 0 {
@@ -164,7 +164,7 @@ func declaredConfig(d *broker.Declared) map[string]string {
 				bo = strings.Join(parts, ", ")
 			}
 			cfg["consumer "+s.Topic.Name+"/"+ci.Config.Group] = fmt.Sprintf("ack policy %s, ack wait %s, back-off %s, max deliver %s",
-				ci.AckPolicy, ci.Config.AckWait, bo, md)
+				ci.AckPolicy, ci.Config.AckWait, bo, md) + settingsText(ci.Settings)
 		}
 	}
 	return cfg

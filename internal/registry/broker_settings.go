@@ -57,3 +57,22 @@ func natsWorkers(p *profile.Profile, b profile.Broker) map[string]int {
 	}
 	return out
 }
+
+// settingsText appends declared settings by the server's names to a
+// configuration line: ", discard old, max_msgs -1".
+func settingsText(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		v := m[k]
+		if v == "" {
+			v = "(none)"
+		}
+		fmt.Fprintf(&b, ", %s %s", k, v)
+	}
+	return b.String()
+}

@@ -23,7 +23,10 @@ func ownRedis(t *testing.T) string {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		t.Skip("no redis-server on PATH")
+		if os.Getenv("TCK_REQUIRE_REDIS") == "1" {
+			t.Fatal("TCK_REQUIRE_REDIS=1 but no redis-server on PATH")
+		}
+		t.Skip("no redis-server on PATH (install redis-server)")
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

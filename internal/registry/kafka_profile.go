@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/onceproof/tck/adapters/broker/kafka"
@@ -111,7 +112,7 @@ func bindKafkaProfile(kt *kafka.Target, ref target.Ref, t *broker.Target, info *
 		t.Budget = ref.Opts.MaxWait
 	}
 	for _, s := range d.Streams {
-		info.Config["declared topic "+s.Topic.Name] = fmt.Sprint(s.Topic.Settings)
+		info.Config["declared topic "+s.Topic.Name] = strings.TrimPrefix(settingsText(s.Topic.Settings), ", ")
 	}
 	for k, v := range d.Server {
 		info.Config["declared "+k] = v

@@ -143,7 +143,7 @@ func (d *Declared) setupHazards(t Target) []string {
 	}
 	if len(s.Consumers) == 0 {
 		out = append(out, fmt.Sprintf("stream %s declares no consumer: the delivery rules ran with the kit's own test windows (ack wait %s, max deliver %d)", s.Topic.Name, t.Windows.AckWait, t.Windows.MaxDeliver))
-	} else if s.Consumers[0].Config.MaxDeliver <= 0 {
+	} else if s.Consumers[0].Config.MaxDeliver <= 0 && !s.ClientSide {
 		out = append(out, fmt.Sprintf("consumer %s declares no max deliver (unlimited): BR-2.6 tested a limit of %d of the kit's own", s.Consumers[0].Config.Group, t.Windows.MaxDeliver))
 	}
 	return out

@@ -64,7 +64,7 @@ var Checks = []Check{
 }
 
 func checkByID(id string) Check {
-	for _, c := range Checks {
+	for _, c := range allChecks() {
 		if c.ID == id {
 			return c
 		}
@@ -97,9 +97,10 @@ func Hazards(p *Profile) []Hazard {
 	for i := range p.Consumers {
 		f.consumer(i, &p.Consumers[i])
 	}
+	f.kinds() // the product settings' checks (redis.go)
 	// Report in the order of Checks, then of the profile.
 	order := map[string]int{}
-	for i, c := range Checks {
+	for i, c := range allChecks() {
 		order[c.ID] = i
 	}
 	sort.SliceStable(f.out, func(i, j int) bool { return order[f.out[i].Check] < order[f.out[j].Check] })

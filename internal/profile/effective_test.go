@@ -91,7 +91,7 @@ func TestHandComputed(t *testing.T) {
 			map[string][]string{"redelivery-after-expiry": {"delivery 6 at 16m30s >= maxAge 12m0s"}},
 			[]string{"record-shorter-than-redelivery"}},
 		{"unlimited redeliveries on a stream with maxAge: the record outliving maxAge is enough",
-			natsPipe("nats", ", maxAge: 10m", ", ackWait: 30s, maxDeliver: -1", worker(", dedupe: {key: [eventId, scope], lifetime: 10m, store: durable}")),
+			natsPipe("nats", ", maxAge: 10m", ", ackWait: 30s, maxDeliver: -1", worker(", dedupe: {key: [eventId, scope], lifetime: 10m1s, store: durable}")),
 			nil, []string{"record-shorter-than-redelivery", "redelivery-after-expiry", "record-shorter-than-replay"}},
 		{"unlimited redeliveries on a stream with maxAge: the last one before expiry",
 			// every 30s while stored: the last before 10m is at 9m30s
@@ -171,13 +171,13 @@ func TestRefusedLikeTheBroker(t *testing.T) {
 		field string
 		msg   []string
 	}{
-		{stream("        maxAge: 1m\n        duplicates: 2m\n"), 8, "brokers[0].streams[0].duplicates",
+		{stream("        maxAge: 1m\n        duplicates: 2m\n"), 9, "brokers[0].streams[0].duplicates",
 			[]string{"duplicates window 2m0s is longer than maxAge 1m0s", "NATS refuses a duplicates window larger than max age"}},
-		{stream("        duplicates: 50ms\n"), 7, "brokers[0].streams[0].duplicates",
+		{stream("        duplicates: 50ms\n"), 8, "brokers[0].streams[0].duplicates",
 			[]string{"50ms is under 100ms", "NATS refuses a duplicates window under 100ms"}},
-		{stream("        maxAge: 50ms\n"), 7, "brokers[0].streams[0].maxAge",
+		{stream("        maxAge: 50ms\n"), 8, "brokers[0].streams[0].maxAge",
 			[]string{"50ms is under 100ms", "NATS refuses a max age under 100ms"}},
-		{stream("        replicas: 7\n"), 7, "brokers[0].streams[0].replicas",
+		{stream("        replicas: 7\n"), 8, "brokers[0].streams[0].replicas",
 			[]string{"7 is above 5"}},
 	}
 	for _, c := range cases {

@@ -115,7 +115,7 @@ func (sc schedule) lastBefore(age time.Duration) int {
 		}
 		k = i
 	}
-	if !sc.has(k+1) {
+	if !sc.has(k + 1) {
 		return k
 	}
 	from, step := sc.at(len(sc.waits)), sc.waits[len(sc.waits)-1]

@@ -86,13 +86,6 @@ func DeclaredNATS(p *profile.Profile, onServer bool) (*broker.Declared, error) {
 	return d, nil
 }
 
-func or(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
-}
-
 func orS(s, def string) string {
 	if s == "" {
 		return def

@@ -198,7 +198,7 @@ func (c cut) step(k int) string {
 // lossByAge names a redelivery the schedule declares that comes after the
 // message is gone: a failed delivery then is a loss, not a duplicate. An
 // unbounded schedule is named only when even its first redelivery is late.
-func (f *finder) lossByAge(cp, subject string, c *Consumer, b *Broker, s *Stream, bc *BrokerConsumer) {
+func (f *finder) lossByAge(subject string, c *Consumer, b *Broker, s *Stream, bc *BrokerConsumer) {
 	ct, ok := cutByAge(b, s, bc)
 	if !ok || !ct.lost || (ct.sc.n < 0 && ct.last > 0) {
 		return
@@ -224,17 +224,17 @@ func (f *finder) lossByAge(cp, subject string, c *Consumer, b *Broker, s *Stream
 	}
 	tl = append(tl, Mark{At: s.MaxAge, Text: ct.gone},
 		Mark{At: Duration(first), Text: fmt.Sprintf("delivery %d due: nothing to %s, the effect is never done", ct.last+2, map[bool]string{true: "claim", false: "redeliver"}[b.Kind == KindRedis])})
-	f.add(check, subject, fmt.Sprintf("%s.brokerConsumer", cp),
+	f.add(check, subject, f.streamPath(s)+".maxAge",
 		fmt.Sprintf("the %s at %s comes after %s keeps the message: a delivery that failed by then is lost, not repeated", what, durText(first), ct.noun), arith, tl...)
 }
 
 // maxDeliverOne names a consumer whose broker consumer delivers once: an
 // effect that fails is never retried.
-func (f *finder) maxDeliverOne(cp, subject string, c *Consumer, b *Broker, bc *BrokerConsumer) {
+func (f *finder) maxDeliverOne(subject string, c *Consumer, b *Broker, bc *BrokerConsumer) {
 	if bc.MaxDeliver != 1 || bc.AckPolicy == AckNone || b.Kind == KindKafka {
 		return
 	}
-	f.add("max-deliver-one", subject, cp+".brokerConsumer",
+	f.add("max-deliver-one", subject, f.consumerPath(bc)+".maxDeliver",
 		fmt.Sprintf("maxDeliver 1 on %s: a delivery whose effect fails is never delivered again, so %s is lost", bc.Name, strings.Join(scopeNames(c), ", ")),
 		[]string{"maxDeliver 1: one delivery and no redelivery",
 			fmt.Sprintf("an effect that fails (a crash before the ack, an error, a timeout of the sink) leaves the message unacked; after the ack wait %s the server has no delivery left to make, and no dead-letter path is declared", ackWait(b, bc))},
@@ -288,4 +288,30 @@ func (f *finder) horizonByAge(cp, subject string, c *Consumer, r Redelivery, ct 
 	f.add("record-shorter-than-redelivery", subject, cp+".dedupe.lifetime",
 		fmt.Sprintf("the de-dupe record lives %s, the last redelivery while the message is kept comes at %s: it repeats %s", life, durText(last), strings.Join(exp, ", ")),
 		arith, tl...)
+}
+
+// streamPath and consumerPath are the field paths of a declared stream and
+// broker consumer, so a hazard points at the setting it comes from.
+func (f *finder) streamPath(s *Stream) string {
+	for i := range f.p.Brokers {
+		for j := range f.p.Brokers[i].Streams {
+			if &f.p.Brokers[i].Streams[j] == s {
+				return fmt.Sprintf("brokers[%d].streams[%d]", i, j)
+			}
+		}
+	}
+	return ""
+}
+
+func (f *finder) consumerPath(bc *BrokerConsumer) string {
+	for i := range f.p.Brokers {
+		for j := range f.p.Brokers[i].Streams {
+			for k := range f.p.Brokers[i].Streams[j].Consumers {
+				if &f.p.Brokers[i].Streams[j].Consumers[k] == bc {
+					return fmt.Sprintf("brokers[%d].streams[%d].consumers[%d]", i, j, k)
+				}
+			}
+		}
+	}
+	return ""
 }

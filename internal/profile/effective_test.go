@@ -238,3 +238,20 @@ func mustDur(t *testing.T, s string) time.Duration {
 	}
 	return d
 }
+
+// TestLossPointsAtSetting: a loss hazard names the setting it comes from.
+func TestLossPointsAtSetting(t *testing.T) {
+	for yaml, want := range map[string]string{
+		natsPipe("nats", ", maxAge: 5m", ", backoff: [1m, 10m], maxDeliver: 3", worker("")): "brokers[0].streams[0].maxAge",
+		natsPipe("nats", "", ", maxDeliver: 1", worker("")):                                 "brokers[0].streams[0].consumers[0].maxDeliver",
+	} {
+		p, err := Parse("t.yaml", []byte(yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := Hazards(p)
+		if len(hs) == 0 || hs[len(hs)-1].Field != want || hs[len(hs)-1].Line != 7 {
+			t.Errorf("want the last hazard at %s, line 7: %+v", want, hs)
+		}
+	}
+}

@@ -355,8 +355,8 @@ func (f *finder) consumer(i int, c *Consumer) {
 			Mark{At: Duration(wait), Text: "no redelivery (it was acked): the effect is missing"})
 	}
 	if c.AckOrder != AckThenEffect {
-		f.lossByAge(cp, subject, c, b, s, bc)
-		f.maxDeliverOne(cp, subject, c, b, bc)
+		f.lossByAge(subject, c, b, s, bc)
+		f.maxDeliverOne(subject, c, b, bc)
 	}
 	if d := c.Dedupe; d != nil && d.Lifetime > 0 && len(exp) > 0 {
 		f.horizon(cp, subject, c, b, s, bc, exp)

@@ -255,3 +255,21 @@ func TestLossPointsAtSetting(t *testing.T) {
 		}
 	}
 }
+
+// TestAckRowCutByAge: the acknowledgement table says where maxAge stops the
+// redeliveries an ack spares.
+func TestAckRowCutByAge(t *testing.T) {
+	p, err := Parse("t.yaml", []byte(natsPipe("nats", ", duplicates: 2m, maxAge: 5m", ", backoff: [1m, 10m], maxDeliver: 3", worker(""))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range Acks(p) {
+		if strings.HasPrefix(r.Layer, "consumer w") {
+			if !strings.Contains(r.Proves, "cut by maxAge 5m0s: the last while the message is kept at 1m0s") {
+				t.Errorf("ack row: %q", r.Proves)
+			}
+			return
+		}
+	}
+	t.Error("no consumer row")
+}

@@ -161,15 +161,19 @@ func cutByAge(b *Broker, s *Stream, bc *BrokerConsumer) (cut, bool) {
 		c.steps = append(c.steps, c.step(k))
 	}
 	if tail := len(sc.waits) + 1; sc.has(tail) && c.last+1 >= tail {
+		// The first two of the repeating step and the two around the age:
+		// a schedule of millions of redeliveries is never walked.
 		var at []string
-		for k := tail; k <= c.last+1 && sc.has(k); k++ {
-			if k > tail+1 && k < c.last {
-				if k == tail+2 {
-					at = append(at, "...")
-				}
+		prev := 0
+		for _, k := range []int{tail, tail + 1, c.last, c.last + 1} {
+			if k <= prev || k > c.last+1 || !sc.has(k) {
 				continue
 			}
+			if prev > 0 && k > prev+1 {
+				at = append(at, "...")
+			}
 			at = append(at, durText(sc.at(k)))
+			prev = k
 		}
 		what := "the ack wait"
 		if len(bc.Backoff) > 0 {
@@ -184,6 +188,19 @@ func cutByAge(b *Broker, s *Stream, bc *BrokerConsumer) (cut, bool) {
 		}
 	}
 	return c, true
+}
+
+// notable are the redeliveries a timeline shows: those of the back-off
+// list, then only the last before the age.
+func (c cut) notable() []int {
+	var out []int
+	for k := 1; k <= min(c.last, len(c.sc.waits)); k++ {
+		out = append(out, k)
+	}
+	if c.last > len(c.sc.waits) {
+		out = append(out, c.last)
+	}
+	return out
 }
 
 // step is one redelivery against the age, written out.
@@ -217,10 +234,8 @@ func (f *finder) lossByAge(subject string, c *Consumer, b *Broker, s *Stream, bc
 	}
 	arith = append(arith, fmt.Sprintf("a delivery that fails (a crash, an error, a lost ack) before %s is never delivered again: its %s is lost, with no dead-letter path declared", durText(first), strings.Join(scopeNames(c), ", ")))
 	tl := []Mark{{Text: "delivery 1: the effect fails or the consumer crashes, no ack"}}
-	for k := 1; k <= ct.last; k++ {
-		if k <= len(ct.sc.waits) || k == ct.last {
-			tl = append(tl, Mark{At: Duration(ct.sc.at(k)), Text: fmt.Sprintf("delivery %d: fails again, no ack", k+1)})
-		}
+	for _, k := range ct.notable() {
+		tl = append(tl, Mark{At: Duration(ct.sc.at(k)), Text: fmt.Sprintf("delivery %d: fails again, no ack", k+1)})
 	}
 	tl = append(tl, Mark{At: s.MaxAge, Text: ct.gone},
 		Mark{At: Duration(first), Text: fmt.Sprintf("delivery %d due: nothing to %s, the effect is never done", ct.last+2, map[bool]string{true: "claim", false: "redeliver"}[b.Kind == KindRedis])})
@@ -271,10 +286,7 @@ func (f *finder) horizonByAge(cp, subject string, c *Consumer, r Redelivery, ct 
 	}
 	tl := []Mark{{Text: "delivery 1: effect done, record " + keyText(c.Dedupe.Key) + " written, the ack lost"},
 		{At: Duration(life), Text: "the de-dupe record expires"}}
-	for k := 1; k <= ct.last; k++ {
-		if k > len(ct.sc.waits) && k != ct.last {
-			continue
-		}
+	for _, k := range ct.notable() {
 		at := ct.sc.at(k)
 		text := fmt.Sprintf("delivery %d: record found, skipped (the ack lost again)", k+1)
 		if at >= life {

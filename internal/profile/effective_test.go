@@ -273,3 +273,20 @@ func TestAckRowCutByAge(t *testing.T) {
 	}
 	t.Error("no consumer row")
 }
+
+// TestHugeScheduleIsQuick: the largest maxDeliver on a long-lived stream is
+// computed, not walked.
+func TestHugeScheduleIsQuick(t *testing.T) {
+	yaml := natsPipe("nats", ", maxAge: 1000000h", ", ackWait: 1s, maxDeliver: 2147483647", worker(", dedupe: {key: [eventId, scope], lifetime: 1h, store: durable}"))
+	start := time.Now()
+	h := find(t, yaml, "record-shorter-than-redelivery")
+	if h == nil {
+		t.Fatal("no record-shorter-than-redelivery hazard")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("took %s", d)
+	}
+	if !strings.Contains(h.Arithmetic[0], "redelivery at 596523h14m6s >= record lifetime 1h0m0s") {
+		t.Errorf("arithmetic %q", h.Arithmetic)
+	}
+}

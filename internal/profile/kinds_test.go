@@ -49,7 +49,7 @@ const kafkaBroker = `brokers:
       - name: orders
 `
 
-const worker = `consumers:
+const workerYAML = `consumers:
   - name: app
     broker: cache
     stream: orders
@@ -71,14 +71,14 @@ func TestKindChecks(t *testing.T) {
 		{"nats-filter-mismatch", natsHead + "        consumers:\n          - name: w\n            filterSubjects: [orders.other]\n",
 			[]string{natsHead + "        consumers:\n          - name: w\n            filterSubjects: [orders.*]\n", natsHead + "        consumers:\n          - name: w\n            filterSubjects: [\">\"]\n"}},
 		{"nats-deliver-not-all", natsHead + "        consumers:\n          - name: w\n            deliverPolicy: new\n", []string{natsHead + "        consumers:\n          - name: w\n            deliverPolicy: all\n"}},
-		{"nats-ack-pending-stalls", natsHead + "        consumers:\n          - name: workers\n            maxAckPending: 1\n" + strings.ReplaceAll(strings.ReplaceAll(worker, "cache", "main"), "orders", "S") + "    workers: 4\n",
-			[]string{natsHead + "        consumers:\n          - name: workers\n            maxAckPending: 4\n" + strings.ReplaceAll(strings.ReplaceAll(worker, "cache", "main"), "orders", "S") + "    workers: 4\n"}},
+		{"nats-ack-pending-stalls", natsHead + "        consumers:\n          - name: workers\n            maxAckPending: 1\n" + strings.ReplaceAll(strings.ReplaceAll(workerYAML, "cache", "main"), "orders", "S") + "    workers: 4\n",
+			[]string{natsHead + "        consumers:\n          - name: workers\n            maxAckPending: 4\n" + strings.ReplaceAll(strings.ReplaceAll(workerYAML, "cache", "main"), "orders", "S") + "    workers: 4\n"}},
 		{"redis-eviction", redisHead + "    redis:\n      appendOnly: true\n      appendFsync: always\n      maxmemoryPolicy: allkeys-lru\n", []string{redisHead + redisSafe + "      maxmemoryPolicy: volatile-lru\n"}},
 		{"redis-fsync", redisHead + "    redis:\n      appendOnly: true\n", []string{redisHead + redisSafe}},
 		{"redis-trim-pending", redisHead + redisSafe + "    streams:\n      - name: orders\n        redis: {trim: maxlen, maxLen: 1000, approximate: true}\n        consumers:\n          - name: workers\n            redis: {claimMinIdle: 30s}\n",
 			[]string{redisHead + redisSafe + "    streams:\n      - name: orders\n        redis: {trim: minid, minIdAge: 24h}\n        consumers:\n          - name: workers\n            redis: {claimMinIdle: 30s}\n"}},
-		{"redis-claim-before-done", redisHead + redisSafe + "    streams:\n      - name: orders\n        consumers:\n          - name: workers\n            redis: {claimMinIdle: 5s}\n" + worker,
-			[]string{redisHead + redisSafe + "    streams:\n      - name: orders\n        consumers:\n          - name: workers\n            redis: {claimMinIdle: 60s}\n" + worker}},
+		{"redis-claim-before-done", redisHead + redisSafe + "    streams:\n      - name: orders\n        consumers:\n          - name: workers\n            redis: {claimMinIdle: 5s}\n" + workerYAML,
+			[]string{redisHead + redisSafe + "    streams:\n      - name: orders\n        consumers:\n          - name: workers\n            redis: {claimMinIdle: 60s}\n" + workerYAML}},
 		{"kafka-no-idempotence", kafkaHead + "    kafka: {enableIdempotence: false}\n" + kafkaBroker, []string{kafkaHead + "    kafka: {enableIdempotence: true, maxInFlight: 5}\n" + kafkaBroker}},
 		{"kafka-acks", kafkaHead + "    kafka: {acks: \"1\"}\n" + kafkaBroker, []string{kafkaHead + "    kafka: {acks: all}\n" + kafkaBroker}},
 		{"kafka-min-isr", kafkaHead + kafkaBroker + "        replicas: 3\n        kafka: {minInsyncReplicas: 1}\n", []string{kafkaHead + kafkaBroker + "        replicas: 3\n        kafka: {minInsyncReplicas: 2}\n"}},
@@ -114,7 +114,7 @@ func TestKindChecks(t *testing.T) {
 
 // TestKindArithmetic: the numbers a hazard shows are the declared ones.
 func TestKindArithmetic(t *testing.T) {
-	h := find(t, redisHead+redisSafe+"    streams:\n      - name: orders\n        redis: {trim: maxlen, maxLen: 1000}\n        consumers:\n          - name: workers\n            redis: {claimMinIdle: 30s}\n"+worker, "redis-trim-pending")
+	h := find(t, redisHead+redisSafe+"    streams:\n      - name: orders\n        redis: {trim: maxlen, maxLen: 1000}\n        consumers:\n          - name: workers\n            redis: {claimMinIdle: 30s}\n"+workerYAML, "redis-trim-pending")
 	if h == nil || !strings.Contains(strings.Join(h.Arithmetic, "\n"), "1000 entries / 40s = 25.0 entries/s") {
 		t.Errorf("trim arithmetic: %+v", h)
 	}

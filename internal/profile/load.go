@@ -138,6 +138,11 @@ func (p *Profile) validate() error {
 			if b.Kind == KindNATS && s.Replicas > NATSMaxReplicas {
 				return bad(sp+".replicas", "%d is above %d, the most replicas a NATS stream takes", s.Replicas, NATSMaxReplicas)
 			}
+			if b.Kind == KindNATS {
+				if err := p.validateNATSStream(sp, &b.Streams[j]); err != nil {
+					return err
+				}
+			}
 			for k, c := range s.Consumers {
 				cp := fmt.Sprintf("%s.consumers[%d]", sp, k)
 				if err := unique("consumer of "+b.Name+"/"+s.Name, c.Name, cp+".name"); err != nil {

@@ -48,7 +48,7 @@ func DeclaredNATS(p *profile.Profile, onServer bool) (*broker.Declared, error) {
 	}
 	for _, s := range nb[0].Streams {
 		ds := broker.DeclaredStream{Topic: mq.TopicInfo{Name: s.Name, Subjects: s.Subjects, Config: mq.TopicConfig{
-			DedupeWindow: or(s.Duplicates.D(), profile.NATSDefaultDuplicates),
+			DedupeWindow: profile.NATSDuplicates(s.Duplicates.D(), s.MaxAge.D()), // the server's: min(2m, maxAge) when unset
 			Retention:    mq.Retention(orS(string(s.Retention), string(profile.RetentionLimits))),
 			MaxAge:       s.MaxAge.D(),
 			Storage:      mq.Storage(orS(string(s.Storage), string(profile.StorageFile))),
@@ -85,13 +85,6 @@ func DeclaredNATS(p *profile.Profile, onServer bool) (*broker.Declared, error) {
 		d.Streams = append(d.Streams, ds)
 	}
 	return d, nil
-}
-
-func or(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
 }
 
 func orS(s, def string) string {

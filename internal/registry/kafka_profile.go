@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -43,8 +44,8 @@ func DeclaredKafka(p *profile.Profile, onServer bool) (*broker.Declared, error) 
 	d := &broker.Declared{
 		Source: fmt.Sprintf("%s (profile %s, broker %s)", p.File(), p.Name, b.Name), OnServer: onServer,
 		Server: map[string]string{
-			"producer.id.expiration.ms":      ms(or(kc.ProducerIDExpiration.D(), profile.KafkaDefaultPIDExpiration)),
-			"transactional.id.expiration.ms": ms(or(kc.TransactionalIDExpiration.D(), profile.KafkaDefaultTxnIDExpiration)),
+			"producer.id.expiration.ms":      ms(cmp.Or(kc.ProducerIDExpiration.D(), profile.KafkaDefaultPIDExpiration)),
+			"transactional.id.expiration.ms": ms(cmp.Or(kc.TransactionalIDExpiration.D(), profile.KafkaDefaultTxnIDExpiration)),
 		},
 	}
 	for _, pr := range p.Producers {

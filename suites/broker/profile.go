@@ -138,6 +138,9 @@ func (d *Declared) setupHazards(t Target) []string {
 	if len(d.Streams) > 1 || len(s.Consumers) > 1 {
 		out = append(out, fmt.Sprintf("the timed rules' scratch topics use the settings of the first declared stream %s and its first consumer; the others are compared with the server (BR-6.1) but not measured", s.Topic.Name))
 	}
+	if t.Windows.ageTooShort(t.Budget) {
+		out = append(out, fmt.Sprintf("the declared maxAge %s is shorter than a rule may hold a message (its read-back comes after the run's waits, up to the limit %s): the timed rules' scratch topics keep messages without an age limit, or they would expire before being judged; BR-6.1's scratch copy has the declared maxAge", t.Windows.MaxAge, t.Budget))
+	}
 	if !d.OnServer && s.Topic.Config.Replicas > 1 {
 		out = append(out, fmt.Sprintf("the declared %d replicas are not reproduced: the kit's own server is a single node, so its scratch topics have one", s.Topic.Config.Replicas))
 	}
@@ -257,7 +260,8 @@ func (d *Declared) setupHazardsOrNil(t Target) []string {
 // profile, else the kit's), and returns them as declared under the
 // server's names.
 func (f *fixture) scratchCopy() (DeclaredStream, error) {
-	cfg := mq.TopicConfig{DedupeWindow: window(f.t.Caps), Retention: mq.Limits}
+	// The declared max age, however short: this copy holds no message.
+	cfg := mq.TopicConfig{DedupeWindow: window(f.t.Caps), Retention: mq.Limits, MaxAge: f.w.MaxAge}
 	if d := f.t.Declared; d != nil && len(d.Streams) > 0 && d.Streams[0].Topic.Config.Retention != "" {
 		cfg.Retention = d.Streams[0].Topic.Config.Retention
 	}

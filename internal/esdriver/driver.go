@@ -224,7 +224,10 @@ func (p *proc) ensure(ctx context.Context) (*run, error) {
 	}
 	r, _, err := p.start(ctx)
 	if err != nil {
-		return nil, err
+		// A rule that cannot get its handle because the adapter does not
+		// come back is the adapter's problem, not the store's behaviour.
+		p.d.problem("restarting " + p.name() + ": " + err.Error())
+		return nil, &ProtocolError{Problem: "restarting " + p.name() + ": " + err.Error()}
 	}
 	p.cur = r
 	return r, nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/internal/redact"
 )
 
 // Store is one handle the adapter opened; it implements es.EventStore.
@@ -159,6 +160,7 @@ func (g *ring) read(rd io.Reader, run int, stream string) {
 }
 
 func (g *ring) add(run int, stream, text string) {
+	text = redact.Text(text) // an adapter may print its database URL
 	if len(text) > 500 {
 		text = text[:500] + "…"
 	}

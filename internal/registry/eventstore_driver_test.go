@@ -122,6 +122,7 @@ func TestDriverProtocolErrorIsUnknownWithLastOutput(t *testing.T) {
 	} {
 		t.Run(c.how, func(t *testing.T) {
 			t.Setenv("MISBEHAVE", c.how)
+			t.Setenv("PYTHONDONTWRITEBYTECODE", "1") // nothing written into the source tree
 			rs := runDriver(t, "process", "cmd:python3 internal/esdriver/testdata/misbehave.py", "ES-1.5", "ES-1.8")
 			got := map[string]verdict.Result{}
 			for _, r := range rs {

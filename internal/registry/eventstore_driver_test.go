@@ -59,8 +59,23 @@ func needPython(t *testing.T) {
 	}
 }
 
-func expectAllPass(t *testing.T, rs []verdict.Result) {
+// expectAllPass requires every ES rule to pass. A race rule that reached
+// its cap short of its power target (unknown: a loaded machine) gets up to
+// two more runs, as in the self-test (internal/selftest, redecide); a fail
+// is never rerun.
+func expectAllPass(t *testing.T, rs []verdict.Result, again func(rule string) []verdict.Result) {
 	t.Helper()
+	for i, r := range rs {
+		for run := 2; run <= 3 && r.Verdict == verdict.Unknown && strings.HasPrefix(r.Rule, "ES-2."); run++ {
+			t.Logf("%s unknown on run %d (%s): running it again", r.Rule, run-1, r.Reason)
+			for _, a := range again(r.Rule) {
+				if a.Rule == r.Rule {
+					r = a
+				}
+			}
+		}
+		rs[i] = r
+	}
 	got, table := verdicts(rs)
 	if len(got) < 22 {
 		t.Fatalf("%d rules ran, want every ES rule:%s", len(got), table)
@@ -81,7 +96,8 @@ func TestDriverPythonReferencePassesEveryRule(t *testing.T) {
 	}
 	needPython(t)
 	inRoot(t)
-	expectAllPass(t, runDriver(t, "process", "cmd:"+pythonAdapter))
+	again := func(rule string) []verdict.Result { return runDriver(t, "process", "cmd:"+pythonAdapter, rule) }
+	expectAllPass(t, runDriver(t, "process", "cmd:"+pythonAdapter), again)
 }
 
 // The Java reference adapter (JDK, JDBC from Debian packages) over the CI's
@@ -106,7 +122,8 @@ func TestDriverJavaReferencePassesEveryRule(t *testing.T) {
 		t.Skip(missing + " (set TCK_REQUIRE_JAVA=1 to fail instead)")
 	}
 	inRoot(t)
-	expectAllPass(t, runDriver(t, "process-java", ""))
+	again := func(rule string) []verdict.Result { return runDriver(t, "process-java", "", rule) }
+	expectAllPass(t, runDriver(t, "process-java", ""), again)
 }
 
 // An adapter that writes a line that is not a reply, exits or falls silent

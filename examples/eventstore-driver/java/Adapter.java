@@ -133,12 +133,20 @@ public class Adapter {
                 + " version integer NOT NULL, seq integer NOT NULL, event_type text NOT NULL, body bytea NOT NULL,"
                 + " CONSTRAINT events_stream_seq PRIMARY KEY (context, name, tenant, id, version, seq));";
 
-        static final String INSERT_STREAM = "INSERT INTO " + SCHEMA + ".streams"
-                + " (context, name, tenant, id, version, request_id, command_id)"
-                + " SELECT ?, ?, ?, ?, ?, ?, ? WHERE ? = 1 OR EXISTS (SELECT 1 FROM " + SCHEMA + ".streams"
-                + " WHERE context = ? AND name = ? AND tenant = ? AND id = ? AND version = ?)";
-        static final String INSERT_EVENT = "INSERT INTO " + SCHEMA + ".events"
-                + " (context, name, tenant, id, version, seq, event_type, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
+        // The stream row (only at version 1 or right after an existing
+        // predecessor) and, from what that insert returned, its events: one
+        // statement, which PostgreSQL runs atomically, so the row locks a
+        // racing writer waits on are held for one round trip only. Zero rows
+        // means the stream row was not inserted: a gap.
+        static final String APPEND = "WITH s AS ("
+                + " INSERT INTO " + SCHEMA + ".streams (context, name, tenant, id, version, request_id, command_id)"
+                + " SELECT ?::text, ?::text, ?::text, ?::text, ?::integer, ?::text, ?::text"
+                + " WHERE ?::integer = 1 OR EXISTS (SELECT 1 FROM " + SCHEMA + ".streams"
+                + " WHERE context = ? AND name = ? AND tenant = ? AND id = ? AND version = ?::integer)"
+                + " RETURNING context, name, tenant, id, version)"
+                + " INSERT INTO " + SCHEMA + ".events (context, name, tenant, id, version, seq, event_type, body)"
+                + " SELECT s.context, s.name, s.tenant, s.id, s.version, e.seq - 1, e.event_type, e.body"
+                + " FROM s, unnest(?::text[], ?::bytea[]) WITH ORDINALITY AS e(event_type, body, seq)";
         static final String SELECT_STREAMS = "SELECT s.context, s.name, s.tenant, s.id, s.version, s.request_id, s.command_id,"
                 + " e.event_type, e.body FROM " + SCHEMA + ".streams s JOIN " + SCHEMA + ".events e"
                 + " USING (context, name, tenant, id, version)"
@@ -192,26 +200,7 @@ public class Adapter {
 
         void append(StreamIn s) throws Refused, SQLException {
             Connection c = conn();
-            c.setAutoCommit(false);
-            try {
-                write(c, s);
-                c.commit();
-            } catch (Refused | SQLException | RuntimeException e) {
-                c.rollback();
-                if (e instanceof SQLException) {
-                    Refused r = conflict(c, s, (SQLException) e);
-                    if (r != null) {
-                        throw r;
-                    }
-                }
-                throw e;
-            } finally {
-                c.setAutoCommit(true);
-            }
-        }
-
-        void write(Connection c, StreamIn s) throws Refused, SQLException {
-            try (PreparedStatement ps = c.prepareStatement(INSERT_STREAM)) {
+            try (PreparedStatement ps = c.prepareStatement(APPEND)) {
                 int i = 1;
                 for (String v : new String[] {s.context, s.name, s.tenant, s.id}) {
                     ps.setString(i++, v);
@@ -223,24 +212,18 @@ public class Adapter {
                 for (String v : new String[] {s.context, s.name, s.tenant, s.id}) {
                     ps.setString(i++, v);
                 }
-                ps.setLong(i, s.version - 1);
+                ps.setLong(i++, s.version - 1);
+                ps.setArray(i++, c.createArrayOf("text", s.types.toArray(new String[0])));
+                ps.setArray(i, c.createArrayOf("bytea", s.bodies.toArray(new byte[0][])));
                 if (ps.executeUpdate() == 0) {
                     throw s.versionConflict(); // the predecessor is absent: a gap
                 }
-            }
-            try (PreparedStatement ps = c.prepareStatement(INSERT_EVENT)) {
-                for (int seq = 0; seq < s.types.size(); seq++) {
-                    ps.setString(1, s.context);
-                    ps.setString(2, s.name);
-                    ps.setString(3, s.tenant);
-                    ps.setString(4, s.id);
-                    ps.setLong(5, s.version);
-                    ps.setInt(6, seq);
-                    ps.setString(7, s.types.get(seq));
-                    ps.setBytes(8, s.bodies.get(seq));
-                    ps.addBatch();
+            } catch (SQLException e) {
+                Refused r = conflict(c, s, e);
+                if (r != null) {
+                    throw r;
                 }
-                ps.executeBatch();
+                throw e;
             }
         }
 
@@ -265,7 +248,7 @@ public class Adapter {
             }
             // The aggregate exists. An exact retry (its request id is
             // there) is told so: a stored stream is never removed, so the
-            // query after the rollback sees what the constraint saw.
+            // query after the failed statement sees what the constraint saw.
             return exists(s.context, s.name, s.tenant, s.id, s.requestId) ? s.duplicateRequest() : s.duplicateAggregate();
         }
 

@@ -326,6 +326,10 @@ func (p *proc) start(ctx context.Context) (*run, Hello, error) {
 	}
 	if err != nil {
 		r.kill()
+		var pe *ProtocolError
+		if errors.As(err, &pe) { // it holds the last output already
+			return nil, Hello{}, fmt.Errorf("%s did not say hello: %s", p.name(), pe.Problem)
+		}
 		return nil, Hello{}, fmt.Errorf("%s did not say hello: %v; its last output: %s", p.name(), err, orNothing(p.ring.render(1200)))
 	}
 	h := Hello{Protocol: rep.Protocol, Store: rep.Store, SharedData: rep.SharedData}

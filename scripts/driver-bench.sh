@@ -11,6 +11,7 @@
 #
 #   scripts/driver-bench.sh               # one run each, this machine as it is
 #   RUNS=3 BURNERS=2 scripts/driver-bench.sh   # three runs each, two CPU burners alongside
+#   JAVA=1 scripts/driver-bench.sh        # also the Java reference over $TCK_POSTGRES_URL
 #
 # The burners are bounded (timeout 600) and stopped however the script ends.
 set -eu
@@ -51,14 +52,23 @@ run() { # label target
 
 run go-sqlite eventstore/sqlite
 run python-driver 'eventstore/process=cmd:python3 examples/eventstore-driver/python/adapter.py'
+labels="go-sqlite python-driver"
+if [ "${JAVA:-0}" = 1 ]; then
+	[ -n "${TCK_POSTGRES_URL:-}" ] || {
+		echo "driver-bench: JAVA=1 needs TCK_POSTGRES_URL (eval \"\$(scripts/postgres-local.sh)\")" >&2
+		exit 1
+	}
+	run java-driver eventstore/process-java
+	labels="$labels java-driver"
+fi
 
 echo "driver-bench: $RUNS run(s) per target, $BURNERS CPU burner(s), $(nproc) cores"
-python3 - "$tmp" "$RUNS" <<'PY'
+python3 - "$tmp" "$RUNS" $labels <<'PY'
 import json, sys, os
-tmp, runs = sys.argv[1], int(sys.argv[2])
+tmp, runs, labels = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 fmt = "{:<14} {:>9} {:>9} {:>12} {:>10}  {}"
 print(fmt.format("target", "rules/s", "ES-1 r/s", "ES-2 trials/s", "verdicts", "ES-2 power (contended trials of the target)"))
-for label in ("go-sqlite", "python-driver"):
+for label in labels:
     for n in range(1, runs + 1):
         res = json.load(open(os.path.join(tmp, f"{label}-{n}", "results.json")))["results"]
         total = sum(r["durationMs"] for r in res) / 1000

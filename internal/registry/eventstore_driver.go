@@ -97,10 +97,13 @@ func driverStarted(fixed, needEnv string) start {
 		if err != nil {
 			return nil, target.Unavailable(ref, err)
 		}
-		argv, err := procs.Split(strings.ReplaceAll(line, "{data}", data))
+		argv, err := procs.Split(line)
 		if err != nil || len(argv) == 0 {
 			_ = rmData()
 			return nil, target.Unavailable(ref, fmt.Errorf("the command %q cannot be split: %v", line, err))
+		}
+		for i := range argv { // after the split: a TMPDIR with a space stays one word
+			argv[i] = strings.ReplaceAll(argv[i], "{data}", data)
 		}
 		args, built, err := procs.BuildGoRun(ctx, argv, data, dir)
 		if err != nil {

@@ -35,6 +35,8 @@ const (
 	genPauses    = 3
 	genHorizon   = 1500 * time.Millisecond // the default time horizon
 	pLargeBody   = 0.03                    // an event body of 1 MiB and more
+	// genForcedLarge appends or creates carry a large body whatever the draw.
+	genForcedLarge = 2
 )
 
 // opKind is what a generated step does.
@@ -128,6 +130,7 @@ func newGenSchedule(seed int64, horizon time.Duration, instances int) gen.Schedu
 	ids, bodies := gen.ID(gen.IDOptions{}), gen.Body(false)
 	large := gen.Body(true).Filter(func(b gen.Bytes) bool { return b.Class == gen.ClassLarge })
 	plan := gen.Plan{Steps: genSteps, Instances: instances, Horizon: horizon, Pauses: genPauses}
+	forced := 0
 	return gen.NewSchedule(seed, plan, func(src *gen.Source, _ int) genOp {
 		rnd := src.Rand()
 		op := genOp{Pair: rnd.IntN(len(pairKinds)), Side: rnd.IntN(2), Pick: rnd.IntN(1 << 20)}
@@ -150,6 +153,14 @@ func newGenSchedule(seed int64, horizon time.Duration, instances int) gen.Schedu
 					e.Body = gen.Draw(src, bodies)
 				}
 				op.Events = append(op.Events, e)
+			}
+			// The draw alone leaves about 1 schedule in 400 without a
+			// large body in an append or create: the first genForcedLarge
+			// of them carry one, so a store that cuts large bodies always
+			// meets one the final audit reads back.
+			if (op.Kind == opAppend || op.Kind == opCreate) && forced < genForcedLarge {
+				forced++
+				op.Events[0].Body = gen.Draw(src, large)
 			}
 		}
 		return op
@@ -584,5 +595,5 @@ func weights() string {
 	for k, w := range opWeights {
 		parts[k] = fmt.Sprintf("%s %d%%", opKind(k), w)
 	}
-	return strings.Join(parts, ", ") + fmt.Sprintf("; event bodies of 1 MiB and more: %.0f%%", 100*pLargeBody)
+	return strings.Join(parts, ", ") + fmt.Sprintf("; event bodies of 1 MiB and more: %.0f%% (and in the first %d appends or creates)", 100*pLargeBody, genForcedLarge)
 }

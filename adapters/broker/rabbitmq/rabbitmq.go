@@ -85,9 +85,13 @@ type Options struct {
 	// queue without declaring it: RabbitMQ then drops what the queue
 	// dead-letters, silently.
 	NoDeadLetterExchange bool
-	// FireAndForgetAck settles without the round trip that would show the
-	// server closed the channel over it.
+	// FireAndForgetAck settles as AMQP lets a client: the settle sent and
+	// its error ignored, no round trip to show the server took it.
 	FireAndForgetAck bool
+	// TermRequeues terminates with basic.reject requeue=true.
+	TermRequeues bool
+	// NakDrops naks with basic.nack requeue=false.
+	NakDrops bool
 }
 
 func (o Options) withDefaults() Options {
@@ -118,6 +122,42 @@ type Broker struct {
 
 	membersMu sync.Mutex
 	members   []*consumer
+
+	// queues, when set, learns every queue the handle declares or deletes
+	// (a server of the kit's own waits for them after a restart).
+	queues *queueSet
+}
+
+// queueSet is the queues declared on a server, by name.
+type queueSet struct {
+	mu    sync.Mutex
+	names map[string]bool
+}
+
+func (q *queueSet) set(name string, on bool) {
+	if q == nil {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.names == nil {
+		q.names = map[string]bool{}
+	}
+	if on {
+		q.names[name] = true
+	} else {
+		delete(q.names, name)
+	}
+}
+
+func (q *queueSet) list() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []string
+	for n := range q.names {
+		out = append(out, n)
+	}
+	return out
 }
 
 var (
@@ -309,6 +349,7 @@ func (b *Broker) queue(ch *amqp.Channel, q, x string, args amqp.Table) error {
 	if _, err := ch.QueueDeclare(q, true, false, false, false, args); err != nil {
 		return fmt.Errorf("queue.declare %s: %w", q, err)
 	}
+	b.queues.set(q, true)
 	key := routingKey
 	if strings.HasSuffix(x, ".dlx") {
 		key = ""
@@ -350,6 +391,7 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
 	// Each delete on a channel of its own: a missing queue closes the
 	// channel it was asked on.
 	for _, q := range append([]string{b.logQueue(name), b.topicQueue(name), b.deadQueue(name)}, groupQs...) {
+		b.queues.set(q, false)
 		errs = append(errs, b.declare(ctx, func(ch *amqp.Channel) error {
 			_, err := ch.QueueDelete(q, false, false, false)
 			return ignoreNotFound(err)
@@ -486,14 +528,34 @@ func (b *Broker) ReadAll(ctx context.Context, topic string) ([]mq.Stored, error)
 	log := b.logQueue(topic)
 	marker := nonce()
 	mark := amqp.Publishing{Headers: amqp.Table{headerMarker: marker}, DeliveryMode: amqp.Persistent}
-	// Straight to the stream (the default exchange), not to the topic's
-	// queue. A stream that is gone closes the publishing channel with 404,
-	// or the publish comes back unroutable.
-	if _, err := b.publish(ctx, "", log, mark); err != nil {
-		if errors.Is(err, mq.ErrReturned) || isNotFound(err) {
+	// Is the stream there? A passive declare says so definitely.
+	if err := b.declare(ctx, func(ch *amqp.Channel) error {
+		_, err := ch.QueueDeclarePassive(log, true, false, false, false, amqp.Table{amqp.QueueTypeArg: amqp.QueueTypeStream})
+		return err
+	}); err != nil {
+		if isNotFound(err) {
 			return nil, fmt.Errorf("stream %s: %w", log, mq.ErrNotFound)
 		}
-		return nil, fmt.Errorf("appending the read marker to %s: %w", log, err)
+		return nil, fmt.Errorf("queue.declare(passive) %s: %w", log, err)
+	}
+	// The marker goes straight to the stream (the default exchange), not
+	// to the topic's queue. Just after a node restart a stream that is
+	// still recovering refuses it (returned, or nack'd): it is asked again.
+	for {
+		_, err := b.publish(ctx, "", log, mark)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, mq.ErrReturned) && !errors.Is(err, mq.ErrNacked) {
+			return nil, fmt.Errorf("appending the read marker to %s: %w", log, err)
+		}
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("appending the read marker to %s: %w (last refusal: %v)", log, ctx.Err(), err)
+		case <-t.C:
+		}
 	}
 	ch, err := b.channel(ctx)
 	if err != nil {
@@ -586,9 +648,6 @@ func (b *Broker) Consumer(ctx context.Context, topic string, cfg mq.ConsumerConf
 // dead-lettered for its delivery limit, read from the topic's dead-letter
 // queue, until ctx ends.
 func (b *Broker) WatchMaxDeliver(ctx context.Context, topic, group string) (<-chan string, error) {
-	if _, err := b.DeadLetters(ctx, topic, group); err != nil {
-		return nil, err
-	}
 	out := make(chan string, 16)
 	go func() {
 		defer close(out)
@@ -797,11 +856,12 @@ func (d *delivery) Position() string {
 // close the channel over the settle. A delivery of a channel that is gone
 // cannot be settled (the server put it back when the channel closed).
 func (d *delivery) settle(what string, send func() error) error {
+	if d.c.b.opts.FireAndForgetAck {
+		_ = send()
+		return nil
+	}
 	if err := send(); err != nil {
 		return fmt.Errorf("%s of delivery-tag %d: %w (its channel closed: the broker put the message back)", what, d.d.DeliveryTag, err)
-	}
-	if d.c.b.opts.FireAndForgetAck {
-		return nil
 	}
 	if _, err := d.ch.QueueDeclarePassive(d.c.queue, true, false, false, false, nil); err != nil {
 		return fmt.Errorf("%s of delivery-tag %d not taken: the server closed the channel: %w", what, d.d.DeliveryTag, err)
@@ -820,13 +880,13 @@ func (d *delivery) Nak(_ context.Context, delay time.Duration) error {
 	if delay > 0 {
 		return fmt.Errorf("%w: basic.nack with requeue puts the message back at once; RabbitMQ has no redelivery delay", mq.ErrUnsupported)
 	}
-	return d.settle("basic.nack(requeue)", func() error { return d.d.Nack(false, true) })
+	return d.settle("basic.nack(requeue)", func() error { return d.d.Nack(false, !d.c.b.opts.NakDrops) })
 }
 
 // Term is basic.reject without requeue: the queue drops the message, or
 // dead-letters it where the queue has a dead-letter exchange.
 func (d *delivery) Term(context.Context) error {
-	return d.settle("basic.reject(requeue=false)", func() error { return d.d.Reject(false) })
+	return d.settle("basic.reject(requeue=false)", func() error { return d.d.Reject(d.c.b.opts.TermRequeues) })
 }
 
 // InProgress: RabbitMQ cannot push a delivery's deadline back.

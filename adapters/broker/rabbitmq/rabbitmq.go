@@ -188,9 +188,11 @@ func dial(ctx context.Context, url string) (*amqp.Connection, error) {
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < deadline {
 		deadline = max(time.Until(d), 10*time.Millisecond)
 	}
+	// Heartbeats every 30 s: a kit paused for 20 s keeps its connections
+	// (the server drops one after two missed heartbeats).
 	props := amqp.NewConnectionProperties()
 	props.SetClientConnectionName("onceproof-tck")
-	conn, err := amqp.DialConfig(url, amqp.Config{Dial: amqp.DefaultDial(deadline), Properties: props, Heartbeat: 10 * time.Second})
+	conn, err := amqp.DialConfig(url, amqp.Config{Dial: amqp.DefaultDial(deadline), Properties: props, Heartbeat: 30 * time.Second})
 	if err != nil {
 		msg := scrub(err.Error(), url)
 		var ae *amqp.Error
@@ -610,6 +612,10 @@ func (b *Broker) queueOf(ctx context.Context, topic string, cfg mq.ConsumerConfi
 		// message, so N deliveries are limit N-1.
 		"x-delivery-limit":       cfg.MaxDeliver - 1,
 		"x-dead-letter-exchange": b.dlx(topic),
+		// Deleted with the topic by the handle that opened it; one opened
+		// by another handle, or left by a kit that died, goes by itself
+		// after an hour unused, so a team's server keeps nothing of it.
+		amqp.QueueTTLArg: int64(time.Hour / time.Millisecond),
 	}
 	return q, b.declare(ctx, func(ch *amqp.Channel) error { return b.queue(ch, q, b.exchange(topic), args) })
 }

@@ -62,3 +62,22 @@ type DeadLetterReader interface {
 	// DeadLetters returns what group on topic dead-lettered so far.
 	DeadLetters(ctx context.Context, topic, group string) ([]DeadLetter, error)
 }
+
+// SequencedProducer is one named producer whose publishes carry a
+// sequence number the broker de-dupes by (RabbitMQ streams: the producer
+// name and the publishing id).
+type SequencedProducer interface {
+	// Publish stores m under seq; a seq at or below the highest the broker
+	// stored for this producer's name is dropped as a duplicate.
+	Publish(ctx context.Context, seq int64, m Message) (PublishAck, error)
+	// Close ends the producer, as a producer process restart does.
+	Close() error
+}
+
+// NamedProducers is a broker whose producers de-dupe by name and sequence
+// with no window (Capabilities.NamedProducerDedupe).
+type NamedProducers interface {
+	// NamedProducer starts producer name on topic; a new producer of the
+	// same name (a restart) continues where the last one stopped.
+	NamedProducer(ctx context.Context, topic, name string) (SequencedProducer, error)
+}

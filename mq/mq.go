@@ -180,6 +180,10 @@ type Capabilities struct {
 	// it held; a later ack of such a delivery fails (RabbitMQ
 	// consumer_timeout).
 	ConsumerTimeout bool `json:"consumerTimeout,omitempty"`
+	// NamedProducerDedupe: a producer's publishes carry its name and a
+	// sequence, and the broker drops one it already stored, with no window
+	// and across a producer restart (NamedProducers; RabbitMQ streams).
+	NamedProducerDedupe bool `json:"namedProducerDedupe,omitempty"`
 	// Retentions lists the retention kinds the broker offers.
 	Retentions []Retention `json:"retentions"`
 	// DedupeAfterRestart lists the retentions under which a message id seen

@@ -17,6 +17,10 @@ const (
 	// that holds a delivery past its timeout and redelivers what it held
 	// (RabbitMQ consumer_timeout, set by the kit on a server of its own).
 	CapBrokerConsumerTimeout Capability = "consumer-timeout"
+	// CapBrokerStreamDedupe: a named producer's publishes carry a sequence
+	// the broker de-dupes by, with no window and across a producer restart
+	// (RabbitMQ streams: producer name and publishing id).
+	CapBrokerStreamDedupe Capability = "stream-dedupe"
 )
 
 const (
@@ -24,6 +28,7 @@ const (
 	srcRabbitQuorum   = "RabbitMQ docs, Quorum Queues: poison message handling (x-delivery-limit; the delivery count grows on every return; past the limit the message is dropped or dead-lettered)"
 	srcRabbitDLX      = "RabbitMQ docs, Dead Letter Exchanges (a message returned more times to a quorum queue than its delivery-limit is dead-lettered; the x-death header records queue, reason and count)"
 	srcRabbitTimeout  = "RabbitMQ docs, Consumers: delivery acknowledgement timeout (consumer_timeout; the channel is closed with PRECONDITION_FAILED and its unacknowledged deliveries are requeued)"
+	srcRabbitStream   = "RabbitMQ docs, Streams: deduplication (a named producer's publishing ids; the broker keeps the highest per name and drops lower ones, across a producer restart that queries it)"
 	srcRabbitMaxLen   = "RabbitMQ docs, Queue Length Limit (x-overflow reject-publish: with publisher confirms the publisher is informed of the rejection with a basic.nack)"
 
 	// The seed's first hop, for RabbitMQ's confirm.
@@ -44,5 +49,8 @@ func init() {
 		br("BR-7.4", Must, Requirement, "RabbitMQ: a delivery held past consumer_timeout is redelivered, and the holder's late ack is not reported confirmed",
 			"写索引→ACK：broker 尚未记录 ACK，W1 崩溃或超时，ACK 等待到期后可能重投 W1/W2；若 ACK 请求本身丢失，W1 也可能不知道 broker 是否已记录。 On RabbitMQ the wait is the node's consumer_timeout: the server closes the holder's channel and requeues the delivery; the holder's ack after that must fail, and the message must come back with its attempt one higher.",
 			srcCrashAck+"; "+srcRabbitTimeout, CapBrokerConsumerTimeout),
+		br("BR-7.5", Must, Requirement, "RabbitMQ: a stream de-dupes by producer name and publishing id across a producer restart, with no window",
+			"若生产者每次重试都生成新 event_id，broker 可能把同一变化写成多条事件；因此要固定事件身份并核对发布结果。 On a RabbitMQ stream the identity is the producer's name and the publishing id: producer p stores ids 1 to 3 and restarts; the new p re-sends 2 and 3 and sends 4: the stream must hold each of the four once. A producer whose name changes on a restart loses the de-dupe.",
+			srcLostAck+"; "+srcRabbitStream, CapBrokerStreamDedupe),
 	)
 }

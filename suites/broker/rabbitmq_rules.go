@@ -31,6 +31,7 @@ func registerRabbit(p *plan) {
 	p.set.Background("BR-7.2", p.workload("BR-7.2", zero, nackNotStored))
 	p.set.Background("BR-7.3", p.workload("BR-7.3", func(w Windows, _ mq.Capabilities) time.Duration { return w.AckWait }, deadLettered))
 	p.set.Background("BR-7.4", p.workload("BR-7.4", func(w Windows, _ mq.Capabilities) time.Duration { return 2*w.AckWait + 3*w.Tolerance }, heldPastTimeout))
+	p.set.Background("BR-7.5", p.workload("BR-7.5", zero, namedProducerDedupe))
 }
 
 // rabbitCaps maps what the target declares to the BR-7 capabilities.
@@ -45,6 +46,7 @@ func rabbitCaps(t Target) []catalog.Capability {
 		{c.PublishNack, catalog.CapBrokerPublishNack},
 		{c.DeadLetter, catalog.CapBrokerDeadLetter},
 		{c.ConsumerTimeout, catalog.CapBrokerConsumerTimeout},
+		{c.NamedProducerDedupe, catalog.CapBrokerStreamDedupe},
 	} {
 		if x.ok {
 			out = append(out, x.cp)
@@ -295,5 +297,69 @@ func heldPastTimeout(f *fixture) judge {
 		r.Expect(again.d.Attempt()).To(gomega.Equal(first.d.Attempt()+1), "the redelivery's attempt number must be one higher than the first (%d)", first.d.Attempt())
 		r.Expect(ackErr).To(gomega.HaveOccurred(), "the ack of a delivery held past consumer_timeout was reported confirmed, yet the server had closed the channel and the message came back (attempt %d): a consumer that trusts such an ack processes the message twice", again.d.Attempt())
 		r.Ev.Notef("held %.3fs (consumer_timeout %s); the late ack failed (%s); redelivered with attempt %d", held.Seconds(), aw, oneLine(ackErr.Error()), again.d.Attempt())
+	}
+}
+
+// namedProducerDedupe is BR-7.5: producer p publishes 1, 2, 3 and closes
+// (a restart); a new p re-sends 2 and 3 (retries of publishes whose
+// confirm it never saw) and sends 4. Each of the four must be stored
+// once; the duplicates' confirms cannot say they were dropped, so the
+// topic is read back.
+func namedProducerDedupe(f *fixture) judge {
+	np, ok := f.b.(mq.NamedProducers)
+	if !ok {
+		return missingInterface(f, "stream de-dupe (namedProducerDedupe)", "mq.NamedProducers")
+	}
+	topic, err := f.topic("t", mq.TopicConfig{Retention: mq.Limits})
+	if err != nil {
+		return f.failed(err, "creating the topic")
+	}
+	name := f.name("p")
+	payload := func(seq int64) string { return fmt.Sprintf("%s-E%d", topic, seq) }
+	run := func(actor string, seqs ...int64) error {
+		var p mq.SequencedProducer
+		if err := f.kitStep("start-producer", actor+" name="+name, func() (err error) {
+			p, err = np.NamedProducer(f.ctx, topic, name)
+			return err
+		}); err != nil {
+			return err
+		}
+		defer p.Close()
+		for _, seq := range seqs {
+			h := f.rec.Invoke(actor, "publish", fmt.Sprintf("%s publishing-id=%d %q", topic, seq, payload(seq)))
+			ack, err := p.Publish(f.ctx, seq, mq.Message{ID: payload(seq), Payload: []byte(payload(seq))})
+			if err != nil {
+				h.Info(err.Error())
+				return unsure(fmt.Sprintf("publishing id %d", seq), err)
+			}
+			h.OK(describeAck(ack))
+		}
+		return nil
+	}
+	if err := run("producer-1", 1, 2, 3); err != nil {
+		return f.failed(err, "producer-1")
+	}
+	f.rec.Note("producer-1", "restart", name, "closed; a new producer of the same name starts")
+	if err := run("producer-2", 2, 3, 4); err != nil {
+		return f.failed(err, "producer-2")
+	}
+	counts := map[int64]int{}
+	var readErr error
+	for seq := int64(1); seq <= 4; seq++ {
+		n, err := f.intents(topic, payload(seq))
+		if err != nil {
+			readErr = err
+			break
+		}
+		counts[seq] = n
+	}
+	return func(r *spec.R) {
+		f.must(r, readErr, "reading the topic back")
+		r.Ev.Figure("stored copies of publishing ids 1..4", []int{counts[1], counts[2], counts[3], counts[4]}, "")
+		for seq := int64(1); seq <= 4; seq++ {
+			r.Expect(counts[seq]).To(gomega.Equal(1), "publishing id %d of producer %s must be stored once across the producer's restart; the stream holds %d copies (copies of 1..4: %d %d %d %d)",
+				seq, name, counts[seq], counts[1], counts[2], counts[3], counts[4])
+		}
+		r.Ev.Notef("producer %s stored 1..3, restarted, re-sent 2 and 3 and sent 4: each stored once", name)
 	}
 }

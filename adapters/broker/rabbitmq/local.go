@@ -64,6 +64,7 @@ func serverScript() (string, error) {
 type local struct {
 	epmd, proc *procs.Proc
 	url        string
+	streamURL  string // the stream protocol's port (rabbitmq_stream)
 	port       int
 	node       string
 	rmDir      func() error
@@ -101,7 +102,7 @@ func startIn(ctx context.Context, dir, script string, lc localConfig) (*local, e
 	node := "tck-" + nonce() + "@localhost"
 	var last error
 	for range 3 {
-		ports := make([]int, 3)
+		ports := make([]int, 4)
 		for i := range ports {
 			if ports[i], last = procs.FreePort(); last != nil {
 				break
@@ -110,8 +111,8 @@ func startIn(ctx context.Context, dir, script string, lc localConfig) (*local, e
 		if last != nil {
 			continue
 		}
-		amqpPort, distPort, epmdPort := ports[0], ports[1], ports[2]
-		if err := writeFiles(dir, amqpPort, pass, lc); err != nil {
+		amqpPort, distPort, epmdPort, streamPort := ports[0], ports[1], ports[2], ports[3]
+		if err := writeFiles(dir, amqpPort, streamPort, pass, lc); err != nil {
 			return nil, err
 		}
 		ep, err := procs.Start(ctx, procs.Config{
@@ -159,7 +160,8 @@ func startIn(ctx context.Context, dir, script string, lc localConfig) (*local, e
 			_ = ep.Stop(0)
 			return nil, err
 		}
-		l := &local{epmd: ep, proc: p, port: amqpPort, node: node, url: fmt.Sprintf("amqp://tck:%s@127.0.0.1:%d/", pass, amqpPort)}
+		l := &local{epmd: ep, proc: p, port: amqpPort, node: node, url: fmt.Sprintf("amqp://tck:%s@127.0.0.1:%d/", pass, amqpPort),
+			streamURL: fmt.Sprintf("rabbitmq-stream://tck:%s@127.0.0.1:%d/%%2f", pass, streamPort)}
 		wctx, cancel = context.WithTimeout(ctx, 90*time.Second)
 		err = p.WaitReady(wctx, l.ready)
 		cancel()
@@ -185,7 +187,7 @@ func scrubTail(err error) string {
 }
 
 // writeFiles writes the server's configuration, cookie and folders.
-func writeFiles(dir string, port int, pass string, lc localConfig) error {
+func writeFiles(dir string, port, streamPort int, pass string, lc localConfig) error {
 	ct := lc.consumerTimeout
 	if ct <= 0 {
 		ct = 30 * time.Minute
@@ -197,6 +199,12 @@ func writeFiles(dir string, port int, pass string, lc localConfig) error {
 		"default_vhost = /",
 		fmt.Sprintf("consumer_timeout = %d", ct.Milliseconds()),
 		"disk_free_limit.absolute = 50MB",
+		// The stream protocol (named producers, de-dupe by publishing id),
+		// on loopback, advertised as such so the client does not look up
+		// the host name.
+		fmt.Sprintf("stream.listeners.tcp.1 = 127.0.0.1:%d", streamPort),
+		"stream.advertised_host = 127.0.0.1",
+		fmt.Sprintf("stream.advertised_port = %d", streamPort),
 		"log.console = true",
 		"log.console.level = warning",
 		"log.file = false",
@@ -207,7 +215,7 @@ func writeFiles(dir string, port int, pass string, lc localConfig) error {
 		// consumer_timeout is checked on each channel tick (60 s by
 		// default): 100 ms makes it a precise ack wait.
 		"advanced.config":   "[{rabbit, [{channel_tick_interval, 100}]}].\n",
-		"enabled_plugins":   "[].\n",
+		"enabled_plugins":   "[rabbitmq_stream].\n",
 		"rabbitmq-env.conf": "",
 		".erlang.cookie":    "TCK" + strings.ToUpper(nonce()+nonce()),
 	}
@@ -319,7 +327,9 @@ type OwnServer struct {
 // Open opens a handle on the rule's own server; the server learns the
 // queues it declares.
 func (s *OwnServer) Open(ctx context.Context) (mq.Broker, error) {
-	b, err := Connect(ctx, s.l.url, s.client.Options)
+	opts := s.client.Options
+	opts.StreamURL = s.l.streamURL
+	b, err := Connect(ctx, s.l.url, opts)
 	if err != nil {
 		return nil, err
 	}

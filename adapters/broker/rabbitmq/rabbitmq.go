@@ -74,6 +74,11 @@ type Options struct {
 	// (its own server); 0 when it does not.
 	ConsumerTimeout time.Duration
 
+	// StreamURL reaches the server's stream protocol port
+	// (rabbitmq-stream://user:password@host:port/vhost); "" when the kit
+	// does not know it: no named producers.
+	StreamURL string
+
 	// The defects of the mutants (only a mutant sets these).
 
 	// IgnoreReturns reports a publish stored once its confirm came,
@@ -92,6 +97,9 @@ type Options struct {
 	TermRequeues bool
 	// NakDrops naks with basic.nack requeue=false.
 	NakDrops bool
+	// FreshProducerName gives every named producer a name of its own, as
+	// a client that puts its process id in the name does.
+	FreshProducerName bool
 }
 
 func (o Options) withDefaults() Options {
@@ -298,6 +306,7 @@ func capabilities(o Options) mq.Capabilities {
 	if o.ConsumerTimeout > 0 {
 		c.AckWait, c.ConsumerTimeout = true, true
 	}
+	c.NamedProducerDedupe = o.StreamURL != ""
 	return c
 }
 

@@ -179,7 +179,7 @@ func newTarget(ctx context.Context, url string, client Client, stop func() error
 // capability it lacks.
 func lacks(o Options) map[string]string {
 	l := map[string]string{
-		"dedupe-window":      "RabbitMQ queues have no producer de-dupe by message id: a re-published message is a new message (only streams de-dupe, by producer name and publishing id over the stream protocol, which this adapter does not speak)",
+		"dedupe-window":      "RabbitMQ has no producer de-dupe by message id inside a window: a re-published message is a new message (a stream de-dupes by producer name and publishing id, with no window: BR-7.5)",
 		"nak-delay":          "basic.nack with requeue puts the message back at once: RabbitMQ has no delayed requeue",
 		"in-progress":        "RabbitMQ has no in-progress: a delivery's consumer_timeout counts from the delivery, for the whole node, and cannot be pushed back",
 		"pending-list":       "RabbitMQ shows a queue's unacknowledged count, not a readable list of pending deliveries with counters (x-delivery-count comes with the redelivery)",
@@ -190,6 +190,9 @@ func lacks(o Options) map[string]string {
 		"inspect":            "the RabbitMQ adapter has no settings read-back (mq.Inspector) yet: queue arguments are read through the management API, which it does not use",
 		"fault-proxy":        "the kit has no AMQP-aware fault proxy for RabbitMQ",
 		"broker-restart":     "the kit cannot restart a RabbitMQ server it did not start",
+	}
+	if o.StreamURL == "" {
+		l["stream-dedupe"] = "a RabbitMQ stream de-dupes by producer name and publishing id over the stream protocol, whose port the kit knows only on a server of its own (rabbitmq_stream enabled there)"
 	}
 	if o.ConsumerTimeout <= 0 {
 		why := "RabbitMQ redelivers an unacknowledged delivery only when its channel closes: on connection loss, or when the node's consumer_timeout (default 30 min, node-wide, not readable over AMQP) closes the channel; the kit sets it only on a server of its own"
@@ -222,6 +225,7 @@ func LocalTarget(ctx context.Context, client Client, ackWait time.Duration) (*Ta
 		return errors.Join(errs...)
 	}
 	client.Options.ConsumerTimeout = ackWait
+	client.Options.StreamURL = l.streamURL
 	t, err := newTarget(ctx, l.url, client, stopAll)
 	if err != nil {
 		return nil, errors.Join(err, stopAll())
@@ -239,6 +243,7 @@ func LocalTarget(ctx context.Context, client Client, ackWait time.Duration) (*Ta
 	}
 	t.Address = fmt.Sprintf("local %s (node %s, a child process of the kit, pid %d) at amqp://127.0.0.1:%d/", ServerBinary, l.node, l.proc.Pid(), l.port)
 	t.Config["restartable"] = "true"
+	t.Config["namedProducers"] = "over the stream protocol (rabbitmq_stream, its own loopback port) into the topic's stream: producer name and publishing id"
 	t.Version += " (local child process)"
 	t.Notes = append(t.Notes, "a "+ServerBinary+" the kit started from PATH on loopback ports (AMQP, distribution, an epmd of its own), with its own node name, Erlang cookie and data folder in a temporary folder removed when the run ends",
 		fmt.Sprintf("consumer_timeout %s on that node (the rules' ack wait), checked every 100 ms (channel_tick_interval)", ackWait))

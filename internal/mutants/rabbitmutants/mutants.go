@@ -5,7 +5,7 @@
 // confirm read as "stored" although a basic.return came before it, a
 // basic.nack read as an ack, a dead-letter exchange named on the queue but
 // never declared, a settle sent and forgotten, a term that requeues, a nak
-// that drops. Each names the rules it must fail; the package test and `tck
+// that drops, a stream producer renamed on every restart. Each names the rules it must fail; the package test and `tck
 // selftest --suite broker` check that it does.
 package rabbitmutants
 
@@ -44,6 +44,11 @@ func All() []Mutant {
 			Name: "term-requeues", Defect: "terminates with basic.reject requeue=true: the message it meant to retire comes straight back",
 			MustFail: []string{"BR-2.5"},
 			Build:    rabbitmq.Client{Options: rabbitmq.Options{TermRequeues: true}},
+		},
+		{
+			Name: "fresh-producer-name", Defect: "names its stream producer after the process, so a restarted producer has a new name: the stream's de-dupe by producer name and publishing id no longer applies and the retried publishes are stored twice",
+			MustFail: []string{"BR-7.5"},
+			Build:    rabbitmq.Client{Options: rabbitmq.Options{FreshProducerName: true}},
 		},
 		{
 			Name: "nak-drops", Defect: "naks with basic.nack requeue=false: the message it asked to see again is dropped after one delivery",

@@ -65,7 +65,7 @@ func TestMutants(t *testing.T) {
 			t.Errorf("broker/rabbitmq: %s is %s, want pass: %s", id, r.Verdict, r.Reason)
 		}
 	}
-	for _, id := range []string{"BR-7.1", "BR-7.2", "BR-7.3", "BR-7.4"} {
+	for _, id := range []string{"BR-7.1", "BR-7.2", "BR-7.3", "BR-7.4", "BR-7.5"} {
 		if !killed[id] {
 			t.Errorf("%s is failed by no RabbitMQ mutant", id)
 		}

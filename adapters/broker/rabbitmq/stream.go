@@ -35,7 +35,7 @@ func (b *Broker) NamedProducer(ctx context.Context, topic, name string) (mq.Sequ
 	if err != nil {
 		return nil, fmt.Errorf("stream protocol connection: %s", scrub(err.Error(), b.opts.StreamURL))
 	}
-	p, err := env.NewProducer(b.logQueue(topic), stream.NewProducerOptions().SetProducerName(name).SetBatchPublishingDelay(1))
+	p, err := env.NewProducer(b.logQueue(topic), stream.NewProducerOptions().SetProducerName(name))
 	if err != nil {
 		_ = env.Close()
 		return nil, fmt.Errorf("stream producer %s on %s: %s", name, b.logQueue(topic), scrub(err.Error(), b.opts.StreamURL))

@@ -213,8 +213,8 @@ func writeFiles(dir string, port, streamPort int, pass string, lc localConfig) e
 	files := map[string]string{
 		"rabbitmq.conf": conf,
 		// consumer_timeout is checked on each channel tick (60 s by
-		// default): 100 ms makes it a precise ack wait.
-		"advanced.config":   "[{rabbit, [{channel_tick_interval, 100}]}].\n",
+		// default): 50 ms makes it a precise ack wait.
+		"advanced.config":   "[{rabbit, [{channel_tick_interval, 50}]}].\n",
 		"enabled_plugins":   "[rabbitmq_stream].\n",
 		"rabbitmq-env.conf": "",
 		".erlang.cookie":    "TCK" + strings.ToUpper(nonce()+nonce()),

@@ -763,8 +763,9 @@ type consumer struct {
 	topic string
 	queue string
 
-	mu sync.Mutex
-	ch *amqp.Channel
+	mu     sync.Mutex
+	ch     *amqp.Channel
+	closed bool // by Close: a crash, never reconnected
 }
 
 // channel is the member's open channel, a new one if the server closed
@@ -775,8 +776,20 @@ func (c *consumer) channel() (*amqp.Channel, error) {
 	if c.ch != nil && !c.ch.IsClosed() {
 		return c.ch, nil
 	}
+	if c.closed {
+		return nil, errors.New("the member was closed")
+	}
 	if c.conn.IsClosed() {
-		return nil, errors.New("the member's connection is closed")
+		// The server (or the network) closed it, not the kit: the member
+		// connects again, as a client library does; what it held went back
+		// to the queue with the old connection.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		conn, err := dial(ctx, c.b.url)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("the member's connection closed and could not be opened again: %w", err)
+		}
+		c.conn = conn
 	}
 	ch, err := c.conn.Channel()
 	if err != nil {
@@ -845,7 +858,11 @@ func (c *consumer) delivery(ch *amqp.Channel, d amqp.Delivery) *delivery {
 // Close ends the member as a crash would: its connection closes and the
 // broker puts back what it held, unacknowledged.
 func (c *consumer) Close() error {
-	err := c.conn.Close()
+	c.mu.Lock()
+	c.closed = true
+	conn := c.conn
+	c.mu.Unlock()
+	err := conn.Close()
 	if errors.Is(err, amqp.ErrClosed) {
 		return nil
 	}

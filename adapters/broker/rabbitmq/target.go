@@ -246,6 +246,6 @@ func LocalTarget(ctx context.Context, client Client, ackWait time.Duration) (*Ta
 	t.Config["namedProducers"] = "over the stream protocol (rabbitmq_stream, its own loopback port) into the topic's stream: producer name and publishing id"
 	t.Version += " (local child process)"
 	t.Notes = append(t.Notes, "a "+ServerBinary+" the kit started from PATH on loopback ports (AMQP, distribution, an epmd of its own), with its own node name, Erlang cookie and data folder in a temporary folder removed when the run ends",
-		fmt.Sprintf("consumer_timeout %s on that node (the rules' ack wait), checked every 100 ms (channel_tick_interval)", ackWait))
+		fmt.Sprintf("consumer_timeout %s on that node (the rules' ack wait), checked every 50 ms (channel_tick_interval)", ackWait))
 	return t, nil
 }

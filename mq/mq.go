@@ -166,6 +166,24 @@ type Capabilities struct {
 	// GroupOffsets: a group's read position can be read and reset
 	// (GroupOffsets; Kafka's committed offsets).
 	GroupOffsets bool `json:"groupOffsets,omitempty"`
+	// Mandatory: a mandatory publish nothing routes comes back to the
+	// producer (UnroutablePublisher; RabbitMQ basic.return).
+	Mandatory bool `json:"mandatory,omitempty"`
+	// PublishNack: the broker can refuse a publish with a negative confirm
+	// (BoundedTopics; RabbitMQ basic.nack).
+	PublishNack bool `json:"publishNack,omitempty"`
+	// DeadLetter: a group with a max-deliver dead-letters the message it
+	// gives up on (DeadLetterReader; RabbitMQ x-dead-letter-exchange).
+	DeadLetter bool `json:"deadLetter,omitempty"`
+	// ConsumerTimeout: the server itself ends a member that holds a
+	// delivery past the ack wait (closing its channel) and redelivers what
+	// it held; a later ack of such a delivery fails (RabbitMQ
+	// consumer_timeout).
+	ConsumerTimeout bool `json:"consumerTimeout,omitempty"`
+	// NamedProducerDedupe: a producer's publishes carry its name and a
+	// sequence, and the broker drops one it already stored, with no window
+	// and across a producer restart (NamedProducers; RabbitMQ streams).
+	NamedProducerDedupe bool `json:"namedProducerDedupe,omitempty"`
 	// Retentions lists the retention kinds the broker offers.
 	Retentions []Retention `json:"retentions"`
 	// DedupeAfterRestart lists the retentions under which a message id seen

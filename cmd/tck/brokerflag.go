@@ -34,6 +34,11 @@ func overBrokers(reg *target.Registry, p plan, brokers []string) (plan, error) {
 		for _, b := range refs {
 			c := t
 			c.ref.Opts.Broker = b.Key() + "=" + b.Address // unredacted: the consumer target connects with it
+			if b.Address == "" {
+				// A broker reached by its address variable, unset (a server
+				// of the kit's own from PATH): the bare key.
+				c.ref.Opts.Broker = b.Key()
+			}
 			label := b.String()
 			if k, ok := reg.Get(b.Key()); ok && b.Address == string(k.Modes[0]) {
 				label = b.Key()

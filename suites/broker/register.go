@@ -86,6 +86,7 @@ func newSet(t Target) *spec.Set {
 	registerRedis(p)
 	registerProfile(p)
 	registerKafka(p)
+	registerRabbit(p)
 	return s
 }
 
@@ -110,6 +111,7 @@ func capsOf(t Target) []catalog.Capability {
 	add(c.Trim, catalog.CapBrokerTrim)
 	add(t.Inspect != nil, catalog.CapBrokerInspect)
 	out = append(out, kafkaCaps(t)...)
+	out = append(out, rabbitCaps(t)...)
 	return out
 }
 

@@ -1,0 +1,251 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/onceproof/tck/mq"
+)
+
+// This file is the broker/rabbitmq target as the kit starts it: a server at
+// a URL, or a rabbitmq-server of its own from PATH, what the kit found it
+// can do (Probe), and the client it reaches it with. The registry binds a
+// Target to the broker suite; nothing here knows the CLI.
+
+// Client is how the kit's handles talk to a server: the adapter's options
+// and, for a mutant, the defect wrapped around every handle.
+type Client struct {
+	Options Options
+	Wrap    func(*Broker) mq.Broker
+}
+
+// Open opens a handle on the server at url.
+func (c Client) Open(ctx context.Context, url string) (mq.Broker, error) {
+	b, err := Connect(ctx, url, c.Options)
+	if err != nil {
+		return nil, err
+	}
+	if c.Wrap == nil {
+		return b, nil
+	}
+	return c.Wrap(b), nil
+}
+
+// Target is a RabbitMQ server the kit checks.
+type Target struct {
+	// URL reaches the server (credentials included: redact before showing).
+	URL     string
+	Address string // how a report names it; "" means URL, redacted
+	Version string
+	Client  Client
+	Caps    mq.Capabilities
+	// ConsumerTimeout is the node's consumer_timeout where the kit set it
+	// (its own server): the ack wait of the rules. 0 elsewhere.
+	ConsumerTimeout time.Duration
+	// Config is what the target declares beyond Caps, for the report.
+	Config map[string]string
+	// Server is what the kit read from the server (the AMQP connection's
+	// server properties), each value saying how.
+	Server map[string]string
+	Notes  []string
+	// Lacks says, per capability the server does not have, why, in
+	// RabbitMQ's own words.
+	Lacks map[string]string
+	// Private, when set, starts a server of a rule's own that the rule may
+	// restart (nil: the kit cannot restart this server).
+	Private func(ctx context.Context) (*OwnServer, error)
+	Stop    func() error
+}
+
+// Server is what Probe found.
+type Server struct {
+	Product, Version, Platform string // the connection.start server properties
+	Notes                      []string
+}
+
+// Probe checks that the server at url answers and lets the kit declare,
+// confirm, read a stream and delete, on a scratch topic of the run
+// (removed afterwards): a server without streams (before 3.9) is refused,
+// and so is a login whose permissions forbid what the suite does.
+func Probe(ctx context.Context, url, run string) (*Server, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	b, err := Connect(ctx, url, Options{Run: run})
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	s := &Server{}
+	props := b.conn.Properties
+	s.Product, _ = props["product"].(string)
+	s.Version, _ = props["version"].(string)
+	s.Platform, _ = props["platform"].(string)
+	if s.Product != "" && s.Product != "RabbitMQ" {
+		s.Notes = append(s.Notes, fmt.Sprintf("the server says it is %q, not RabbitMQ", s.Product))
+	}
+	topic := "probe-" + nonce()
+	defer func() {
+		dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer dcancel()
+		_ = b.DeleteTopic(dctx, topic)
+	}()
+	if err := b.CreateTopic(ctx, topic, mq.TopicConfig{}); err != nil {
+		return nil, refused("declaring the scratch topic (a direct exchange, a stream, quorum queues: RabbitMQ 3.9 or later, and configure permission on "+NamePrefix+"*)", url, err)
+	}
+	if _, err := b.Publish(ctx, topic, mq.Message{ID: "probe", Payload: []byte("probe")}); err != nil {
+		return nil, refused("a confirmed publish on the scratch topic (write permission)", url, err)
+	}
+	all, err := b.ReadAll(ctx, topic)
+	if err != nil {
+		return nil, refused("reading the scratch stream back (read permission)", url, err)
+	}
+	if len(all) != 1 {
+		return nil, fmt.Errorf("the scratch stream read back %d messages after one confirmed publish", len(all))
+	}
+	return s, nil
+}
+
+// refused is the error of a probe step the server would not do.
+func refused(step, url string, err error) error {
+	msg := scrub(err.Error(), url)
+	var ae *amqp.Error
+	if errors.As(err, &ae) && ae.Code == amqp.AccessRefused {
+		return fmt.Errorf("the server's permissions forbid %s: %s", step, msg)
+	}
+	return fmt.Errorf("%s failed: %s", step, msg)
+}
+
+// URLTarget binds the kit to the RabbitMQ at url, after Probe. The kit
+// cannot restart a server it did not start, nor set or read its
+// consumer_timeout over AMQP.
+func URLTarget(ctx context.Context, url string, client Client) (*Target, error) {
+	return newTarget(ctx, url, client, nil)
+}
+
+// newTarget probes the server at url and declares what it found.
+func newTarget(ctx context.Context, url string, client Client, stop func() error) (*Target, error) {
+	if client.Options.Run == "" {
+		client.Options.Run = NewRun()
+	}
+	s, err := Probe(ctx, url, client.Options.Run)
+	if err != nil {
+		return nil, err
+	}
+	if stop == nil {
+		stop = func() error { return nil }
+	}
+	t := &Target{
+		URL: url, Version: "RabbitMQ " + s.Version, Client: client, Caps: capabilities(client.Options),
+		ConsumerTimeout: client.Options.ConsumerTimeout,
+		Config: map[string]string{
+			"namePrefix":  NamePrefix + client.Options.Run + ".",
+			"topic":       "a durable direct exchange; a stream (the log read back) and a quorum queue (the topic's queue) bound to it",
+			"maxDeliver":  "a quorum queue of the group's own with x-delivery-limit = max-deliver - 1 and x-dead-letter-exchange",
+			"publish":     "persistent, mandatory, waited on for its publisher confirm",
+			"ack":         "basic.ack, then a round trip on the channel (AMQP does not answer a settle)",
+			"nak":         "basic.nack requeue=true (no delay)",
+			"term":        "basic.reject requeue=false",
+			"fetch":       "basic.get",
+			"retentions":  "limits (the stream keeps what an ack removes from the queue)",
+			"restartable": "false",
+		},
+		Server: map[string]string{},
+		Notes:  s.Notes,
+		Lacks:  lacks(client.Options),
+		Stop:   stop,
+	}
+	if s.Version != "" {
+		t.Server["version"] = s.Version + " (AMQP connection.start server properties)"
+	} else {
+		t.Version = "RabbitMQ (version not readable)"
+	}
+	if s.Platform != "" {
+		t.Server["platform"] = s.Platform + " (AMQP connection.start server properties)"
+	}
+	if client.Options.ConsumerTimeout > 0 {
+		t.Server["consumer_timeout"] = fmt.Sprintf("%d ms (set by the kit in the node's rabbitmq.conf)", client.Options.ConsumerTimeout.Milliseconds())
+	} else {
+		t.Server["consumer_timeout"] = "not readable over AMQP (the management API or rabbitmqctl environment shows it; RabbitMQ's default is 30 min)"
+	}
+	return t, nil
+}
+
+// lacks is why RabbitMQ, through this adapter, does not have each
+// capability it lacks.
+func lacks(o Options) map[string]string {
+	l := map[string]string{
+		"dedupe-window":      "RabbitMQ has no producer de-dupe by message id inside a window: a re-published message is a new message (a stream de-dupes by producer name and publishing id, with no window: BR-7.5)",
+		"nak-delay":          "basic.nack with requeue puts the message back at once: RabbitMQ has no delayed requeue",
+		"in-progress":        "RabbitMQ has no in-progress: a delivery's consumer_timeout counts from the delivery, for the whole node, and cannot be pushed back",
+		"pending-list":       "RabbitMQ shows a queue's unacknowledged count, not a readable list of pending deliveries with counters (x-delivery-count comes with the redelivery)",
+		"trim":               "the adapter does not trim: a quorum queue's length limit drops or refuses, a stream is cut by its retention",
+		"producer-sessions":  "RabbitMQ has no idempotent producer session: publisher confirms say what the broker took, they do not de-dupe a retry",
+		"lost-produce-reply": "RabbitMQ has no idempotent producer session whose retries a lost confirm would test",
+		"group-offsets":      "a RabbitMQ queue removes what is acked; there is no committed offset to read or reset (streams have offsets, read by the stream protocol's consumers)",
+		"inspect":            "the RabbitMQ adapter has no settings read-back (mq.Inspector) yet: queue arguments are read through the management API, which it does not use",
+		"fault-proxy":        "the kit has no AMQP-aware fault proxy for RabbitMQ",
+		"broker-restart":     "the kit cannot restart a RabbitMQ server it did not start",
+	}
+	if o.StreamURL == "" {
+		l["stream-dedupe"] = "a RabbitMQ stream de-dupes by producer name and publishing id over the stream protocol, whose port the kit knows only on a server of its own (rabbitmq_stream enabled there)"
+	}
+	if o.ConsumerTimeout <= 0 {
+		why := "RabbitMQ redelivers an unacknowledged delivery only when its channel closes: on connection loss, or when the node's consumer_timeout (default 30 min, node-wide, not readable over AMQP) closes the channel; the kit sets it only on a server of its own"
+		l["ack-wait"] = why
+		l["consumer-timeout"] = why
+	}
+	return l
+}
+
+// LocalTarget starts a rabbitmq-server of the kit's own from PATH with
+// consumer_timeout at ackWait (RabbitMQ starts in several seconds: one
+// server per run). A rule that restarts a server (BR-3.1) gets a second
+// one, started when it asks. Stop ends every server it started.
+func LocalTarget(ctx context.Context, client Client, ackWait time.Duration) (*Target, error) {
+	lc := localConfig{consumerTimeout: ackWait}
+	l, err := startLocal(ctx, lc)
+	if err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	owned := []*local{l}
+	stopAll := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		var errs []error
+		for _, o := range owned {
+			errs = append(errs, o.stop())
+		}
+		owned = nil
+		return errors.Join(errs...)
+	}
+	client.Options.ConsumerTimeout = ackWait
+	client.Options.StreamURL = l.streamURL
+	t, err := newTarget(ctx, l.url, client, stopAll)
+	if err != nil {
+		return nil, errors.Join(err, stopAll())
+	}
+	delete(t.Lacks, "broker-restart")
+	t.Private = func(ctx context.Context) (*OwnServer, error) {
+		o, err := startLocal(ctx, lc)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		owned = append(owned, o)
+		mu.Unlock()
+		return &OwnServer{l: o, client: t.Client}, nil
+	}
+	t.Address = fmt.Sprintf("local %s (node %s, a child process of the kit, pid %d) at amqp://127.0.0.1:%d/", ServerBinary, l.node, l.proc.Pid(), l.port)
+	t.Config["restartable"] = "true"
+	t.Config["namedProducers"] = "over the stream protocol (rabbitmq_stream, its own loopback port) into the topic's stream: producer name and publishing id"
+	t.Version += " (local child process)"
+	t.Notes = append(t.Notes, "a "+ServerBinary+" the kit started from PATH on loopback ports (AMQP, distribution, an epmd of its own), with its own node name, Erlang cookie and data folder in a temporary folder removed when the run ends",
+		fmt.Sprintf("consumer_timeout %s on that node (the rules' ack wait), checked every 50 ms (channel_tick_interval)", ackWait))
+	return t, nil
+}

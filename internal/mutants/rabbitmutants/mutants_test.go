@@ -1,0 +1,73 @@
+package rabbitmutants_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/onceproof/tck/adapters/broker/rabbitmq"
+	"github.com/onceproof/tck/internal/mutants/rabbitmutants"
+	"github.com/onceproof/tck/internal/registry"
+	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/internal/verdict"
+)
+
+// run starts key through the registry, as `tck run` and the self-test do
+// (a rabbitmq-server of the kit's own when TCK_RABBITMQ_URL is unset), and
+// runs the broker suite on rules.
+func run(t *testing.T, key string, rules ...string) map[string]verdict.Result {
+	t.Helper()
+	k, ref, err := registry.Targets().Resolve(target.Ref{Suite: "broker", Name: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := k.Start(context.Background(), ref)
+	if err != nil {
+		t.Fatalf("starting %s: %v", key, err)
+	}
+	defer st.Stop()
+	out := map[string]verdict.Result{}
+	for _, r := range runner.Run(key, st.Register, runner.Options{Rules: rules}) {
+		out[r.Rule] = r
+	}
+	return out
+}
+
+// TestMutants runs every RabbitMQ mutant on the rules it must fail, and the
+// real adapter on the same rules: each mutant fails them, the adapter
+// passes them, and every BR-7 rule is failed by a mutant.
+func TestMutants(t *testing.T) {
+	if os.Getenv(registry.RabbitMQURLEnv) == "" && !rabbitmq.HaveServerBinary() {
+		if os.Getenv("TCK_REQUIRE_RABBITMQ") == "1" {
+			t.Fatalf("TCK_REQUIRE_RABBITMQ=1 but %s is unset and %s is not on PATH", registry.RabbitMQURLEnv, rabbitmq.ServerBinary)
+		}
+		t.Skipf("no RabbitMQ: %s is unset and %s is not on PATH", registry.RabbitMQURLEnv, rabbitmq.ServerBinary)
+	}
+	killed := map[string]bool{}
+	var all []string
+	for _, m := range rabbitmutants.All() {
+		all = append(all, m.MustFail...)
+		t.Run(m.Name, func(t *testing.T) {
+			res := run(t, "mutant-rabbitmq-"+m.Name, m.MustFail...)
+			for _, id := range m.MustFail {
+				if r := res[id]; r.Verdict != verdict.Fail {
+					t.Errorf("mutant %s must fail %s, got %s: %s", m.Name, id, r.Verdict, r.Reason)
+				} else {
+					killed[id] = true
+				}
+			}
+		})
+	}
+	res := run(t, "rabbitmq", all...)
+	for _, id := range all {
+		if r := res[id]; r.Verdict != verdict.Pass {
+			t.Errorf("broker/rabbitmq: %s is %s, want pass: %s", id, r.Verdict, r.Reason)
+		}
+	}
+	for _, id := range []string{"BR-7.1", "BR-7.2", "BR-7.3", "BR-7.4", "BR-7.5"} {
+		if !killed[id] {
+			t.Errorf("%s is failed by no RabbitMQ mutant", id)
+		}
+	}
+}

@@ -79,12 +79,21 @@ func (s *Set) runGinkgo(ctx context.Context, ru rule, opts Option) {
 			ginkgo.Skip(string(v) + ": " + reason)
 		},
 	}
+	failed := func(reason string) {
+		ginkgo.AddReportEntry(EntryVerdict, Override{Verdict: verdict.Fail, Reason: reason}, ginkgo.ReportEntryVisibilityNever)
+		ginkgo.Fail(reason, 2)
+	}
 	r.Gomega = gomega.NewGomega(func(message string, skip ...int) {
-		r.failing(message)
-		ginkgo.Fail(message, skip...)
+		failed(r.fail(message, caller(skip...)))
 	})
 	if why := ru.notApplicable(); why != "" {
 		r.NotApplicable("%s", why)
 	}
 	ru.body(r)
+	if why := r.checksFailed(); why != "" {
+		failed(why)
+	}
 }
+
+// ginkgoLabelFilter is the running suite's label filter.
+func ginkgoLabelFilter() string { return ginkgo.GinkgoLabelFilter() }

@@ -60,9 +60,8 @@ func (s *Set) runOne(ru rule) outcome {
 			cleanup: func(fn func()) { cleanups = append(cleanups, fn) },
 			end:     func(v verdict.Verdict, reason string) { panic(ended{v, reason}) },
 		}
-		r.Gomega = gomega.NewGomega(func(message string, _ ...int) {
-			r.failing(message)
-			panic(ended{verdict.Fail, message})
+		r.Gomega = gomega.NewGomega(func(message string, skip ...int) {
+			panic(ended{verdict.Fail, r.fail(message, caller(skip...))})
 		})
 		out := outcome{verdict.Pass, "all checks held", ev}
 		func() {
@@ -82,6 +81,9 @@ func (s *Set) runOne(ru rule) outcome {
 				}
 			}()
 			ru.body(r)
+			if why := r.checksFailed(); why != "" {
+				out.v, out.reason = verdict.Fail, why
+			}
 		}()
 		if out.v == verdict.Pass {
 			if n := len(ev.Notes); n > 0 {

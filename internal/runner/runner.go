@@ -42,6 +42,9 @@ var mu sync.Mutex
 func Run(target string, register func(), opts Options) []verdict.Result {
 	mu.Lock()
 	defer mu.Unlock()
+	// The runner's caller writes the report (tck run --out); an author's
+	// TCK_REPORT_DIR in the environment does not add a second one.
+	defer spec.DrivenByCLI()()
 
 	globals.Reset()
 	gomega.RegisterFailHandler(ginkgo.Fail)

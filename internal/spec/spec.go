@@ -76,6 +76,10 @@ type R struct {
 	failed []string // the explained failures of the checks that failed
 }
 
+// failedCheckNote starts the note that keeps a failed assertion's whole
+// message and its place in the kit.
+const failedCheckNote = "a failed check at"
+
 // softFailure is what a failed assertion inside Check panics with; Check
 // recovers it and the rule goes on.
 type softFailure struct{}
@@ -106,7 +110,7 @@ func (r *R) Check(fn func()) {
 // reason, every earlier failed check included.
 func (r *R) fail(message, where string) string {
 	r.failing(message)
-	r.Ev.Notef("a failed check at %s:\n%s", where, strings.TrimSpace(message))
+	r.Ev.Notef("%s %s:\n%s", failedCheckNote, where, strings.TrimSpace(message))
 	why := explain(message)
 	if r.soft > 0 {
 		r.failed = append(r.failed, why)

@@ -27,6 +27,9 @@ func explain(message string) string {
 	}
 	desc := strings.TrimSpace(strings.Join(lines[:i], " "))
 	got := gomegaGot(lines[i:])
+	if v := gotValue(got); v != "" && strings.Contains(desc, v) {
+		got = "" // the description already quotes what came back
+	}
 	out := desc
 	switch {
 	case out == "":
@@ -109,6 +112,22 @@ func gomegaGot(lines []string) string {
 		return s
 	}
 	return clipLine(strings.Join(append([]string{head}, phrases...), " "), 200)
+}
+
+// gotValue is the value a "got X, expected ..." part quotes, "" for none.
+func gotValue(got string) string {
+	v, ok := strings.CutPrefix(got, "got ")
+	if !ok || strings.HasPrefix(v, "no error") {
+		return ""
+	}
+	if i := strings.Index(v, ", expected "); i >= 0 {
+		v = v[:i]
+	}
+	v = strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(v, "the error "), `"`), `"`)
+	if len(v) < 4 {
+		return "" // too short to be sure the description quotes it
+	}
+	return v
 }
 
 func quote(s string) string {

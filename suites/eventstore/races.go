@@ -688,9 +688,10 @@ func registerRaces(s *spec.Set, t Target) {
 				r.Unknown("%s", out.fault.undecided)
 			}
 			if !out.reached() {
-				r.Unknown("%d contended trials of the %d the power target needs (a violation in %s of contended trials caught with 99%% probability): "+
-					"%d trials ran in %s and the cap is %s or %d trials; the writers' calls rarely overlapped in time (a single processor, or a store that serializes its callers before the call returns)",
-					out.Contended, out.Target, percent(cfg.Power), out.Trials, out.Elapsed.Round(time.Millisecond), cfg.Cap, cfg.MaxTrials)
+				r.Unknown("reached the race cap (RaceConfig.Cap %s, RaceConfig.MaxTrials %d) with %d contended trials of the %d the power target needs "+
+					"(a violation in %s of contended trials caught with 99%% probability) after %d trials in %s: the writers' calls rarely overlapped in time "+
+					"(a loaded machine, a single processor, or a store that serializes its callers); raise the cap, e.g. eventstore.Target{Race: eventstore.RaceConfig{Cap: 2 * time.Minute}} (a pass short of the trials would be a guess)",
+					cfg.Cap, cfg.MaxTrials, out.Contended, out.Target, percent(cfg.Power), out.Trials, out.Elapsed.Round(time.Millisecond))
 			}
 			during := ""
 			if t.Disrupt != nil {

@@ -161,6 +161,12 @@ func markShape(text string) shape {
 func drawShape(b *strings.Builder, s shape, x, y float64, tip string) {
 	t := ""
 	if tip != "" {
+		// A tooltip names the operation; a long value is cut (the raw
+		// history has it whole), which keeps a long timeline's page small.
+		tip = strings.Join(strings.Fields(tip), " ")
+		if r := []rune(tip); len(r) > maxTip {
+			tip = string(r[:maxTip]) + "…"
+		}
 		t = "<title>" + template.HTMLEscapeString(tip) + "</title>"
 	}
 	f := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
@@ -441,18 +447,23 @@ func shortID(id string) string {
 	return id
 }
 
-// maxDrawn bounds the operations drawn in one timeline; the table and the
-// raw history keep them all.
-const maxDrawn = 400
+// maxDrawn bounds the operations drawn in a failure's timeline, and
+// maxDrawnPassing in a passing rule's; the raw history keeps them all.
+const (
+	maxDrawn        = 400
+	maxDrawnPassing = 8
+	maxTip          = 110
+)
 
-// opsTimeline draws a rule's recorded history.
-func opsTimeline(ops []history.Op, figs []verdict.Figure, cfg map[string]string) template.HTML {
+// opsTimeline draws a rule's recorded history, its first limit operations.
+func opsTimeline(ops []history.Op, figs []verdict.Figure, cfg map[string]string, limit int) template.HTML {
 	if len(ops) == 0 {
 		return ""
 	}
-	truncated := len(ops) > maxDrawn
+	total := len(ops)
+	truncated := len(ops) > limit
 	if truncated {
-		ops = ops[:maxDrawn]
+		ops = ops[:limit]
 	}
 	var lanes []string
 	lane := map[string]int{}
@@ -538,7 +549,7 @@ func opsTimeline(ops []history.Op, figs []verdict.Figure, cfg map[string]string)
 	}
 	axisLabel := "time since the rule started (kit clock)"
 	if truncated {
-		axisLabel += fmt.Sprintf("; the first %d operations drawn, the table and the raw history have all", maxDrawn)
+		axisLabel += fmt.Sprintf("; the first %d of %d operations drawn, the raw history has all", limit, total)
 	}
 	text(&b, left, axisY+16+rowPx, "", "ax", axisLabel)
 	h := legend(&b, used, axisY+16+2*rowPx+4)

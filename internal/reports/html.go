@@ -74,7 +74,7 @@ blockquote{margin:.4em 0;padding:.35em .9em;border-left:4px solid #90a4ae;backgr
 details{margin:.3em 0 .8em}summary{cursor:pointer}pre,code{font-family:{{mono}};font-size:.86em}pre{background:#f7f7f7;padding:.5em;overflow-x:auto;white-space:pre-wrap}
 section.rule{border-top:1px solid #e5e5e5;padding-top:.4em}
 svg.tl{display:block;max-width:100%;height:auto;margin:.5em 0;background:#fff;border:1px solid #eee}
-svg.tl text{font-family:{{mono}};font-size:11px;fill:#222}svg.tl text.tk,svg.tl text.ax{fill:#444}svg.tl text.nm{font-weight:bold;fill:#37474f}
+svg.tl text{font-family:{{mono}};font-size:11px;fill:#222}svg.tl text.tk,svg.tl text.ax{fill:#444}svg.tl text.vm{fill:#b00020;font-weight:bold;paint-order:stroke;stroke:#fff;stroke-width:3px}svg.tl text.nm{font-weight:bold;fill:#37474f}
 .ops td{font-family:{{mono}};font-size:.8em}dl.gl dt{font-weight:bold;margin-top:.5em}dl.gl dd{margin-left:1.2em}
 .fn{font-size:.88em;color:#444}nav ol{columns:2}ul.first{margin:.5em 0 0;padding-left:1.3em}ul.first li{margin:.2em 0}
 @media print{details{display:block}summary{display:none}body{max-width:none}}

@@ -42,6 +42,7 @@ const (
 	shKit       shape = "kit"
 	shEnd       shape = "end"
 	shOther     shape = "other"
+	shMarked    shape = "marked"
 )
 
 // legendOrder is the legend's order and wording.
@@ -65,6 +66,7 @@ var legendOrder = []struct {
 	{shEnd, "window ends"},
 	{shKit, "kit step (set-up, fault armed)"},
 	{shOther, "other"},
+	{shMarked, "violating operation (labelled: which call won, its version and request id)"},
 }
 
 var (
@@ -201,6 +203,8 @@ func drawShape(b *strings.Builder, s shape, x, y float64, tip string) {
 		f(`<line class="m" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#555" stroke-width="2.5">%s</line>`, x, y-7, x, y+7, t)
 	case shKit:
 		f(`<line class="m" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#9e9e9e" stroke-width="2">%s</line>`, x, y-4, x, y+4, t)
+	case shMarked:
+		f(`<circle class="vmr" cx="%.1f" cy="%.1f" r="8" fill="none" stroke="#d50000" stroke-width="2">%s</circle>`, x, y, t)
 	default:
 		f(`<circle class="m" cx="%.1f" cy="%.1f" r="2.5" fill="#777">%s</circle>`, x, y, t)
 	}
@@ -534,6 +538,36 @@ func opsTimeline(ops []history.Op, figs []verdict.Figure, cfg map[string]string,
 			fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#b0bec5" stroke-width="3"/>`, x0, x1, y, y)
 		}
 		drawShape(&b, s, xOf(stop), y, op.String())
+	}
+	// The operations that make a failure, ringed and labelled on their
+	// lane (right of the shape, or left near the end), a label dropped
+	// rather than drawn over another on the same lane.
+	marked := map[int][][2]float64{}
+	for _, op := range ops {
+		if op.Mark == "" {
+			continue
+		}
+		used[shMarked] = true
+		l := lane[op.Actor]
+		x, y := xOf(max(op.End, op.Start)), laneY(l)
+		drawShape(&b, shMarked, x, y, op.Mark+": "+op.String())
+		label := fit(op.Mark, 300)
+		lx := x + 11
+		if lx+textWidth(label) > svgW-4 {
+			label = fit(op.Mark, max(x-11-left, 0))
+			lx = x - 11 - textWidth(label)
+		}
+		x0, x1 := lx, lx+textWidth(label)
+		free := label != "" && x0 >= left
+		for _, iv := range marked[l] {
+			if x0 < iv[1]+4 && iv[0] < x1+4 {
+				free = false
+			}
+		}
+		if free {
+			marked[l] = append(marked[l], [2]float64{x0, x1})
+			text(&b, lx, y+4, "", "vm", label)
+		}
 	}
 	// Axis with 1-2-5 ticks.
 	fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#333"/>`, left, left+plotW, axisY, axisY)

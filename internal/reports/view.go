@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/history"
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
@@ -498,10 +499,18 @@ func ruleOf(res verdict.Result, t Target, hz []Hazard) ruleView {
 				break
 			}
 			rv.Ops = append(rv.Ops, opRow{Start: f(op.Start), End: f(max(op.End, op.Start)), Actor: op.Actor, Action: op.Action,
-				Value: op.Value, Outcome: string(op.Outcome), Result: op.Result, Shape: shapeName(opShape(op))})
+				Value: op.Value, Outcome: string(op.Outcome), Result: op.Result, Shape: drawnAs(op)})
 		}
 	}
 	return rv
+}
+
+// drawnAs is the shape an operation is drawn as, and its mark.
+func drawnAs(op history.Op) string {
+	if op.Mark != "" {
+		return shapeName(opShape(op)) + ", marked: " + op.Mark
+	}
+	return shapeName(opShape(op))
 }
 
 func shapeName(s shape) string {

@@ -4,6 +4,7 @@
 package runner
 
 import (
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -29,6 +30,10 @@ type Options struct {
 	Log io.Writer
 	// Progress, when set, is called as each rule finishes.
 	Progress func(verdict.Result)
+	// Note, when set, receives a long rule's progress lines (spec's
+	// R.Progress: "CO-5.1: 120 of 200 events done (15s)"); they go to Log
+	// as well.
+	Note func(line string)
 }
 
 // InterruptGrace is how long a rule has to return once interrupted.
@@ -45,6 +50,17 @@ func Run(target string, register func(), opts Options) []verdict.Result {
 	// The runner's caller writes the report (tck run --out); an author's
 	// TCK_REPORT_DIR in the environment does not add a second one.
 	defer spec.DrivenByCLI()()
+	var logMu sync.Mutex
+	defer spec.ProgressTo(func(line string) {
+		if opts.Log != nil {
+			logMu.Lock()
+			fmt.Fprintln(opts.Log, line)
+			logMu.Unlock()
+		}
+		if opts.Note != nil {
+			opts.Note(line)
+		}
+	})()
 
 	globals.Reset()
 	gomega.RegisterFailHandler(ginkgo.Fail)

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 
@@ -122,6 +123,7 @@ func (s *Set) runGinkgo(ctx context.Context, ru rule, opts Option) {
 	if why := ru.notApplicable(); why != "" {
 		r.NotApplicable("%s", why)
 	}
+	defer watch(r, func(line string) { fmt.Fprintln(ginkgo.GinkgoWriter, line) })()
 	ru.body(r)
 	if why := r.checksFailed(); why != "" {
 		failed(why)

@@ -74,6 +74,7 @@ type R struct {
 
 	soft   int      // depth of Check calls
 	failed []string // the explained failures of the checks that failed
+	prog   *progress
 }
 
 // failedCheckNote starts the note that keeps a failed assertion's whole

@@ -53,7 +53,20 @@ func (s *Set) Test(t *testing.T, opts ...Option) {
 				t.Parallel()
 			}
 			start := time.Now()
-			res := s.runOne(ru)
+			// A body that hangs past its deadline outlives the subtest:
+			// its progress lines stop with it (t.Log after the end panics).
+			var logMu sync.Mutex
+			open := true
+			res := s.runOne(ru, func(line string) {
+				logMu.Lock()
+				defer logMu.Unlock()
+				if open {
+					t.Log(line)
+				}
+			})
+			logMu.Lock()
+			open = false
+			logMu.Unlock()
 			if dir != "" {
 				mu.Lock()
 				results = append(results, resultOf(ru, s.suite+"/"+parentName(t), res, time.Since(start)))
@@ -85,7 +98,7 @@ type outcome struct {
 	ev     *verdict.Evidence
 }
 
-func (s *Set) runOne(ru rule) outcome {
+func (s *Set) runOne(ru rule, out ...func(line string)) outcome {
 	ev := &verdict.Evidence{}
 	if why := ru.notApplicable(); why != "" {
 		return outcome{verdict.NotApplicable, why, ev}
@@ -105,6 +118,11 @@ func (s *Set) runOne(ru rule) outcome {
 		r.Gomega = gomega.NewGomega(func(message string, skip ...int) {
 			panic(ended{verdict.Fail, r.fail(message, caller(skip...))})
 		})
+		var say func(string)
+		if len(out) > 0 {
+			say = out[0]
+		}
+		defer watch(r, say)()
 		out := outcome{verdict.Pass, "all checks held", ev}
 		func() {
 			defer func() {

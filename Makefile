@@ -9,7 +9,7 @@ GO ?= go
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
 TCK_BIN ?= ./bin/tck
 
-.PHONY: build run test check rules selftest images postgres redis bench race-rate clean-containers stress
+.PHONY: build run test check rules selftest images postgres redis bench bench-go race-rate clean-containers stress
 
 build:
 	$(GO) build -ldflags "-X main.Version=$(VERSION)" -o $(TCK_BIN) ./cmd/tck
@@ -57,7 +57,13 @@ postgres:
 redis:
 	scripts/redis-local.sh
 
+# Wall time, longest rule, their ratio and peak RSS of the default run and
+# the consumer suite (BENCH_SELFTEST=1 adds tck selftest; scripts/bench.sh).
+# The Go benchmarks of single suites: make bench-go.
 bench:
+	scripts/bench.sh
+
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./cmd/tck/ ./suites/...
 
 # The catch rate of the ES-2 race rules against the check-then-write mutants

@@ -11,6 +11,10 @@ type TopicInfo struct {
 	Name     string      `json:"name"`               // the broker's name for it
 	Subjects []string    `json:"subjects,omitempty"` // what it stores (NATS subjects)
 	Config   TopicConfig `json:"config"`             // its settings as held
+	// Settings is every setting the broker reports for it, by the
+	// broker's own name and as text (NATS: the stream configuration's
+	// JSON fields), the ones Config models included.
+	Settings map[string]string `json:"settings,omitempty"`
 }
 
 // AckPolicy is how a consumer group acknowledges (NATS ack_policy).
@@ -27,6 +31,9 @@ const (
 type ConsumerInfo struct {
 	Config    ConsumerConfig `json:"config"`    // its settings as held
 	AckPolicy AckPolicy      `json:"ackPolicy"` // how it acknowledges
+	// Settings is every setting the broker reports for it, by the
+	// broker's own name and as text (as TopicInfo.Settings).
+	Settings map[string]string `json:"settings,omitempty"`
 }
 
 // ServerInfo is what a client connection can read about the server: its

@@ -79,6 +79,16 @@ func loadRunProfile(file string, p plan) (*profile.Profile, *profile.Plan, error
 				return nil, nil, usagef("%v", err)
 			}
 		}
+		if t.kind.Key() == "broker/redis" {
+			if _, err := registry.DeclaredRedis(prof, true); err != nil {
+				return nil, nil, usagef("%v", err)
+			}
+		}
+		if t.kind.Key() == "broker/kafka" {
+			if _, err := registry.DeclaredKafka(prof, true); err != nil {
+				return nil, nil, usagef("%v", err)
+			}
+		}
 	}
 	pl := profile.Analyze(prof)
 	return prof, &pl, nil

@@ -286,6 +286,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			fmt.Fprintf(stderr, format+"\n", a...)
 		}
 	}
+	if profPlan != nil && len(profPlan.Hazards) > 0 {
+		// Said before the rules run: the run exits 1 for them whatever
+		// the rules find (reports/planrun.go).
+		h := profPlan.Hazards[0]
+		fmt.Fprintf(stderr, "tck run: the declared pipeline has %d hazard(s), so this run exits 1 whatever the rules find; first: %s %s at %s:%d (tck plan --profile %s lists them)\n",
+			len(profPlan.Hazards), h.Rule, h.Check, profPlan.File, h.Line, profPlan.File)
+	}
 	rep := &reports.Report{
 		Kit:  reports.Kit{Name: "onceproof", Version: kitVersion(), GoVersion: runtime.Version()},
 		Run:  reports.Run{Command: target.Redact("tck run " + strings.Join(args, " ")), Started: started, Suites: p.suites, Rules: p.rules},

@@ -114,7 +114,15 @@ func consumerRows(p *Profile, c *Consumer) []AckRow {
 		if bc.AckPolicy == AckNone {
 			r.Ack = "none (ackPolicy none: acked when sent)"
 		}
-		r.Proves = "the server stops redelivering this delivery (otherwise: " + red.How + ")"
+		how := red.How
+		// Past maxAge the message is gone: the redeliveries stop there.
+		switch ct, ok := cutByAge(b, s, bc); {
+		case ok && ct.lost && ct.last == 0:
+			how += fmt.Sprintf("; cut by maxAge %s: none comes while the message is kept", s.MaxAge)
+		case ok && ct.lost:
+			how += fmt.Sprintf("; cut by maxAge %s: the last while the message is kept at %s", s.MaxAge, durText(ct.sc.at(ct.last)))
+		}
+		r.Proves = "the server stops redelivering this delivery (otherwise: " + how + ")"
 	case KindRedis:
 		r.Ack = "XACK"
 		r.Proves = "the entry's reference is removed from the group's pending entries list (PEL)"

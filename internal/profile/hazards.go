@@ -61,10 +61,13 @@ var Checks = []Check{
 	{"ack-before-effect", "CO-2.2", "the ack is recorded before the effect"},
 	{"record-shorter-than-redelivery", "CO-3.1", "the de-dupe record expires before the broker's last redelivery"},
 	{"record-shorter-than-replay", "CO-3.1", "the de-dupe record expires before what a manual replay can reach"},
+	{"redelivery-after-expiry", "BR-2.1", "a declared redelivery comes after the stream's maxAge removed the message: a loss, not a duplicate"},
+	{"claim-after-trim", "BR-4.3", "a Redis claim comes after the stream was trimmed past the entry: a loss, not a duplicate"},
+	{"max-deliver-one", "BR-2.6", "maxDeliver 1: a delivery whose effect fails is never delivered again"},
 }
 
 func checkByID(id string) Check {
-	for _, c := range Checks {
+	for _, c := range allChecks() {
 		if c.ID == id {
 			return c
 		}
@@ -97,9 +100,10 @@ func Hazards(p *Profile) []Hazard {
 	for i := range p.Consumers {
 		f.consumer(i, &p.Consumers[i])
 	}
+	f.kinds() // the product settings' checks (redis.go)
 	// Report in the order of Checks, then of the profile.
 	order := map[string]int{}
-	for i, c := range Checks {
+	for i, c := range allChecks() {
 		order[c.ID] = i
 	}
 	sort.SliceStable(f.out, func(i, j int) bool { return order[f.out[i].Check] < order[f.out[j].Check] })
@@ -137,10 +141,8 @@ func window(b *Broker, s *Stream) (time.Duration, string) {
 	switch {
 	case b.Kind != KindNATS:
 		return 0, fmt.Sprintf("a %s stream has no producer de-dupe window", b.Kind)
-	case s.Duplicates == 0:
-		return NATSDefaultDuplicates, fmt.Sprintf("%s, the NATS default: duplicates not set", NATSDefaultDuplicates)
 	}
-	return s.Duplicates.D(), s.Duplicates.String()
+	return NATSDuplicates(s.Duplicates.D(), s.MaxAge.D()), natsWindowText(s)
 }
 
 func (f *finder) producer(i int, pr *Producer) {
@@ -178,6 +180,9 @@ func (f *finder) producer(i int, pr *Producer) {
 	// an earlier retry reached the broker, and refreshed anything, is unknown.
 	var past []int
 	var arith []string
+	if b.Kind == KindNATS && s.Duplicates == 0 {
+		arith = append(arith, "window "+wtext)
+	}
 	tl := []Mark{{Text: fmt.Sprintf("first publish, %s kept for every retry (its ack lost)", id)}}
 	if w > 0 {
 		tl = append(tl, Mark{At: Duration(w), Text: "the de-dupe window ends"})
@@ -350,6 +355,10 @@ func (f *finder) consumer(i int, c *Consumer) {
 			Mark{Label: "t=0+", Text: "crash before the effect"},
 			Mark{At: Duration(wait), Text: "no redelivery (it was acked): the effect is missing"})
 	}
+	if c.AckOrder != AckThenEffect {
+		f.lossByAge(subject, c, b, s, bc)
+		f.maxDeliverOne(subject, c, b, bc)
+	}
 	if d := c.Dedupe; d != nil && d.Lifetime > 0 && len(exp) > 0 {
 		f.horizon(cp, subject, c, b, s, bc, exp)
 		f.replay(cp, subject, c, b, s, exp)
@@ -464,6 +473,10 @@ func redeliveries(b *Broker, s *Stream, bc *BrokerConsumer) Redelivery {
 func (f *finder) horizon(cp, subject string, c *Consumer, b *Broker, s *Stream, bc *BrokerConsumer, exp []string) {
 	life := c.Dedupe.Lifetime.D()
 	r := redeliveries(b, s, bc)
+	if ct, ok := cutByAge(b, s, bc); ok {
+		f.horizonByAge(cp, subject, c, r, ct, life, exp)
+		return
+	}
 	if !r.Unlimited && r.Last() < life {
 		return
 	}

@@ -38,6 +38,9 @@ func Parse(name string, data []byte) (*Profile, error) {
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
+	if err := p.validateKinds(); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -74,6 +77,14 @@ var enums = map[reflect.Type][]string{
 	reflect.TypeFor[KeyPart]():    {string(KeyMessageID), string(KeyVersion), string(KeyEventID), string(KeyScope)},
 	reflect.TypeFor[Store]():      {string(StoreDurable), string(StoreMemory)},
 	reflect.TypeFor[AckOrder]():   {string(EffectThenAck), string(AckThenEffect)},
+	// Broker settings of issue 25 (redis.go, kafka.go).
+	reflect.TypeFor[Discard]():       {string(DiscardOld), string(DiscardNew)},
+	reflect.TypeFor[DeliverPolicy](): {string(DeliverAll), string(DeliverLast), string(DeliverNew), string(DeliverByStartSeq), string(DeliverByStartTime), string(DeliverLastPerSubject)},
+	reflect.TypeFor[ReplayPolicy]():  {string(ReplayInstant), string(ReplayOriginal)},
+	reflect.TypeFor[AppendFsync]():   {string(FsyncAlways), string(FsyncEverysec), string(FsyncNo)},
+	reflect.TypeFor[TrimStrategy]():  {string(TrimMaxLen), string(TrimMinID)},
+	reflect.TypeFor[CleanupPolicy](): {string(CleanupDelete), string(CleanupCompact), string(CleanupCompactDelete)},
+	reflect.TypeFor[KafkaAcks]():     {string(AcksAll), string(AcksLeader), string(AcksNone)},
 }
 
 func contains[T comparable](xs []T, x T) bool {
@@ -126,6 +137,11 @@ func (p *Profile) validate() error {
 			}
 			if b.Kind == KindNATS && s.Replicas > NATSMaxReplicas {
 				return bad(sp+".replicas", "%d is above %d, the most replicas a NATS stream takes", s.Replicas, NATSMaxReplicas)
+			}
+			if b.Kind == KindNATS {
+				if err := p.validateNATSStream(sp, &b.Streams[j]); err != nil {
+					return err
+				}
 			}
 			for k, c := range s.Consumers {
 				cp := fmt.Sprintf("%s.consumers[%d]", sp, k)

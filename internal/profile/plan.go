@@ -75,6 +75,7 @@ func pipeline(p *Profile) []string {
 			}
 		}
 	}
+	out = append(out, kindPipeline(p)...) // redis.go
 	for _, c := range p.Consumers {
 		var scopes []string
 		for _, s := range c.Scopes {

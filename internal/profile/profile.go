@@ -89,6 +89,11 @@ type Producer struct {
 	// Outbox: the change and its pending event are committed in one local
 	// transaction, and a relay feeds the broker from it.
 	Outbox bool `yaml:"outbox" json:"outbox"`
+	// Subject is the NATS subject it publishes to: a consumer's filter
+	// subject that does not match it never sees its events (BR-6.1).
+	Subject string `yaml:"subject" json:"subject,omitempty"`
+	// Kafka is its Kafka client's settings (kafka.go).
+	Kafka *KafkaProducer `yaml:"kafka" json:"kafka,omitempty"`
 }
 
 // Broker is one broker installation.
@@ -96,6 +101,10 @@ type Broker struct {
 	Name    string     `yaml:"name" json:"name" profile:"required"`
 	Kind    BrokerKind `yaml:"kind" json:"kind" profile:"required"`
 	Streams []Stream   `yaml:"streams" json:"streams,omitempty"`
+	// Redis and Kafka are the server-wide settings the team relies on, in
+	// the product's words (redis.go, kafka.go).
+	Redis *RedisServer `yaml:"redis" json:"redis,omitempty"`
+	Kafka *KafkaBroker `yaml:"kafka" json:"kafka,omitempty"`
 }
 
 // BrokerKind names the product; the settings below use its own words.
@@ -129,7 +138,51 @@ type Stream struct {
 	Storage   Storage          `yaml:"storage" json:"storage,omitempty"`
 	Replicas  int              `yaml:"replicas" json:"replicas,omitempty"`
 	Consumers []BrokerConsumer `yaml:"consumers" json:"consumers,omitempty"`
+	// Discard is what a full NATS stream does: old drops the oldest
+	// message, new refuses the publish (absent: old).
+	Discard Discard `yaml:"discard" json:"discard,omitempty"`
+	// MaxMsgs, MaxBytes, MaxMsgsPerSubject and MaxMsgSize are the NATS
+	// stream limits (0: unlimited).
+	MaxMsgs           int `yaml:"maxMsgs" json:"maxMsgs,omitempty"`
+	MaxBytes          int `yaml:"maxBytes" json:"maxBytes,omitempty"`
+	MaxMsgsPerSubject int `yaml:"maxMsgsPerSubject" json:"maxMsgsPerSubject,omitempty"`
+	MaxMsgSize        int `yaml:"maxMsgSize" json:"maxMsgSize,omitempty"`
+	// Redis is a Redis stream key's trim policy (redis.go); Kafka a
+	// topic's settings (kafka.go).
+	Redis *RedisStream `yaml:"redis" json:"redis,omitempty"`
+	Kafka *KafkaTopic  `yaml:"kafka" json:"kafka,omitempty"`
 }
+
+// Discard is a NATS stream's discard policy.
+type Discard string
+
+const (
+	DiscardOld Discard = "old"
+	DiscardNew Discard = "new" // a full stream refuses the publish
+)
+
+// DeliverPolicy is where a NATS consumer starts.
+type DeliverPolicy string
+
+const (
+	DeliverAll            DeliverPolicy = "all"
+	DeliverLast           DeliverPolicy = "last"
+	DeliverNew            DeliverPolicy = "new"
+	DeliverByStartSeq     DeliverPolicy = "by_start_sequence"
+	DeliverByStartTime    DeliverPolicy = "by_start_time"
+	DeliverLastPerSubject DeliverPolicy = "last_per_subject"
+)
+
+// ReplayPolicy is how fast a NATS consumer replays stored messages.
+type ReplayPolicy string
+
+const (
+	ReplayInstant  ReplayPolicy = "instant"
+	ReplayOriginal ReplayPolicy = "original"
+)
+
+// NATSDefaultMaxAckPending is JetStream's max_ack_pending when none is set.
+const NATSDefaultMaxAckPending = 1000
 
 // Retention is how a stream keeps messages.
 type Retention string
@@ -160,6 +213,18 @@ type BrokerConsumer struct {
 	Backoff []Duration `yaml:"backoff" json:"backoff,omitempty"`
 	// MaxDeliver bounds deliveries of one message (0 or -1: unlimited).
 	MaxDeliver int `yaml:"maxDeliver" json:"maxDeliver,omitempty"`
+	// FilterSubjects are the subjects it delivers (absent: all of the
+	// stream's).
+	FilterSubjects []string `yaml:"filterSubjects" json:"filterSubjects,omitempty"`
+	// DeliverPolicy is where it starts (absent: all).
+	DeliverPolicy DeliverPolicy `yaml:"deliverPolicy" json:"deliverPolicy,omitempty"`
+	// ReplayPolicy (absent: instant).
+	ReplayPolicy ReplayPolicy `yaml:"replayPolicy" json:"replayPolicy,omitempty"`
+	// MaxAckPending bounds the deliveries out and not acked (absent: the
+	// NATS default, 1000; -1: unlimited).
+	MaxAckPending int `yaml:"maxAckPending" json:"maxAckPending,omitempty"`
+	// Redis is a Redis group's members and claim time (redis.go).
+	Redis *RedisGroup `yaml:"redis" json:"redis,omitempty"`
 }
 
 // AckPolicy is the NATS consumer's ack policy.
@@ -192,6 +257,10 @@ type Consumer struct {
 	// (consumer/process publishes its events in that shape); absent: the
 	// kit's documented envelope (docs/consumer-service.md).
 	Envelope *Envelope `yaml:"envelope" json:"envelope,omitempty"`
+	// Workers is how many deliveries it processes at once (absent: 1).
+	Workers int `yaml:"workers" json:"workers,omitempty"`
+	// ProcessingTime is the longest one delivery's effects take.
+	ProcessingTime Duration `yaml:"processingTime" json:"processingTime,omitempty"`
 }
 
 // Envelope maps each field of the kit's event to where the service reads

@@ -40,20 +40,20 @@ func DeclaredNATS(p *profile.Profile, onServer bool) (*broker.Declared, error) {
 		}
 		return nil, fmt.Errorf("profile %s declares %d NATS brokers (%s); a run certifies one server: keep one NATS broker in the profile", p.File(), len(nb), strings.Join(names, ", "))
 	}
-	d := &broker.Declared{Source: fmt.Sprintf("%s (profile %s, broker %s)", p.File(), p.Name, nb[0].Name), OnServer: onServer}
+	d := &broker.Declared{Source: fmt.Sprintf("%s (profile %s, broker %s)", p.File(), p.Name, nb[0].Name), OnServer: onServer, Workers: natsWorkers(p, nb[0])}
 	for _, pr := range p.Producers {
 		if pr.Broker == nb[0].Name {
-			d.Producers = append(d.Producers, broker.DeclaredProducer{Name: pr.Name, Stream: pr.Stream, KeepsID: pr.KeepsMessageID})
+			d.Producers = append(d.Producers, broker.DeclaredProducer{Name: pr.Name, Stream: pr.Stream, KeepsID: pr.KeepsMessageID, Subject: pr.Subject})
 		}
 	}
 	for _, s := range nb[0].Streams {
 		ds := broker.DeclaredStream{Topic: mq.TopicInfo{Name: s.Name, Subjects: s.Subjects, Config: mq.TopicConfig{
-			DedupeWindow: or(s.Duplicates.D(), profile.NATSDefaultDuplicates),
+			DedupeWindow: profile.NATSDuplicates(s.Duplicates.D(), s.MaxAge.D()), // the server's: min(2m, maxAge) when unset
 			Retention:    mq.Retention(orS(string(s.Retention), string(profile.RetentionLimits))),
 			MaxAge:       s.MaxAge.D(),
 			Storage:      mq.Storage(orS(string(s.Storage), string(profile.StorageFile))),
 			Replicas:     max(s.Replicas, 1),
-		}}}
+		}, Settings: natsStreamSettings(s)}}
 		if ds.Topic.Config.Retention != mq.Limits {
 			d.SetupHazards = append(d.SetupHazards, fmt.Sprintf("stream %s declares %s retention: the rules choose their scratch topics' retention (limits; BR-2.8 also work-queue), so it is compared with the server (BR-6.1), not exercised by every rule", s.Name, ds.Topic.Config.Retention))
 		}
@@ -72,6 +72,7 @@ func DeclaredNATS(p *profile.Profile, onServer bool) (*broker.Declared, error) {
 			ci := mq.ConsumerInfo{
 				Config:    mq.ConsumerConfig{Group: c.Name, AckWait: ackWait, Backoff: backoff, MaxDeliver: c.MaxDeliver},
 				AckPolicy: mq.AckPolicy(orS(string(c.AckPolicy), string(profile.AckExplicit))),
+				Settings:  natsConsumerSettings(c),
 			}
 			if ci.Config.MaxDeliver < 0 {
 				ci.Config.MaxDeliver = 0
@@ -84,13 +85,6 @@ func DeclaredNATS(p *profile.Profile, onServer bool) (*broker.Declared, error) {
 		d.Streams = append(d.Streams, ds)
 	}
 	return d, nil
-}
-
-func or(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
 }
 
 func orS(s, def string) string {
@@ -148,7 +142,7 @@ func declaredConfig(d *broker.Declared) map[string]string {
 			age = c.MaxAge.String()
 		}
 		cfg["stream "+s.Topic.Name] = fmt.Sprintf("subjects %s, duplicates %s, retention %s, max age %s, storage %s, replicas %d",
-			orS(strings.Join(s.Topic.Subjects, " "), "(not declared)"), c.DedupeWindow, c.Retention, age, c.Storage, c.Replicas)
+			orS(strings.Join(s.Topic.Subjects, " "), "(not declared)"), c.DedupeWindow, c.Retention, age, c.Storage, c.Replicas) + settingsText(s.Topic.Settings)
 		for _, ci := range s.Consumers {
 			md := "unlimited"
 			if ci.Config.MaxDeliver > 0 {
@@ -163,7 +157,7 @@ func declaredConfig(d *broker.Declared) map[string]string {
 				bo = strings.Join(parts, ", ")
 			}
 			cfg["consumer "+s.Topic.Name+"/"+ci.Config.Group] = fmt.Sprintf("ack policy %s, ack wait %s, back-off %s, max deliver %s",
-				ci.AckPolicy, ci.Config.AckWait, bo, md)
+				ci.AckPolicy, ci.Config.AckWait, bo, md) + settingsText(ci.Settings)
 		}
 	}
 	return cfg

@@ -70,11 +70,19 @@ func kafkaBroker(startKafka func(ctx context.Context, ref target.Ref) (*kafka.Ta
 		for k, v := range kt.Config {
 			cfg[k] = v
 		}
+		info := target.Info{
+			Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: target.Redact(kt.Address),
+			Version: kt.Version, Emulator: kt.Emulator, Config: cfg, Notes: kt.Notes,
+		}
+		// The run's profile (kafka_profile.go).
+		if err := bindKafkaProfile(kt, ref, &t, &info); err != nil {
+			if kt.Stop != nil {
+				_ = kt.Stop()
+			}
+			return nil, err
+		}
 		return &target.Started{
-			Info: target.Info{
-				Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: target.Redact(kt.Address),
-				Version: kt.Version, Emulator: kt.Emulator, Config: cfg, Notes: kt.Notes,
-			},
+			Info:     info,
 			Register: func() { broker.Register(t) },
 			Broker:   t.Open,
 			Stop:     kt.Stop,

@@ -95,11 +95,17 @@ func redisBroker(startRedis func(ctx context.Context, ref target.Ref) (*redis.Ta
 		if ref.Address == "" {
 			m = target.Embedded // a server of the kit's own, started from PATH
 		}
+		info := target.Info{
+			Name: ref.Key(), Suite: ref.Suite, Mode: m, Address: target.Redact(addr),
+			Version: rt.Version, Config: cfg, Server: rt.Server, Notes: rt.Notes,
+		}
+		// The run's profile (redis_profile.go).
+		if err := bindRedisProfile(rt, ref, &t, &info); err != nil {
+			_ = rt.Stop()
+			return nil, err
+		}
 		return &target.Started{
-			Info: target.Info{
-				Name: ref.Key(), Suite: ref.Suite, Mode: m, Address: target.Redact(addr),
-				Version: rt.Version, Config: cfg, Server: rt.Server, Notes: rt.Notes,
-			},
+			Info:     info,
 			Register: func() { broker.Register(t) },
 			Broker:   t.Open,
 			Stop:     rt.Stop,

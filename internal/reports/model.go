@@ -136,6 +136,7 @@ func (r *Report) Finish() {
 		// A static analysis alone: its verdict is the plan's.
 		r.Summary = planSummary(r.Plan)
 	}
+	r.planHazards()
 	if len(r.Run.Rules) > 0 && r.Summary.ExitCode == ExitConformant {
 		// A filtered run certifies only what it ran.
 		ran := 0

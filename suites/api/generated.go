@@ -422,41 +422,7 @@ func registerGenerated(s *spec.Set, t Target) {
 			seed, len(smallest), describeSteps(smallest), last.first, seed)
 	})
 
-	s.It("API-5.2", func(r *spec.R) {
-		u := begin(r, t)
-		horizon := gen.Horizon(defaultHorizon, t.Horizon)
-		ret, declared := u.d.RetentionFor()
-		if declared {
-			r.Ev.Figure("declared retention", ret.String(), "")
-			horizon = min(horizon, ret*9/10)
-		} else {
-			r.Ev.Notef("the description declares no retention: a key is to be recognised for ever")
-		}
-		r.Ev.Figure("horizon", horizon.Seconds(), "s")
-		ins := []intent{u.v.newIntent(r.ID), u.v.newIntent(r.ID), u.v.newIntent(r.ID)}
-		firsts := make([]answer, len(ins))
-		made := make([]time.Time, len(ins))
-		for i, in := range ins {
-			firsts[i] = u.create(in, "the first request")
-			made[i] = time.Now()
-		}
-		for _, f := range []float64{0.1, 0.35, 0.7, 1} {
-			for i, in := range ins {
-				at := made[i].Add(time.Duration(f * float64(horizon)))
-				select {
-				case <-r.Context().Done():
-					r.Unknown("the rule's deadline came before its horizon")
-				case <-time.After(time.Until(at)):
-				}
-				a := u.answered(u.c.create(r.Context(), "kit", in.id, in.scope, in.body), "the repeat")
-				u.repeated(a, firsts[i], in, fmt.Sprintf("a repeat %.1f s after its creation", time.Since(made[i]).Seconds()))
-			}
-		}
-		for _, in := range ins {
-			u.one(in, "at the horizon")
-		}
-		r.Ev.Notef("repeats checked up to %.1f s after creation; beyond that not verified (tck run --max-wait checks longer, up to the declared retention)", horizon.Seconds())
-	})
+	registerRetention(s, t)
 
 	s.It("API-5.3", func(r *spec.R) {
 		u := begin(r, t)
@@ -532,11 +498,6 @@ func registerGenerated(s *spec.Set, t Target) {
 		r.Ev.Notef("%d creates killed at points spread over their handling (%d before the service answered): after each restart the read and two repeats are what the contract allows", crashTrials, inside)
 	})
 }
-
-// defaultHorizon is how long after a creation API-5.2 checks repeats by
-// default: longer than the 2 s a key memory with a short time-to-live
-// keeps, short enough for a run.
-const defaultHorizon = 2250 * time.Millisecond
 
 // crashTrials is how many creates API-5.3 kills.
 const crashTrials = 6

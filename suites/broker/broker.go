@@ -186,6 +186,14 @@ type Windows struct {
 	dedupeNote string
 }
 
+// ageTooShort: a max age under what a rule may hold a message (its judge
+// reads back after the run's waits, up to the run's limit) would expire the
+// rules' messages before they are judged; the timed rules' scratch topics
+// then keep messages without an age limit (BR-6.1's copy keeps the age).
+func (w Windows) ageTooShort(budget time.Duration) bool {
+	return w.MaxAge > 0 && w.MaxAge < budget+time.Minute
+}
+
 // firstRedelivery is when an unacked first delivery comes back: the first
 // back-off step, else the ack wait.
 func (w Windows) firstRedelivery() time.Duration {

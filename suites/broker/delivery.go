@@ -147,6 +147,12 @@ func registerDelivery(p *plan) {
 			bd := dd.at.Sub(nakAt[delayed])
 			r.Ev.Figure("delayed nak redelivered after", bd.Seconds(), "s")
 			f.atLeast(r, bd, nd-tol/5, "a nak with delay %s came back after %.3fs, before the delay", nd, bd.Seconds())
+			r.Ev.Figure("attempts (nak)", []int{got[plain].d.Attempt(), dp.d.Attempt()}, "")
+			r.Ev.Figure("attempts (nak with delay)", []int{got[delayed].d.Attempt(), dd.d.Attempt()}, "")
+			r.Expect(dp.d.Attempt()).To(gomega.Equal(got[plain].d.Attempt()+1),
+				"the redelivery after a nak must be exactly one attempt higher than the nak'd delivery (%d)", got[plain].d.Attempt())
+			r.Expect(dd.d.Attempt()).To(gomega.Equal(got[delayed].d.Attempt()+1),
+				"the redelivery after a nak with delay must be exactly one attempt higher than the nak'd delivery (%d)", got[delayed].d.Attempt())
 			r.Ev.Notef("nak: back after %.3fs; nak with delay %s: back after %.3fs", bp.Seconds(), nd, bd.Seconds())
 		}
 	}))
@@ -197,6 +203,10 @@ func registerDelivery(p *plan) {
 			Source: "measured", Match: len(attempts) == max})
 		return func(r *spec.R) {
 			r.Ev.Notef("attempts seen: %v", attempts)
+			for i := 1; i < len(attempts); i++ {
+				r.Expect(attempts[i]).To(gomega.Equal(attempts[i-1]+1),
+					"each redelivery after a nak must be exactly one attempt higher than the one before; attempts seen %v", attempts)
+			}
 			r.Expect(len(attempts)).To(gomega.BeNumerically("<=", max), "no delivery beyond max-deliver %d; attempts seen %v", max, attempts)
 			r.Expect(len(attempts)).To(gomega.Equal(max), "a nak'd message must be delivered up to max-deliver %d times; attempts seen %v", max, attempts)
 			if !canWatch {
@@ -235,6 +245,7 @@ func registerDelivery(p *plan) {
 				f.unknown(r, "no redelivery at all within %s after in-progress, so the pushed-back deadline could not be located", aw+3*tol)
 			}
 			since := again.at.Sub(first.at)
+			r.Ev.Figure("attempts", []int{first.d.Attempt(), again.d.Attempt()}, "")
 			r.Ev.Figure("redelivered after first delivery", since.Seconds(), "s")
 			r.Ev.Figure("redelivered after in-progress", again.at.Sub(ipAt).Seconds(), "s")
 			if late := ipAt.Sub(first.at); late >= aw-tol {
@@ -244,8 +255,13 @@ func registerDelivery(p *plan) {
 			f.atLeast(r, since, aw+tol,
 				"in-progress at %.2fs must push the deadline back; the message came back after %.3fs, at the original ack wait %s", (aw * 6 / 10).Seconds(), since.Seconds(), aw)
 			f.atLeast(r, again.at.Sub(ipAt), aw-tol, "redelivered %.3fs after in-progress, earlier than one ack wait", again.at.Sub(ipAt).Seconds())
-			r.Ev.Notef("in-progress at %.2fs pushed the deadline back: redelivered after %.3fs, %.3fs after the in-progress (ack wait %s)",
-				(aw * 6 / 10).Seconds(), since.Seconds(), again.at.Sub(ipAt).Seconds(), aw)
+			// An in-progress is not a delivery: the one redelivery is
+			// exactly one attempt higher (Redis: XCLAIM without JUSTID
+			// would count the in-progress as a delivery, 1 -> 3).
+			r.Expect(again.d.Attempt()).To(gomega.Equal(first.d.Attempt()+1),
+				"an in-progress must not count as a delivery: the redelivery after it must be exactly one attempt higher than the first (%d), got attempt %d", first.d.Attempt(), again.d.Attempt())
+			r.Ev.Notef("in-progress at %.2fs pushed the deadline back: redelivered after %.3fs, %.3fs after the in-progress (ack wait %s), attempt %d -> %d",
+				(aw * 6 / 10).Seconds(), since.Seconds(), again.at.Sub(ipAt).Seconds(), aw, first.d.Attempt(), again.d.Attempt())
 		}
 	}))
 

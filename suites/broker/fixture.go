@@ -276,7 +276,7 @@ func (f *fixture) topicOn(b mq.Broker, label string, cfg mq.TopicConfig) (string
 	if cfg.Storage == "" {
 		cfg.Storage = f.w.Storage
 	}
-	if cfg.MaxAge == 0 {
+	if cfg.MaxAge == 0 && !f.t.Windows.ageTooShort(f.t.Budget) {
 		cfg.MaxAge = f.w.MaxAge
 	}
 	if cfg.Replicas == 0 {

@@ -46,6 +46,13 @@ type Declared struct {
 	// BR-1.6's fresh-id copy is a hazard of the team's only where one of
 	// them mints a fresh id per retry.
 	Producers []DeclaredProducer
+	// Workers are the declared application consumers' workers per broker
+	// consumer ("stream/consumer"): a max_ack_pending below it stalls them.
+	Workers map[string]int
+	// Server are the declared server-wide settings by the server's names
+	// (Redis: appendonly, appendfsync, maxmemory-policy, role,
+	// connected_slaves), compared with what Inspector.Server reads.
+	Server map[string]string
 }
 
 // DeclaredProducer is a producer as a profile declares it.
@@ -53,6 +60,10 @@ type DeclaredProducer struct {
 	Name    string // the producer's name in the profile
 	Stream  string // the stream it publishes to
 	KeepsID bool   // every retry carries the first attempt's message id
+	Subject string // the NATS subject it publishes to ("": not declared)
+	// RetryHorizon is how long after its first attempt it may still retry
+	// (Kafka: delivery.timeout.ms or its last declared retry; 0: none).
+	RetryHorizon time.Duration
 }
 
 // freshIDHazard records what BR-1.6's staged fresh-id retry showed: a
@@ -81,6 +92,13 @@ func (d *Declared) freshIDHazard(r *spec.R, copies int) {
 type DeclaredStream struct {
 	Topic     mq.TopicInfo      // the stream's declared settings
 	Consumers []mq.ConsumerInfo // its declared consumer groups
+	// ClientSide: the consumers' ack wait, back-off and max deliver are
+	// the workers' own settings (Redis: XAUTOCLAIM's min-idle time), not
+	// the server's, so only Settings are compared (Redis stream keys).
+	ClientSide bool
+	// Noun names the stream in the product's word ("stream key", "topic";
+	// "": "stream key").
+	Noun string
 }
 
 // apply gives t the declaration's settings: the windows the rules use are
@@ -120,12 +138,15 @@ func (d *Declared) setupHazards(t Target) []string {
 	if len(d.Streams) > 1 || len(s.Consumers) > 1 {
 		out = append(out, fmt.Sprintf("the timed rules' scratch topics use the settings of the first declared stream %s and its first consumer; the others are compared with the server (BR-6.1) but not measured", s.Topic.Name))
 	}
+	if t.Windows.ageTooShort(t.Budget) {
+		out = append(out, fmt.Sprintf("the declared maxAge %s is shorter than a rule may hold a message (its read-back comes after the run's waits, up to the limit %s): the timed rules' scratch topics keep messages without an age limit, or they would expire before being judged; BR-6.1's scratch copy has the declared maxAge", t.Windows.MaxAge, t.Budget))
+	}
 	if !d.OnServer && s.Topic.Config.Replicas > 1 {
 		out = append(out, fmt.Sprintf("the declared %d replicas are not reproduced: the kit's own server is a single node, so its scratch topics have one", s.Topic.Config.Replicas))
 	}
 	if len(s.Consumers) == 0 {
 		out = append(out, fmt.Sprintf("stream %s declares no consumer: the delivery rules ran with the kit's own test windows (ack wait %s, max deliver %d)", s.Topic.Name, t.Windows.AckWait, t.Windows.MaxDeliver))
-	} else if s.Consumers[0].Config.MaxDeliver <= 0 {
+	} else if s.Consumers[0].Config.MaxDeliver <= 0 && !s.ClientSide {
 		out = append(out, fmt.Sprintf("consumer %s declares no max deliver (unlimited): BR-2.6 tested a limit of %d of the kit's own", s.Consumers[0].Config.Group, t.Windows.MaxDeliver))
 	}
 	return out
@@ -198,6 +219,7 @@ func certify(f *fixture) judge {
 		}
 		diffs = append(diffs, ds...)
 	}
+	var unreadable []string
 	if si, err := in.Server(f.ctx); err == nil {
 		f.ev.Figure("server version", si.Version, "")
 		keys := make([]string, 0, len(si.Settings))
@@ -208,11 +230,19 @@ func certify(f *fixture) judge {
 		for _, k := range keys {
 			f.ev.Notef("server %s: %s", k, si.Settings[k])
 		}
+		var ds []string
+		ds, unreadable = f.compareServer(d, si.Settings)
+		diffs = append(diffs, ds...)
+	} else if d != nil && d.Server != nil {
+		return f.failed(&setupError{step: "server-info", err: err}, "reading the server's settings")
 	}
 	n := len(f.ev.Snapshot().Comparisons)
 	f.ev.Figure("settings compared", n, "")
 	return func(r *spec.R) {
 		r.Expect(diffs).To(gomega.BeEmpty(), "the server's settings differ from the declared ones (%s)", strings.Join(diffs, "; "))
+		if len(unreadable) > 0 {
+			r.Unknown("the server would not tell %s: the declared value cannot be compared (grant CONFIG GET / INFO to the kit's user, or certify on a server that answers)", strings.Join(unreadable, "; "))
+		}
 		r.Ev.Notef("%d declared settings of %d stream(s) compared with the server's: all equal", n, len(streams))
 	}
 }
@@ -230,7 +260,8 @@ func (d *Declared) setupHazardsOrNil(t Target) []string {
 // profile, else the kit's), and returns them as declared under the
 // server's names.
 func (f *fixture) scratchCopy() (DeclaredStream, error) {
-	cfg := mq.TopicConfig{DedupeWindow: window(f.t.Caps), Retention: mq.Limits}
+	// The declared max age, however short: this copy holds no message.
+	cfg := mq.TopicConfig{DedupeWindow: window(f.t.Caps), Retention: mq.Limits, MaxAge: f.w.MaxAge}
 	if d := f.t.Declared; d != nil && len(d.Streams) > 0 && d.Streams[0].Topic.Config.Retention != "" {
 		cfg.Retention = d.Streams[0].Topic.Config.Retention
 	}
@@ -296,6 +327,11 @@ func (f *fixture) compareStream(in mq.Inspector, s DeclaredStream) ([]string, er
 	h.OK(describeTopic(got.Config))
 	dc, gc := s.Topic.Config, got.Config
 	p := "stream " + name + " "
+	if s.ClientSide {
+		// Redis: a stream key holds no window, age or ack wait; what the
+		// server holds is compared by its own names (settings.go).
+		return f.compareClientSide(in, s, got)
+	}
 	if len(s.Topic.Subjects) > 0 {
 		cmp(p+"subjects", strings.Join(sorted(s.Topic.Subjects), ", "), strings.Join(sorted(got.Subjects), ", "))
 	}
@@ -312,6 +348,9 @@ func (f *fixture) compareStream(in mq.Inspector, s DeclaredStream) ([]string, er
 	if dc.Replicas > 0 {
 		cmp(p+"replicas", fmt.Sprint(dc.Replicas), fmt.Sprint(max(gc.Replicas, 1)))
 	}
+	// Everything else the server reports (settings.go).
+	diffs = append(diffs, f.compareSettings(p, "stream "+name, s.Topic.Settings, got.Settings)...)
+	f.natsStreamHazards(name, got.Settings)
 	for _, c := range s.Consumers {
 		cname := c.Config.Group
 		h := f.rec.Invoke("kit", "consumer-info", name+"/"+cname)
@@ -337,6 +376,8 @@ func (f *fixture) compareStream(in mq.Inspector, s DeclaredStream) ([]string, er
 		}
 		cmp(q+"back-off", durations(c.Config.Backoff), durations(gotC.Config.Backoff))
 		cmp(q+"max deliver", deliveries(c.Config.MaxDeliver), deliveries(gotC.Config.MaxDeliver))
+		diffs = append(diffs, f.compareSettings(q, strings.TrimSpace(q), c.Settings, gotC.Settings)...)
+		f.natsConsumerHazards(name, cname, gotC.Settings)
 	}
 	return diffs, nil
 }

@@ -277,3 +277,51 @@ func TestCertifyMissingStream(t *testing.T) {
 		t.Errorf("BR-6.1 on a server without the stream: %s (%s), %+v", r.Verdict, r.Reason, c)
 	}
 }
+
+// TestShortMaxAgeNoWindow is issue 22's embedded run at small durations: a
+// stream with maxAge 7s and no duplicates window has, on the server, the
+// window min(2m, maxAge) = 7s. The kit's scratch copy gets that window and
+// the declared maxAge (BR-6.1 passes, it is not refused as a 2m window
+// would be), BR-1.2 measures 7s, and BR-2.8, judged after BR-1.2's wait
+// (past the 7 s age), still finds its limits message: the timed rules'
+// topics do not take an age that would expire their messages first.
+func TestShortMaxAgeNoWindow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits about 8 s")
+	}
+	nt, err := nats.EmbeddedTarget(context.Background(), nats.Client{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = nt.Stop() })
+	file := filepath.Join(t.TempDir(), "p.yaml")
+	yaml := "schema: onceproof.profile/v1\nname: short\nbrokers:\n  - name: main\n    kind: nats\n    streams:\n      - {name: ORDERS, subjects: [orders.>], maxAge: 7s, consumers: [{name: w, ackWait: 1s, maxDeliver: 3}]}\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := registry.DeclaredNATS(p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := registry.BrokerTarget(nt)
+	tg.Declared = d
+	tg.Budget = registry.DefaultMaxWait
+	res := register(tg, "BR-1.2", "BR-2.8", "BR-6.1")
+	for _, id := range []string{"BR-1.2", "BR-2.8", "BR-6.1"} {
+		if r := res[id]; r.Verdict != verdict.Pass {
+			t.Errorf("%s: %s (%s)", id, r.Verdict, r.Reason)
+		}
+	}
+	for _, c := range res["BR-6.1"].Evidence.Comparisons {
+		if strings.HasSuffix(c.Setting, "duplicates (de-dupe window)") && (c.Declared != "7s" || c.Actual != "7s") {
+			t.Errorf("BR-6.1 window: %+v, want 7s on both sides", c)
+		}
+		if strings.HasSuffix(c.Setting, "max age") && (c.Declared != "7s" || c.Actual != "7s") {
+			t.Errorf("BR-6.1 max age: %+v, want 7s on both sides", c)
+		}
+	}
+}

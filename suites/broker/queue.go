@@ -532,13 +532,13 @@ func (j *queueJudge) judge(r *spec.R) {
 	r.Expect(res.Unexpected).To(gomega.BeEmpty(), "unexpected: delivered but never published")
 	if j.cut && len(j.lost) > 0 {
 		if j.readOK && len(j.gone) > 0 {
-			r.Expect(j.gone).To(gomega.BeEmpty(), "lost: the workload ended at its deadline (%s) with %d of %d acknowledged publishes not yet consumed, and the broker's read-back lacks %d of them", j.f.t.Budget, len(j.lost), res.Acked, len(j.gone))
+			r.Expect(j.gone).To(gomega.BeEmpty(), "lost: the workload ended at its deadline (%s) with %d of %d acknowledged publishes not yet consumed, and the broker's read-back lacks %d of them", j.f.t.Budget+workloadMargin, len(j.lost), res.Acked, len(j.gone))
 		}
 		why := "the broker still holds them"
 		if !j.readOK {
 			why = fmt.Sprintf("reading the topic back failed: %v", j.readErr)
 		}
-		j.f.unknown(r, "the workload ended at its deadline (%s) with %d of %d acknowledged publishes not yet consumed (%s): what becomes of them is unknown, not a loss", j.f.t.Budget, len(j.lost), res.Acked, why)
+		j.f.unknown(r, "the workload ended at its deadline (%s) with %d of %d acknowledged publishes not yet consumed (%s): what becomes of them is unknown, not a loss", j.f.t.Budget+workloadMargin, len(j.lost), res.Acked, why)
 	}
 	r.Expect(j.lost).To(gomega.BeEmpty(), "lost: acknowledged publishes never delivered (%d of %d; %d of them handed out once, left unacked by the kit and never redelivered)", len(j.lost), res.Acked, j.left)
 	if res.Duplicates > 0 {

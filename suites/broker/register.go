@@ -91,7 +91,7 @@ func newSet(t Target) *spec.Set {
 	s.Parallel = true
 	s.Timeout = t.Timeout
 	if s.Timeout <= 0 {
-		s.Timeout = t.Budget + 15*time.Second
+		s.Timeout = t.Budget + workloadMargin + 15*time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &plan{t: t, set: s, ctx: ctx, cancel: cancel}
@@ -229,10 +229,17 @@ func (p *plan) finish() {
 	}
 }
 
+// workloadMargin is what a workload gets past the budget: the budget says
+// which rules' waits by definition fit in the run, and a rule that fits
+// still needs its set-up, its read-backs and its tolerance around the
+// wait. A workload cut at exactly the budget would judge a redelivery due
+// just after it as missing.
+const workloadMargin = 10 * time.Second
+
 // start runs id's workload on a fixture of its own, in its own goroutine,
-// bounded by the budget.
+// bounded by the budget and the margin.
 func (p *plan) start(id string, work workload) spec.Job {
-	ctx, cancel := context.WithTimeout(p.ctx, p.t.Budget)
+	ctx, cancel := context.WithTimeout(p.ctx, p.t.Budget+workloadMargin)
 	f := newFixture(ctx, cancel, p.t, id)
 	judged := make(chan spec.Body, 1)
 	f.spawn(func() {

@@ -50,9 +50,14 @@ func (in *Inspector) Topic(ctx context.Context, name string) (mq.TopicInfo, erro
 		return mq.TopicInfo{}, fmt.Errorf("stream %s info: %w", name, err)
 	}
 	c := s.CachedInfo().Config
+	settings, err := rawSettings(ctx, in.nc, "$JS.API.STREAM.INFO."+name)
+	if err != nil {
+		return mq.TopicInfo{}, fmt.Errorf("stream %s configuration: %w", name, err)
+	}
 	return mq.TopicInfo{
 		Name:     c.Name,
 		Subjects: c.Subjects,
+		Settings: settings,
 		Config: mq.TopicConfig{
 			DedupeWindow: c.Duplicates,
 			Retention:    retention(c.Retention),
@@ -73,7 +78,12 @@ func (in *Inspector) Consumer(ctx context.Context, topic, name string) (mq.Consu
 		return mq.ConsumerInfo{}, fmt.Errorf("consumer %s on stream %s info: %w", name, topic, err)
 	}
 	cc := c.CachedInfo().Config
+	settings, err := rawSettings(ctx, in.nc, "$JS.API.CONSUMER.INFO."+topic+"."+name)
+	if err != nil {
+		return mq.ConsumerInfo{}, fmt.Errorf("consumer %s on stream %s configuration: %w", name, topic, err)
+	}
 	return mq.ConsumerInfo{
+		Settings:  settings,
 		Config:    mq.ConsumerConfig{Group: cc.Durable, AckWait: cc.AckWait, MaxDeliver: cc.MaxDeliver, Backoff: cc.BackOff},
 		AckPolicy: ackPolicy(cc.AckPolicy),
 	}, nil

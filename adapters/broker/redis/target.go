@@ -270,7 +270,7 @@ func lacks(s *Server) map[string]string {
 		"producer-sessions":  "Redis has no idempotent producer session: a retried XADD is a new entry unless it carries IDMP",
 		"lost-produce-reply": "Redis has no idempotent producer session whose retries a lost reply would test",
 		"group-offsets":      "a Redis consumer group's progress is its last-delivered id and its pending list (BR-4.x), not a committed offset",
-		"inspect":            "the Redis adapter has no settings read-back (mq.Inspector): a stream key holds no declared de-dupe window, retention or ack wait to compare",
+		"inspect":            "BR-6.1 reads a team's own stream keys, groups and persistence settings only when a profile declares them and the target is the team's server (tck run --profile FILE --target broker/redis=redis://...): a stream key the kit creates holds no setting of the team's to compare",
 	}
 	l["broker-restart"] = "the kit cannot restart a Redis server it did not start; its durability settings as read: " + durability(s)
 	if !s.IDMP {

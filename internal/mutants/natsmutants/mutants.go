@@ -132,6 +132,13 @@ func All() []Mutant {
 			},
 		},
 		{
+			Name: "in-progress-counts", Defect: "the client counts deliveries itself and counts each in-progress as one: the redelivery after an in-progress reads attempt 3",
+			MustFail: []string{"BR-2.7"},
+			Build: nats.Client{
+				Wrap: with(hooks{countsInProgress: true}),
+			},
+		},
+		{
 			Name: "close-acks", Defect: "closing a consumer acks every delivery it still holds, processed or not",
 			MustFail: []string{"BR-2.3", "BR-2.9"},
 			Build: nats.Client{
@@ -168,6 +175,9 @@ type hooks struct {
 	term       func(context.Context, mq.Delivery) error
 	inProgress func(context.Context, mq.Delivery) error
 	closeAcks  bool
+	// countsInProgress: an in-progress adds one to the attempt of every
+	// later delivery of the message.
+	countsInProgress bool
 }
 
 func with(h hooks) func(mq.Broker) mq.Broker {
@@ -201,7 +211,7 @@ func (b *broker) Consumer(ctx context.Context, topic string, cfg mq.ConsumerConf
 	if err != nil {
 		return nil, err
 	}
-	return &consumer{Consumer: c, h: b.h, held: map[*delivery]bool{}}, nil
+	return &consumer{Consumer: c, h: b.h, held: map[*delivery]bool{}, inProgress: map[string]int{}}, nil
 }
 
 // WatchMaxDeliver passes the broker's signal through untouched.
@@ -217,6 +227,8 @@ type consumer struct {
 	h    hooks
 	mu   sync.Mutex
 	held map[*delivery]bool // fetched and not yet settled
+	// inProgress counts the in-progress acks sent per message id.
+	inProgress map[string]int
 }
 
 func (c *consumer) Fetch(ctx context.Context, max int, wait time.Duration) ([]mq.Delivery, error) {
@@ -225,7 +237,7 @@ func (c *consumer) Fetch(ctx context.Context, max int, wait time.Duration) ([]mq
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, d := range ds {
-		w := &delivery{Delivery: d, c: c}
+		w := &delivery{Delivery: d, c: c, extra: c.inProgress[d.Message().ID]}
 		c.held[w] = true
 		out[i] = w
 	}
@@ -249,7 +261,8 @@ func (c *consumer) Close() error {
 
 type delivery struct {
 	mq.Delivery
-	c *consumer
+	c     *consumer
+	extra int // in-progress acks counted as deliveries before this one
 }
 
 func (d *delivery) settled() {
@@ -261,6 +274,9 @@ func (d *delivery) settled() {
 func (d *delivery) Attempt() int {
 	if d.c.h.attempt != nil {
 		return d.c.h.attempt(d.Delivery.Attempt())
+	}
+	if d.c.h.countsInProgress {
+		return d.Delivery.Attempt() + d.extra
 	}
 	return d.Delivery.Attempt()
 }
@@ -290,6 +306,11 @@ func (d *delivery) Term(ctx context.Context) error {
 }
 
 func (d *delivery) InProgress(ctx context.Context) error {
+	if d.c.h.countsInProgress {
+		d.c.mu.Lock()
+		d.c.inProgress[d.Message().ID]++
+		d.c.mu.Unlock()
+	}
 	if d.c.h.inProgress != nil {
 		return d.c.h.inProgress(ctx, d.Delivery)
 	}

@@ -10,7 +10,10 @@ package redismutants
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/onceproof/tck/adapters/broker/redis"
 	"github.com/onceproof/tck/internal/mutants"
@@ -60,6 +63,13 @@ func All() []Mutant {
 			},
 		},
 		{
+			Name: "in-progress-counts", Defect: "in-progress re-claims the entry with XCLAIM min-idle 0 but without JUSTID: every in-progress bumps the delivery counter, so the redelivery after one reads attempt 3",
+			MustFail: []string{"BR-2.7"},
+			Build: redis.Client{
+				Wrap: with(hooks{inProgress: claimCounting}),
+			},
+		},
+		{
 			Name: "trim-claims-safe", Defect: "says its XTRIM keeps entries still pending (it does not: Redis 7 trims them with the rest)",
 			MustFail: []string{"BR-4.3"},
 			Build: redis.Client{
@@ -82,12 +92,34 @@ func All() []Mutant {
 	}
 }
 
+// claimCounting is the in-progress of the real adapter with JUSTID dropped:
+// XCLAIM min-idle 0 for the entry's holder resets the idle time, and,
+// without JUSTID, also raises the entry's delivery counter.
+func claimCounting(ctx context.Context, b *redis.Broker, topic string, d mq.Delivery) error {
+	rdb, key := b.Client(), b.Key(topic)
+	groups, err := rdb.XInfoGroups(ctx, key).Result()
+	if err != nil {
+		return err
+	}
+	for _, g := range groups {
+		p, err := rdb.XPendingExt(ctx, &goredis.XPendingExtArgs{Stream: key, Group: g.Name, Start: d.Position(), End: d.Position(), Count: 1}).Result()
+		if err != nil {
+			return err
+		}
+		if len(p) == 1 {
+			return rdb.XClaim(ctx, &goredis.XClaimArgs{Stream: key, Group: g.Name, Consumer: p[0].Consumer, MinIdle: 0, Messages: []string{d.Position()}}).Err()
+		}
+	}
+	return fmt.Errorf("entry %s is not pending in any group of %s", d.Position(), key)
+}
+
 // hooks are the points a defect can change.
 type hooks struct {
-	ack      func(ctx context.Context, b *redis.Broker, topic string, d mq.Delivery) error
-	consumer func(mq.ConsumerConfig) mq.ConsumerConfig
-	trim     func(mq.Trim) mq.Trim
-	trimKeep func(mq.Trim, int) mq.Trim
+	ack        func(ctx context.Context, b *redis.Broker, topic string, d mq.Delivery) error
+	inProgress func(ctx context.Context, b *redis.Broker, topic string, d mq.Delivery) error
+	consumer   func(mq.ConsumerConfig) mq.ConsumerConfig
+	trim       func(mq.Trim) mq.Trim
+	trimKeep   func(mq.Trim, int) mq.Trim
 }
 
 func with(h hooks) func(*redis.Broker) mq.Broker {
@@ -106,7 +138,7 @@ func (b *broker) Consumer(ctx context.Context, topic string, cfg mq.ConsumerConf
 		cfg = b.h.consumer(cfg)
 	}
 	c, err := b.Broker.Consumer(ctx, topic, cfg)
-	if err != nil || b.h.ack == nil {
+	if err != nil || (b.h.ack == nil && b.h.inProgress == nil) {
 		return c, err
 	}
 	return &consumer{Consumer: c, b: b, topic: topic}, nil
@@ -146,5 +178,15 @@ type delivery struct {
 }
 
 func (d *delivery) Ack(ctx context.Context) error {
+	if d.c.b.h.ack == nil {
+		return d.Delivery.Ack(ctx)
+	}
 	return d.c.b.h.ack(ctx, d.c.b.Broker, d.c.topic, d.Delivery)
+}
+
+func (d *delivery) InProgress(ctx context.Context) error {
+	if d.c.b.h.inProgress == nil {
+		return d.Delivery.InProgress(ctx)
+	}
+	return d.c.b.h.inProgress(ctx, d.c.b.Broker, d.c.topic, d.Delivery)
 }

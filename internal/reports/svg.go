@@ -730,21 +730,34 @@ func marksTimeline(marks []profile.Mark) template.HTML {
 		}
 	}
 	used := map[shape]bool{}
-	var numRows = map[int]*rows{}
+	// Marks of one moment on one lane share one number label ("4,5"):
+	// stacked, their labels would meet.
+	type spot struct{ lane, slot int }
+	var spots []spot
+	nums := map[spot][]string{}
 	for i, m := range marks {
 		s := markShape(m.Text)
 		used[s] = true
 		li := lane[laneOf(m)]
 		x, y := xs[slotOf[markWhen(m)]], laneY(li)
 		drawShape(&b, s, x, y, markWhen(m)+": "+m.Text)
-		// The mark's number above its shape, one row up if another is there.
-		if numRows[li] == nil {
-			numRows[li] = &rows{}
+		k := spot{li, slotOf[markWhen(m)]}
+		if nums[k] == nil {
+			spots = append(spots, k)
 		}
-		n := strconv.Itoa(i + 1)
+		nums[k] = append(nums[k], strconv.Itoa(i+1))
+	}
+	var numRows = map[int]*rows{}
+	for _, k := range spots {
+		// The number above its shape, one row up if another is there.
+		if numRows[k.lane] == nil {
+			numRows[k.lane] = &rows{}
+		}
+		x, y := xs[k.slot], laneY(k.lane)
+		n := strings.Join(nums[k], ",")
 		w := textWidth(n)
-		r := numRows[li].place(x-w/2, x+w/2)
-		text(&b, x, y-9-float64(r)*12, "middle", "nm", n)
+		r := numRows[k.lane].place(x-w/2, x+w/2)
+		text(&b, x, y-9-float64(r)*14, "middle", "nm", n)
 	}
 	// Axis: a tick per moment, labels on as many rows as they need.
 	fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#333"/>`, left, left+plotW, axisY, axisY)

@@ -340,6 +340,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		results := runner.Run(t.name, st.Register, runner.Options{
 			Rules: p.rules,
 			Log:   logFile,
+			// A long rule's "N of M steps done" (spec's R.Progress).
+			Note: func(line string) { progress("  %s", line) },
 			Progress: func(r verdict.Result) {
 				if r.Verdict == verdict.Skipped && len(p.rules) > 0 && !contains(p.rules, r.Rule) {
 					return // not selected: in the report as skipped, not on the terminal

@@ -64,6 +64,11 @@ func (s *server) Restart(context.Context) error {
 // follows the kit's default endpoints, so the default description under
 // the replay contract describes it; a service of your own is described
 // by a file (tck.LoadDescription, docs/api.md).
+//
+//	TCK_REPORT_DIR=$(mktemp -d) go test ./examples/api
+//
+// also writes the report bundle `tck run` writes (report.html, results.json,
+// junit.xml, ...) into that folder; tck.ReportTo(dir) does it from the code.
 func TestOrders(t *testing.T) {
 	s := &server{path: filepath.Join(t.TempDir(), "orders.db"), addr: "127.0.0.1:0"}
 	if err := s.start(); err != nil {

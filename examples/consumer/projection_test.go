@@ -16,6 +16,11 @@ import (
 // runs one rule. Rules that need what the projection does not declare (a
 // second scope, an outbox) are skipped with the reason; a rule the kit could
 // not decide fails the test with its reason.
+//
+//	TCK_REPORT_DIR=$(mktemp -d) go test ./examples/consumer
+//
+// also writes the report bundle `tck run` writes (report.html, results.json,
+// junit.xml, ...) into that folder; tck.ReportTo(dir) does it from the code.
 func TestProjection(t *testing.T) {
 	tck.Check(t, tck.Target{
 		New:      New,

@@ -12,6 +12,15 @@ import (
 
 // TestMyStore is all a backend author writes: every ES rule runs as a
 // subtest of it against your store.
+//
+// The report an architect attaches to a review comes from this same test:
+//
+//	TCK_REPORT_DIR=$(mktemp -d) go test ./examples/eventstore
+//
+// writes results.json, report.md, report.html, junit.xml and the histories
+// into that folder, as `tck run` does; TestWithGinkgo's rules go into the
+// same report. eventstore.ReportTo(dir) as a third argument of Check does
+// it from the code.
 func TestMyStore(t *testing.T) {
 	eventstore.Check(t, myTarget())
 }

@@ -108,7 +108,52 @@ type Page struct {
 	Pieces        [][]byte // the page in pieces of 3000 px, Options.Pieces of them
 	// SVGPNG is a screenshot of the first element matched by Options.Shot.
 	SVGPNG []byte
+	// SVGs is how many SVG images the page holds.
+	SVGs int
+	// Marks are the labels of the violating operations marked in the
+	// timelines; Rings how many operations are ringed.
+	Marks []string
+	Rings int
+	// With Options.FirstScreen: the text a reader sees without scrolling
+	// in a 1400x1000 window, the links there, and its screenshot.
+	FirstScreen      string
+	FirstScreenLinks []Link
+	FirstScreenPNG   []byte
 }
+
+// Link is one link: its text and the id of the element it points to
+// (Target "" when that element is not on the page).
+type Link struct {
+	Text   string `json:"text"`
+	Href   string `json:"href"`
+	Target string `json:"target"`
+}
+
+// firstScreenW and firstScreenH are the window of Options.FirstScreen.
+const (
+	firstScreenW = 1400
+	firstScreenH = 1000
+)
+
+// firstScreenJS reads the text and links inside the window as the page
+// opens: every text node whose box starts above the window's bottom.
+const firstScreenJS = `(() => {
+  const h = window.innerHeight, parts = [], links = [];
+  const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = w.nextNode(); n; n = w.nextNode()) {
+    const r = document.createRange(); r.selectNodeContents(n);
+    const b = r.getBoundingClientRect();
+    if (b.height > 0 && b.top < h && b.bottom > 0) parts.push(n.textContent);
+  }
+  for (const a of document.querySelectorAll('a[href^="#"]')) {
+    const b = a.getBoundingClientRect();
+    if (b.height > 0 && b.top < h && b.bottom > 0) {
+      const id = decodeURIComponent(a.getAttribute('href').slice(1));
+      links.push({text: a.textContent, href: a.getAttribute('href'), target: document.getElementById(id) ? id : ""});
+    }
+  }
+  return {text: parts.join(" "), links};
+})()`
 
 // CJK is the tofu test: the same two Han characters drawn on a canvas in
 // the page's own font. Tofu (no CJK font) draws every missing character as
@@ -132,6 +177,8 @@ type Options struct {
 	Shot string
 	// Pieces is how many 3000 px screenshots of the page to take (at least 1).
 	Pieces int
+	// FirstScreen reads what a 1400x1000 window shows as the page opens.
+	FirstScreen bool
 }
 
 // Load opens path as file:// and collects the Page. It waits for the load
@@ -193,6 +240,25 @@ func (b *Browser) Load(path string, o Options) (*Page, error) {
 			return err
 		}
 		var err error
+		if o.FirstScreen {
+			if err := chromedp.Do(ctx, chromedp.EmulateViewport(firstScreenW, firstScreenH)); err != nil {
+				return err
+			}
+			type shown struct {
+				Text  string `json:"text"`
+				Links []Link `json:"links"`
+			}
+			fs, err := chromedp.Run(ctx, chromedp.Evaluate[shown](firstScreenJS))
+			if err != nil {
+				return err
+			}
+			p.FirstScreen, p.FirstScreenLinks = fs.Text, fs.Links
+			shot, err := chromedp.Call(ctx, page.CaptureScreenshot, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng})
+			if err != nil {
+				return err
+			}
+			p.FirstScreenPNG = shot.Data
+		}
 		// Visible text as the page opens, before any <details> is opened.
 		if p.Text, err = chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`)); err != nil {
 			return err
@@ -222,6 +288,15 @@ func (b *Browser) Load(path string, o Options) (*Page, error) {
 			return err
 		}
 		if p.Labels, err = chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('svg text').length`)); err != nil {
+			return err
+		}
+		if p.SVGs, err = chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('svg').length`)); err != nil {
+			return err
+		}
+		if p.Marks, err = chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('svg.tl text.vm')).map(e => e.textContent)`)); err != nil {
+			return err
+		}
+		if p.Rings, err = chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('svg.tl circle.vmr').length`)); err != nil {
 			return err
 		}
 		if p.CJK, err = chromedp.Run(ctx, chromedp.Evaluate[CJK](cjkJS)); err != nil {

@@ -96,6 +96,12 @@ func planReport(t *testing.T, file string) string {
 // timelines.
 func realRun(t *testing.T) (html string, rep *reports.Report) {
 	t.Helper()
+	return tckRun(t, "--target", "eventstore/sqlite", "--target", "eventstore/memory", "--target", "broker/nats", "--target", "broker/kafka")
+}
+
+// tckRun builds the kit and runs it with args, returning its report.
+func tckRun(t *testing.T, args ...string) (html string, rep *reports.Report) {
+	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "tck")
 	build := exec.Command("go", "build", "-o", bin, "github.com/onceproof/tck/cmd/tck")
@@ -103,8 +109,7 @@ func realRun(t *testing.T) (html string, rep *reports.Report) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	out := filepath.Join(dir, "run")
-	run := exec.Command(bin, "run", "--quiet", "--out", out,
-		"--target", "eventstore/sqlite", "--target", "eventstore/memory", "--target", "broker/nats", "--target", "broker/kafka")
+	run := exec.Command(bin, append([]string{"run", "--quiet", "--out", out}, args...)...)
 	msg, err := run.CombinedOutput()
 	var exit *exec.ExitError
 	// Exit 0, 1 or 2 all wrote a report; the verdicts are not this test's business.
@@ -127,7 +132,7 @@ func clean(t *testing.T, name string, p *Page) {
 	for _, r := range p.Requests {
 		t.Errorf("%s: network request: %s", name, r)
 	}
-	if p.Labels == 0 {
+	if p.SVGs > 0 && p.Labels == 0 {
 		t.Errorf("%s: no SVG label measured", name)
 	}
 	for _, o := range p.Overlaps {
@@ -189,11 +194,16 @@ func TestReportInBrowser(t *testing.T) {
 
 	t.Run("report of a run on several targets", func(t *testing.T) {
 		file, rep := realRun(t)
-		p, err := b.Load(file, Options{Shot: "svg.tl", Pieces: pieces()})
+		p, err := b.Load(file, Options{Shot: "svg.tl", Pieces: pieces(), FirstScreen: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		clean(t, "run", p)
+		firstScreen(t, "run", p, rep)
+		save(t, shots, "run-first-screen.png", p.FirstScreenPNG)
+		if fi, err := os.Stat(file); err != nil || fi.Size() >= 300_000 {
+			t.Errorf("the report of four targets is not under 300 KB: %v %v", fi.Size(), err)
+		}
 		if len(rep.Targets) < 4 {
 			t.Fatalf("the run has %d targets, want 4", len(rep.Targets))
 		}
@@ -227,6 +237,35 @@ func TestReportInBrowser(t *testing.T) {
 			save(t, shots, fmt.Sprintf("run-%d.png", i), png)
 		}
 		save(t, shots, "run-first-timeline.png", p.SVGPNG)
+	})
+
+	// A failure: the first screen holds the verdict and the failed rule
+	// with its reason, linked to its section, and the failure's timeline
+	// rings and labels the two appends that both won with one request id.
+	t.Run("report of a failure", func(t *testing.T) {
+		file, rep := tckRun(t, "--target", "eventstore/mutant-request-check-then-write", "--rule", "ES-2.3")
+		p, err := b.Load(file, Options{Pieces: pieces(), FirstScreen: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clean(t, "failure", p)
+		if len(rep.Summary.MustFailed) == 0 {
+			t.Fatalf("the mutant passed ES-2.3 (a race: rerun): %+v", rep.Summary)
+		}
+		firstScreen(t, "failure", p, rep)
+		won := 0
+		for _, m := range p.Marks {
+			if strings.HasPrefix(m, "won: v") && strings.Contains(m, "req=") {
+				won++
+			}
+		}
+		if won < 2 || p.Rings < 2 {
+			t.Errorf("the failure's timeline marks %d winning appends (%d ringed), want both that stored one request id: %q", won, p.Rings, p.Marks)
+		}
+		save(t, shots, "failure-first-screen.png", p.FirstScreenPNG)
+		for i, png := range p.Pieces {
+			save(t, shots, fmt.Sprintf("failure-%d.png", i), png)
+		}
 	})
 
 	// The checks can fail: a script error, a console.error, a fetched image
@@ -296,5 +335,38 @@ func TestTofuIsDetected(t *testing.T) {
 	}
 	if p.CJK.Renders() {
 		t.Errorf("with no font installed the CJK check still says the quote renders: %+v", p.CJK)
+	}
+}
+
+// firstScreen asserts what a 1400x1000 window shows as the report opens:
+// the verdict, each failed or undecided MUST rule with the start of its
+// reason and a link to its section, then the hazards.
+func firstScreen(t *testing.T, name string, p *Page, rep *reports.Report) {
+	t.Helper()
+	text := strings.Join(strings.Fields(p.FirstScreen), " ")
+	if !strings.Contains(text, rep.Summary.Conclusion) {
+		t.Errorf("%s: the verdict %q is not on the first screen: %q", name, rep.Summary.Conclusion, text)
+	}
+	for _, r := range rep.Results {
+		if r.Level != "MUST" || (r.Verdict != verdict.Fail && r.Verdict != verdict.Unknown) {
+			continue
+		}
+		reason := strings.Join(strings.Fields(r.Reason), " ")
+		if len(reason) > 40 {
+			reason = reason[:40]
+		}
+		if !strings.Contains(text, r.Rule) || !strings.Contains(text, reason) {
+			t.Errorf("%s: %s on %s and its reason %q are not on the first screen", name, r.Rule, r.Target, reason)
+		}
+		linked := false
+		for _, l := range p.FirstScreenLinks {
+			linked = linked || strings.Contains(l.Text, r.Rule) && l.Target != "" && strings.Contains(l.Target, strings.ReplaceAll(r.Rule, ".", "_"))
+		}
+		if !linked {
+			t.Errorf("%s: %s has no link to its section on the first screen: %+v", name, r.Rule, p.FirstScreenLinks)
+		}
+	}
+	if len(rep.Hazards) > 0 && !strings.Contains(text, "Hazards found by the run") {
+		t.Errorf("%s: the run's hazards are not on the first screen: %q", name, text)
 	}
 }

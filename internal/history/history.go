@@ -30,6 +30,9 @@ type Op struct {
 	Value   string        `json:"value,omitempty"`
 	Outcome Outcome       `json:"outcome,omitempty"` // empty while pending
 	Result  string        `json:"result,omitempty"`
+	// Mark, on a failure's history, labels an operation that makes the
+	// violation ("won: v3 req-raced"): the report draws it highlighted.
+	Mark string `json:"mark,omitempty"`
 }
 
 func (o Op) String() string {

@@ -74,19 +74,24 @@ blockquote{margin:.4em 0;padding:.35em .9em;border-left:4px solid #90a4ae;backgr
 details{margin:.3em 0 .8em}summary{cursor:pointer}pre,code{font-family:{{mono}};font-size:.86em}pre{background:#f7f7f7;padding:.5em;overflow-x:auto;white-space:pre-wrap}
 section.rule{border-top:1px solid #e5e5e5;padding-top:.4em}
 svg.tl{display:block;max-width:100%;height:auto;margin:.5em 0;background:#fff;border:1px solid #eee}
-svg.tl text{font-family:{{mono}};font-size:11px;fill:#222}svg.tl text.tk,svg.tl text.ax{fill:#444}svg.tl text.nm{font-weight:bold;fill:#37474f}
+svg.tl text{font-family:{{mono}};font-size:11px;fill:#222}svg.tl text.tk,svg.tl text.ax{fill:#444}svg.tl text.vm{fill:#b00020;font-weight:bold;paint-order:stroke;stroke:#fff;stroke-width:3px}svg.tl text.nm{font-weight:bold;fill:#37474f}
 .ops td{font-family:{{mono}};font-size:.8em}dl.gl dt{font-weight:bold;margin-top:.5em}dl.gl dd{margin-left:1.2em}
-.fn{font-size:.88em;color:#444}nav ol{columns:2}
+.fn{font-size:.88em;color:#444}nav ol{columns:2}ul.first{margin:.5em 0 0;padding-left:1.3em}ul.first li{margin:.2em 0}
 @media print{details{display:block}summary{display:none}body{max-width:none}}
 </style></head><body>
 <h1>onceproof conformance report</h1>
 <p class="banner{{if eq .R.Summary.ExitCode 1}} bad{{else if .R.Summary.ExitCode}} warn{{end}}"><b>{{.R.Summary.Conclusion}}</b> (exit code {{.R.Summary.ExitCode}}){{if .Rules}}: {{counts .R.Summary.Counts}}{{end}}.
-{{range .R.Summary.MustFailed}}<br>MUST failed: {{.}}{{end}}{{range .R.Summary.MustUnknown}}<br>MUST undecided: {{.}}{{end}}</p>
+</p>
+{{if .Failures}}<ul class="first">{{range .Failures}}<li><a href="#{{.Anchor}}"><b class="{{.Verdict}}">MUST {{if eq .Verdict "fail"}}failed{{else}}undecided{{end}}: {{.Rule}}</b> on {{.Target}}</a> ({{.Title}}): {{.OneLine}}</li>{{end}}</ul>{{end}}
+{{if or .TargetHazards .KitHazards}}<h2 id="hazards">Hazards found by the run</h2>
+<p>Each hazard says whose it is. A hazard on a passing rule is not a failure: it is a risk the rule demonstrated or found in the settings.</p>
+{{if .TargetHazards}}<h3>On the target</h3><ul>{{range .TargetHazards}}<li><a href="#{{.Anchor}}"><b>{{.Rule}}</b> on {{.Target}}</a> <span class="who target">{{.Whose}}</span>: {{.Text}}</li>{{end}}</ul>{{end}}
+{{if .KitHazards}}<h3>Of the kit's test set-up</h3><ul>{{range .KitHazards}}<li><a href="#{{.Anchor}}"><b>{{.Rule}}</b> on {{.Target}}</a> <span class="who kit">{{.Whose}}</span>: {{.Text}}</li>{{end}}</ul>{{end}}{{end}}
 <p>Command <code>{{.R.Run.Command}}</code>, started {{when .R.Run.Started}}{{if .Rules}}, took {{secs .R.Run.DurationMs}}{{end}}. Kit {{.R.Kit.Name}} {{.R.Kit.Version}} ({{.R.Kit.GoVersion}}).
 Terms in <i>italics</i> below are explained in the <a href="#glossary">glossary</a>.</p>
 <nav><ol>{{if .Summary}}<li><a href="#summary">Summary by suite and target</a></li>{{end}}{{if .Matrices}}<li><a href="#matrix">Rules by targets</a></li>{{end}}
 {{if .Env}}<li><a href="#environment">Environment</a></li>{{end}}{{if or .TargetHazards .KitHazards}}<li><a href="#hazards">Hazards found by the run</a></li>{{end}}
-{{if .Plan}}<li><a href="#plan">Pipeline profile: static analysis</a></li>{{end}}{{if .Rules}}<li><a href="#verdicts">Verdicts</a></li><li><a href="#rules">Rules: contract, evidence, timeline</a></li>{{end}}<li><a href="#glossary">Glossary</a></li></ol></nav>
+{{if .Plan}}<li><a href="#plan">Pipeline profile: static analysis</a></li>{{end}}{{if .All}}<li><a href="#verdicts">Verdicts</a></li>{{end}}{{if .NotChecked}}<li><a href="#notchecked">Not checked, and why</a></li>{{end}}{{if .Rules}}<li><a href="#rules">Rules: contract, evidence, timeline</a></li>{{end}}<li><a href="#glossary">Glossary</a></li></ol></nav>
 
 {{if .Summary}}<h2 id="summary">Summary by suite and target</h2>
 <table><tr><th>suite</th><th>target</th><th>status</th><th>pass</th><th>fail</th><th>unknown</th><th>not-applicable</th><th>skipped</th><th>MUST failed</th><th>MUST undecided</th></tr>
@@ -111,11 +116,6 @@ Terms in <i>italics</i> below are explained in the <a href="#glossary">glossary<
 <tr><th>status</th><td>{{.Status}}{{range .Notes}}<br><span class="src">{{.}}</span>{{end}}</td></tr>
 </table>{{end}}{{end}}
 
-{{if or .TargetHazards .KitHazards}}<h2 id="hazards">Hazards found by the run</h2>
-<p>Each hazard says whose it is. A hazard on a passing rule is not a failure: it is a risk the rule demonstrated or found in the settings.</p>
-{{if .TargetHazards}}<h3>On the target</h3><ul>{{range .TargetHazards}}<li><a href="#{{.Anchor}}"><b>{{.Rule}}</b> on {{.Target}}</a> <span class="who target">{{.Whose}}</span>: {{.Text}}</li>{{end}}</ul>{{end}}
-{{if .KitHazards}}<h3>Of the kit's test set-up</h3><ul>{{range .KitHazards}}<li><a href="#{{.Anchor}}"><b>{{.Rule}}</b> on {{.Target}}</a> <span class="who kit">{{.Whose}}</span>: {{.Text}}</li>{{end}}</ul>{{end}}{{end}}
-
 {{with .Plan}}<h2 id="plan">Pipeline profile {{.Profile}}: static analysis</h2>
 <p>From <code>{{.File}}</code>; nothing was started for this part. These hazards are <span class="who profile">the pipeline profile's (the team's declared design)</span>.</p>
 <h3>Declared pipeline</h3><ul>{{range .Pipeline}}<li><code>{{.}}</code></li>{{end}}</ul>
@@ -130,12 +130,18 @@ Terms in <i>italics</i> below are explained in the <a href="#glossary">glossary<
 <table><tr><th>layer</th><th>acknowledgement</th><th>proves</th><th>does not prove</th></tr>
 {{range .Acks}}<tr><td>{{.Layer}}</td><td>{{.Ack}}</td><td>{{.Proves}}</td><td><ul>{{range .DoesNotProve}}<li>{{.}}</li>{{end}}</ul></td></tr>{{end}}</table>{{end}}
 
-{{if .Rules}}<h2 id="verdicts">Verdicts</h2>
-<table><tr><th>target</th><th>rule</th><th>level</th><th>kind</th><th>title</th><th>verdict</th><th>reason</th></tr>
-{{range .Rules}}<tr><td>{{.Target}}</td><td class="id"><a href="#{{.Anchor}}"><b>{{.Rule}}</b></a></td><td>{{.Level}}</td><td><i>{{.Kind}}</i></td><td>{{.Title}}</td><td class="v {{.Verdict}}">{{.Verdict}}</td><td>{{.Reason}}</td></tr>
-{{end}}</table>
+{{if .All}}<h2 id="verdicts">Verdicts</h2>
+<table><tr><th>target</th><th>rule</th><th>level</th><th>kind</th><th>verdict</th><th>reason (of a verdict other than pass; each rule's section has its own)</th></tr>
+{{range .All}}<tr><td>{{.Target}}</td><td class="id"><a href="#{{.Anchor}}"><b>{{.Rule}}</b></a></td><td>{{.Level}}</td><td><i>{{.Kind}}</i></td><td class="v {{.Verdict}}">{{.Verdict}}</td><td>{{if ne .Verdict "pass"}}{{.Brief}}{{end}}</td></tr>
+{{end}}</table>{{end}}
 
-<h2 id="rules">Rules: contract, evidence, timeline</h2>
+{{if .NotChecked}}<h2 id="notchecked">Not checked, and why</h2>
+<p>Rules a target did not check, grouped by the reason: they certify nothing either way.</p>
+{{range .NotChecked}}<h3>{{len .Rules}} rule{{if ne (len .Rules) 1}}s{{end}} {{.Verdict}} on {{.Target}}</h3><p>{{.Reason}}</p>
+<ul>{{range .Rules}}<li id="{{.Anchor}}"><b>{{.Rule}}</b> {{.Title}} <span class="src">({{.Level}})</span></li>{{end}}</ul>
+{{end}}{{end}}
+
+{{if .Rules}}<h2 id="rules">Rules: contract, evidence, timeline</h2>
 {{range .Rules}}<section class="rule" id="{{.Anchor}}"><h3>{{.Rule}} on {{.Target}}: <span class="{{.Verdict}}">{{.Verdict}}</span></h3>
 <p><b>{{.Title}}</b> <span class="src">({{.Level}}, <i>{{.Kind}}</i>, {{.Duration}})</span></p>
 {{if .Contract}}<blockquote lang="{{lang .Contract}}">{{.Contract}}</blockquote><p class="src">source: {{.Source}}</p>{{end}}
@@ -150,7 +156,7 @@ Terms in <i>italics</i> below are explained in the <a href="#glossary">glossary<
 {{if not .Shown}}{{.Timeline}}{{end}}
 {{if .Ops}}<table class="ops"><tr><th>start</th><th>end</th><th>actor</th><th>action</th><th>value</th><th>outcome</th><th>result</th><th>drawn as</th></tr>{{range .Ops}}<tr><td class="t">{{.Start}}</td><td class="t">{{.End}}</td><td>{{.Actor}}</td><td>{{.Action}}</td><td>{{.Value}}</td><td>{{.Outcome}}</td><td>{{.Result}}</td><td>{{.Shape}}</td></tr>{{end}}</table>
 {{if gt .OpsTotal (len .Ops)}}<p class="src">the first {{len .Ops}} of {{.OpsTotal}} operations; all are in <code>{{.History}}</code></p>{{end}}{{end}}
-</details>{{end}}</section>
+</details>{{end}}{{if and .OpsTotal (not .Ops)}}<p class="src">{{.OpsTotal}} operations recorded: <code>{{.History}}</code>{{if .DrawnFor}}; the timeline of a pass is drawn <a href="#{{.DrawnFor}}">for {{.DrawnTarget}}</a>{{end}}</p>{{end}}</section>
 {{end}}{{end}}
 
 <h2 id="glossary">Glossary</h2>

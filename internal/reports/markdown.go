@@ -23,11 +23,12 @@ func Markdown(w io.Writer, r *Report) error {
 		p(": %s", counts(r.Summary.Counts))
 	}
 	p("\n\n")
-	for _, x := range r.Summary.MustFailed {
-		p("- MUST failed: %s\n", md(x))
-	}
-	for _, x := range r.Summary.MustUnknown {
-		p("- MUST undecided: %s\n", md(x))
+	for _, f := range v.Failures {
+		what := "failed"
+		if f.Verdict == verdict.Unknown {
+			what = "undecided"
+		}
+		p("- MUST %s: **%s** on %s (%s): %s\n", what, md(f.Rule), md(f.Target), md(f.Title), md(f.OneLine()))
 	}
 	p("- Command: %s\n", codeSpan(r.Run.Command))
 	if len(r.Results) > 0 {
@@ -145,11 +146,22 @@ func Markdown(w io.Writer, r *Report) error {
 		}
 	}
 
-	if len(v.Rules) > 0 {
+	if len(v.All) > 0 {
 		p("\n## Verdicts\n\n| target | rule | level | kind | verdict | reason |\n|---|---|---|---|---|---|\n")
-		for _, rv := range v.Rules {
+		for _, rv := range v.All {
 			p("| %s | %s | %s | %s | %s | %s |\n", cell(rv.Target), md(rv.Rule), md(rv.Level), md(rv.Kind), mark(rv.Verdict), cell(rv.Reason))
 		}
+	}
+	if len(v.NotChecked) > 0 {
+		p("\n## Not checked, and why\n\nRules a target did not check, grouped by the reason: they certify nothing either way.\n")
+		for _, g := range v.NotChecked {
+			p("\n### %d rule%s %s on %s\n\n%s\n\n", len(g.Rules), map[bool]string{true: "", false: "s"}[len(g.Rules) == 1], md(string(g.Verdict)), md(g.Target), md(g.Reason))
+			for _, rv := range g.Rules {
+				p("- **%s** %s (%s)\n", md(rv.Rule), md(rv.Title), md(rv.Level))
+			}
+		}
+	}
+	if len(v.Rules) > 0 {
 		p("\n## Rules: contract, evidence, timeline\n")
 		for _, rv := range v.Rules {
 			p("\n### %s on %s: %s\n\n**%s** (%s, %s, %s)\n", md(rv.Rule), md(rv.Target), md(string(rv.Verdict)), md(rv.Title), md(rv.Level), md(rv.Kind), md(rv.Duration))

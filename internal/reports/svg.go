@@ -42,6 +42,7 @@ const (
 	shKit       shape = "kit"
 	shEnd       shape = "end"
 	shOther     shape = "other"
+	shMarked    shape = "marked"
 )
 
 // legendOrder is the legend's order and wording.
@@ -65,6 +66,7 @@ var legendOrder = []struct {
 	{shEnd, "window ends"},
 	{shKit, "kit step (set-up, fault armed)"},
 	{shOther, "other"},
+	{shMarked, "violating operation (labelled: which call won, its version and request id)"},
 }
 
 var (
@@ -161,6 +163,12 @@ func markShape(text string) shape {
 func drawShape(b *strings.Builder, s shape, x, y float64, tip string) {
 	t := ""
 	if tip != "" {
+		// A tooltip names the operation; a long value is cut (the raw
+		// history has it whole), which keeps a long timeline's page small.
+		tip = strings.Join(strings.Fields(tip), " ")
+		if r := []rune(tip); len(r) > maxTip {
+			tip = string(r[:maxTip]) + "…"
+		}
 		t = "<title>" + template.HTMLEscapeString(tip) + "</title>"
 	}
 	f := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
@@ -195,6 +203,8 @@ func drawShape(b *strings.Builder, s shape, x, y float64, tip string) {
 		f(`<line class="m" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#555" stroke-width="2.5">%s</line>`, x, y-7, x, y+7, t)
 	case shKit:
 		f(`<line class="m" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#9e9e9e" stroke-width="2">%s</line>`, x, y-4, x, y+4, t)
+	case shMarked:
+		f(`<circle class="vmr" cx="%.1f" cy="%.1f" r="8" fill="none" stroke="#d50000" stroke-width="2">%s</circle>`, x, y, t)
 	default:
 		f(`<circle class="m" cx="%.1f" cy="%.1f" r="2.5" fill="#777">%s</circle>`, x, y, t)
 	}
@@ -441,18 +451,23 @@ func shortID(id string) string {
 	return id
 }
 
-// maxDrawn bounds the operations drawn in one timeline; the table and the
-// raw history keep them all.
-const maxDrawn = 400
+// maxDrawn bounds the operations drawn in a failure's timeline, and
+// maxDrawnPassing in a passing rule's; the raw history keeps them all.
+const (
+	maxDrawn        = 400
+	maxDrawnPassing = 8
+	maxTip          = 110
+)
 
-// opsTimeline draws a rule's recorded history.
-func opsTimeline(ops []history.Op, figs []verdict.Figure, cfg map[string]string) template.HTML {
+// opsTimeline draws a rule's recorded history, its first limit operations.
+func opsTimeline(ops []history.Op, figs []verdict.Figure, cfg map[string]string, limit int) template.HTML {
 	if len(ops) == 0 {
 		return ""
 	}
-	truncated := len(ops) > maxDrawn
+	total := len(ops)
+	truncated := len(ops) > limit
 	if truncated {
-		ops = ops[:maxDrawn]
+		ops = ops[:limit]
 	}
 	var lanes []string
 	lane := map[string]int{}
@@ -524,6 +539,36 @@ func opsTimeline(ops []history.Op, figs []verdict.Figure, cfg map[string]string)
 		}
 		drawShape(&b, s, xOf(stop), y, op.String())
 	}
+	// The operations that make a failure, ringed and labelled on their
+	// lane (right of the shape, or left near the end), a label dropped
+	// rather than drawn over another on the same lane.
+	marked := map[int][][2]float64{}
+	for _, op := range ops {
+		if op.Mark == "" {
+			continue
+		}
+		used[shMarked] = true
+		l := lane[op.Actor]
+		x, y := xOf(max(op.End, op.Start)), laneY(l)
+		drawShape(&b, shMarked, x, y, op.Mark+": "+op.String())
+		label := fit(op.Mark, 300)
+		lx := x + 11
+		if lx+textWidth(label) > svgW-4 {
+			label = fit(op.Mark, max(x-11-left, 0))
+			lx = x - 11 - textWidth(label)
+		}
+		x0, x1 := lx, lx+textWidth(label)
+		free := label != "" && x0 >= left
+		for _, iv := range marked[l] {
+			if x0 < iv[1]+4 && iv[0] < x1+4 {
+				free = false
+			}
+		}
+		if free {
+			marked[l] = append(marked[l], [2]float64{x0, x1})
+			text(&b, lx, y+4, "", "vm", label)
+		}
+	}
 	// Axis with 1-2-5 ticks.
 	fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#333"/>`, left, left+plotW, axisY, axisY)
 	step := niceStep(end, plotW, 90)
@@ -538,7 +583,7 @@ func opsTimeline(ops []history.Op, figs []verdict.Figure, cfg map[string]string)
 	}
 	axisLabel := "time since the rule started (kit clock)"
 	if truncated {
-		axisLabel += fmt.Sprintf("; the first %d operations drawn, the table and the raw history have all", maxDrawn)
+		axisLabel += fmt.Sprintf("; the first %d of %d operations drawn, the raw history has all", limit, total)
 	}
 	text(&b, left, axisY+16+rowPx, "", "ax", axisLabel)
 	h := legend(&b, used, axisY+16+2*rowPx+4)
@@ -685,21 +730,34 @@ func marksTimeline(marks []profile.Mark) template.HTML {
 		}
 	}
 	used := map[shape]bool{}
-	var numRows = map[int]*rows{}
+	// Marks of one moment on one lane share one number label ("4,5"):
+	// stacked, their labels would meet.
+	type spot struct{ lane, slot int }
+	var spots []spot
+	nums := map[spot][]string{}
 	for i, m := range marks {
 		s := markShape(m.Text)
 		used[s] = true
 		li := lane[laneOf(m)]
 		x, y := xs[slotOf[markWhen(m)]], laneY(li)
 		drawShape(&b, s, x, y, markWhen(m)+": "+m.Text)
-		// The mark's number above its shape, one row up if another is there.
-		if numRows[li] == nil {
-			numRows[li] = &rows{}
+		k := spot{li, slotOf[markWhen(m)]}
+		if nums[k] == nil {
+			spots = append(spots, k)
 		}
-		n := strconv.Itoa(i + 1)
+		nums[k] = append(nums[k], strconv.Itoa(i+1))
+	}
+	var numRows = map[int]*rows{}
+	for _, k := range spots {
+		// The number above its shape, one row up if another is there.
+		if numRows[k.lane] == nil {
+			numRows[k.lane] = &rows{}
+		}
+		x, y := xs[k.slot], laneY(k.lane)
+		n := strings.Join(nums[k], ",")
 		w := textWidth(n)
-		r := numRows[li].place(x-w/2, x+w/2)
-		text(&b, x, y-9-float64(r)*12, "middle", "nm", n)
+		r := numRows[k.lane].place(x-w/2, x+w/2)
+		text(&b, x, y-9-float64(r)*14, "middle", "nm", n)
 	}
 	// Axis: a tick per moment, labels on as many rows as they need.
 	fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#333"/>`, left, left+plotW, axisY, axisY)

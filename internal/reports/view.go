@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/history"
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
@@ -22,8 +23,24 @@ type view struct {
 	// Hazards by whose they are.
 	TargetHazards, KitHazards []hazardView
 	Plan                      *planView
-	Rules                     []ruleView
-	Glossary                  []Term
+	// All is every result; Rules those that ran (each a section of its
+	// own); NotChecked the not-applicable and skipped ones, grouped by
+	// target and reason (one line per group, not a section per rule).
+	All        []ruleView
+	Rules      []ruleView
+	NotChecked []notChecked
+	// Failures are the failed and undecided MUST rules, for the first
+	// screen: each with its one-line reason and a link to its section.
+	Failures []ruleView
+	Glossary []Term
+}
+
+// notChecked is a group of rules one target did not check for one reason.
+type notChecked struct {
+	Target  string
+	Verdict verdict.Verdict
+	Reason  string
+	Rules   []ruleView
 }
 
 type summaryRow struct {
@@ -97,11 +114,14 @@ type ruleView struct {
 	Timeline                           template.HTML
 	// Shown: the timeline is drawn in the open (a timed rule, a crash
 	// window, a fail or unknown), not folded into the evidence.
-	Shown    bool
-	Ops      []opRow
-	OpsLabel string
-	OpsTotal int
-	History  string
+	Shown bool
+	// DrawnFor is the section where this passing rule's timeline is
+	// drawn, for another target (DrawnTarget), when it is not drawn here.
+	DrawnFor, DrawnTarget string
+	Ops                   []opRow
+	OpsLabel              string
+	OpsTotal              int
+	History               string
 }
 
 type figureView struct{ Name, Value string }
@@ -205,10 +225,55 @@ func buildView(r *Report) *view {
 		}
 		v.Plan = pv
 	}
+	group := map[[3]string]int{}
+	drawn := map[string]string{} // rule -> the target its passing timeline is drawn for
 	for _, res := range r.Results {
-		v.Rules = append(v.Rules, ruleOf(res, tgt[res.Target], r.Hazards))
+		rv := ruleOf(res, tgt[res.Target], r.Hazards)
+		if res.Verdict == verdict.Pass && rv.Timeline != "" {
+			// A passing rule's timeline is drawn once, for the first
+			// target that passed it: the others' look the same, and
+			// histories/ has each.
+			if first, ok := drawn[res.Rule]; ok {
+				rv.Timeline, rv.DrawnFor = "", anchor(first, res.Rule)
+				rv.DrawnTarget = first
+			} else {
+				drawn[res.Rule] = res.Target
+			}
+		}
+		v.All = append(v.All, rv)
+		switch res.Verdict {
+		case verdict.NotApplicable, verdict.Skipped:
+			key := [3]string{res.Target, string(res.Verdict), res.Reason}
+			i, ok := group[key]
+			if !ok {
+				i = len(v.NotChecked)
+				group[key] = i
+				v.NotChecked = append(v.NotChecked, notChecked{Target: res.Target, Verdict: res.Verdict, Reason: res.Reason})
+			}
+			v.NotChecked[i].Rules = append(v.NotChecked[i].Rules, rv)
+			continue
+		}
+		v.Rules = append(v.Rules, rv)
+		if res.Level == string(catalog.Must) && (res.Verdict == verdict.Fail || res.Verdict == verdict.Unknown) {
+			v.Failures = append(v.Failures, rv)
+		}
 	}
 	return v
+}
+
+// OneLine is a reason as the first screen shows it: one line, cut short.
+func (rv ruleView) OneLine() string { return clipReason(rv.Reason, 220) }
+
+// Brief is a reason as the verdicts table shows it; the rule's section
+// has it whole.
+func (rv ruleView) Brief() string { return clipReason(rv.Reason, 120) }
+
+func clipReason(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		s = string(r[:n]) + "…"
+	}
+	return s
 }
 
 func suiteOrder(s string) int {
@@ -392,9 +457,9 @@ func ruleOf(res verdict.Result, t Target, hz []Hazard) ruleView {
 		ops, label = ev.Timeline, "timeline"
 	}
 	if len(ops) > 0 {
-		rv.Timeline = opsTimeline(ops, ev.Figures, t.Config)
+		decisive := res.Verdict == verdict.Fail || res.Verdict == verdict.Unknown
 		rv.OpsLabel, rv.OpsTotal = label, len(ops)
-		rv.Shown = res.Verdict == verdict.Fail || res.Verdict == verdict.Unknown
+		rv.Shown = decisive
 		for _, f := range ev.Figures {
 			if w, ok := f.Value.(float64); ok && f.Name == "wait by definition" && w > 0 {
 				rv.Shown = true
@@ -409,6 +474,21 @@ func ruleOf(res verdict.Result, t Target, hz []Hazard) ruleView {
 				break
 			}
 		}
+		// What a reader needs to see is drawn: a failure's or an unknown's
+		// history whole (up to maxDrawn) with its operations listed; a
+		// passing rule's timeline only where time is what it checks (a
+		// wait, a crash window), its first operations only, and no list.
+		// histories/ has every operation of every rule. This keeps the
+		// default report small (docs/report.md).
+		switch {
+		case decisive:
+			rv.Timeline = opsTimeline(ops, ev.Figures, t.Config, maxDrawn)
+		case rv.Shown:
+			rv.Timeline = opsTimeline(ops, ev.Figures, t.Config, maxDrawnPassing)
+		}
+		if !decisive {
+			return rv
+		}
 		var end = ops[0].End
 		for _, op := range ops {
 			end = max(end, op.End, op.Start)
@@ -419,10 +499,18 @@ func ruleOf(res verdict.Result, t Target, hz []Hazard) ruleView {
 				break
 			}
 			rv.Ops = append(rv.Ops, opRow{Start: f(op.Start), End: f(max(op.End, op.Start)), Actor: op.Actor, Action: op.Action,
-				Value: op.Value, Outcome: string(op.Outcome), Result: op.Result, Shape: shapeName(opShape(op))})
+				Value: op.Value, Outcome: string(op.Outcome), Result: op.Result, Shape: drawnAs(op)})
 		}
 	}
 	return rv
+}
+
+// drawnAs is the shape an operation is drawn as, and its mark.
+func drawnAs(op history.Op) string {
+	if op.Mark != "" {
+		return shapeName(opShape(op)) + ", marked: " + op.Mark
+	}
+	return shapeName(opShape(op))
 }
 
 func shapeName(s shape) string {

@@ -6,8 +6,6 @@ package runner
 import (
 	"fmt"
 	"io"
-	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +30,10 @@ type Options struct {
 	Log io.Writer
 	// Progress, when set, is called as each rule finishes.
 	Progress func(verdict.Result)
+	// Note, when set, receives a long rule's progress lines (spec's
+	// R.Progress: "CO-5.1: 120 of 200 events done (15s)"); they go to Log
+	// as well.
+	Note func(line string)
 }
 
 // InterruptGrace is how long a rule has to return once interrupted.
@@ -45,6 +47,20 @@ var mu sync.Mutex
 func Run(target string, register func(), opts Options) []verdict.Result {
 	mu.Lock()
 	defer mu.Unlock()
+	// The runner's caller writes the report (tck run --out); an author's
+	// TCK_REPORT_DIR in the environment does not add a second one.
+	defer spec.DrivenByCLI()()
+	var logMu sync.Mutex
+	defer spec.ProgressTo(func(line string) {
+		if opts.Log != nil {
+			logMu.Lock()
+			fmt.Fprintln(opts.Log, line)
+			logMu.Unlock()
+		}
+		if opts.Note != nil {
+			opts.Note(line)
+		}
+	})()
 
 	globals.Reset()
 	gomega.RegisterFailHandler(ginkgo.Fail)
@@ -99,104 +115,8 @@ type failer struct{}
 
 func (failer) Fail() {}
 
-var ruleIDRe = regexp.MustCompile(`^((?:ES|BR|CO|API)-\d+\.\d+) `)
-
+// toResult is the spec package's reading of a rule's spec report: the
+// same for the CLI and an author's Register.
 func toResult(target string, r types.SpecReport, focus []string) verdict.Result {
-	id := ""
-	if m := ruleIDRe.FindStringSubmatch(r.LeafNodeText); m != nil {
-		id = m[1]
-	}
-	rule, _ := catalog.Lookup(id)
-	res := verdict.Result{
-		Rule: id, Suite: rule.Suite, Target: target, Level: string(rule.Level), Kind: string(rule.Kind),
-		Title: rule.Title, DurationMs: float64(r.RunTime.Microseconds()) / 1000,
-		Evidence: &verdict.Evidence{},
-	}
-	var override *spec.Override
-	for _, e := range r.ReportEntries {
-		switch e.Name {
-		case spec.EntryEvidence:
-			if ev, ok := e.GetRawValue().(*verdict.Evidence); ok {
-				res.Evidence = ev.Snapshot()
-			}
-		case spec.EntryVerdict:
-			if o, ok := e.GetRawValue().(spec.Override); ok {
-				override = &o
-			}
-		}
-	}
-	// A rule whose workload ran before its spec (the broker suite overlaps
-	// its waits) reports the workload's own wall time.
-	for _, f := range res.Evidence.Figures {
-		if w, ok := f.Value.(float64); ok && f.Name == "rule wall time" && w*1000 > res.DurationMs {
-			res.DurationMs = w * 1000
-		}
-	}
-	msg := strings.TrimSpace(r.Failure.Message)
-	switch r.State {
-	case types.SpecStatePassed:
-		res.Verdict, res.Reason = verdict.Pass, "all checks held"
-		if n := len(res.Evidence.Notes); n > 0 {
-			res.Reason = res.Evidence.Notes[n-1]
-		}
-	case types.SpecStateSkipped, types.SpecStatePending:
-		switch {
-		case override != nil:
-			res.Verdict, res.Reason = override.Verdict, override.Reason
-		case msg != "":
-			res.Verdict, res.Reason = verdict.Skipped, msg
-		case len(focus) > 0 && !slices.Contains(focus, id):
-			res.Verdict, res.Reason = verdict.Skipped, "filtered out by --rule"
-		default:
-			// Ginkgo skips the remaining specs without a message once the
-			// run is interrupted.
-			res.Verdict, res.Reason = verdict.Skipped, "not run: the run was interrupted"
-		}
-	case types.SpecStateFailed:
-		if override != nil {
-			// An unknown ends as a Ginkgo failure unless the author opted out.
-			res.Verdict, res.Reason = override.Verdict, override.Reason
-			break
-		}
-		res.Verdict, res.Reason = verdict.Fail, firstLine(msg)
-		res.Evidence.Notef("failure at %s:\n%s", r.Failure.Location, msg)
-	case types.SpecStatePanicked:
-		res.Verdict, res.Reason = verdict.Fail, "the target panicked: "+firstLine(r.Failure.ForwardedPanic)
-		res.Evidence.Notef("panic: %s\n%s", r.Failure.ForwardedPanic, trimStack(r.Failure.Location.FullStackTrace))
-	case types.SpecStateTimedout:
-		res.Verdict = verdict.Unknown
-		res.Reason = "the rule did not finish before its deadline (the target may hang): " + firstLine(msg)
-		res.Evidence.Notef("deadline: %s", msg)
-	case types.SpecStateInterrupted, types.SpecStateAborted:
-		res.Verdict, res.Reason = verdict.Skipped, "the run was interrupted: "+firstLine(msg)
-	default:
-		res.Verdict, res.Reason = verdict.Unknown, fmt.Sprintf("unexpected spec state %s", r.State)
-	}
-	return res
-}
-
-// asyncRe is the first line of a failed Eventually or Consistently: it says
-// when, not what, so the reason takes the line after it as well.
-var asyncRe = regexp.MustCompile(`^(Failed|Timed out) after [0-9.]+s\.$`)
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if head, rest, ok := strings.Cut(s, "\n"); ok && asyncRe.MatchString(head) {
-		s = strings.TrimSpace(rest) + " (" + strings.ToLower(head[:1]) + strings.TrimSuffix(head[1:], ".") + ")"
-	}
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return s
-}
-
-func trimStack(s string) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > 24 {
-		lines = lines[:24]
-	}
-	return strings.Join(lines, "\n")
+	return spec.ResultOf(target, r, focus)
 }

@@ -1,27 +1,54 @@
 package spec
 
-import "testing"
+import (
+	"testing"
 
-// Option tunes a suite's Register. Each suite re-exports it by an alias
-// (RegisterOption) and UnknownIsSkip by a one-line function, so the four
-// suites share one option type and none has a variable an importer could
-// reassign.
-type Option struct{ unknownIsSkip bool }
+	"github.com/onsi/ginkgo/v2/types"
+)
 
-// UnknownIsSkip reports an undecided rule as a Ginkgo skip instead of a
-// failure. The verdict stays unknown in a report; without this option an
-// undecided rule fails the author's suite: unknown is never a pass.
+// Option tunes a suite's Check and Register. Each suite re-exports it by
+// an alias (Option, and RegisterOption as before) and the options by
+// one-line functions, so the four suites share one option type and none
+// has a variable an importer could reassign.
+type Option struct {
+	unknownIsSkip bool
+	reportDir     string
+}
+
+// UnknownIsSkip reports an undecided rule as a skip (a Ginkgo skip, a
+// skipped subtest) instead of a failure. The verdict stays unknown in a
+// report; without this option an undecided rule fails the author's test:
+// unknown is never a pass.
 func UnknownIsSkip() Option { return Option{unknownIsSkip: true} }
+
+// ReportTo writes the run's report bundle into dir, as TCK_REPORT_DIR does.
+func ReportTo(dir string) Option { return Option{reportDir: dir} }
+
+// options folds opts into one.
+func options(opts []Option) Option {
+	var o Option
+	for _, op := range opts {
+		o.unknownIsSkip = o.unknownIsSkip || op.unknownIsSkip
+		if op.reportDir != "" {
+			o.reportDir = op.reportDir
+		}
+	}
+	return o
+}
 
 // Entry is a suite's two entry points over the one function that builds its
 // rules against a target, so Check and Register run the same rules.
 type Entry[T any] func(target T) *Set
 
 // Check runs the rules as subtests of t (Set.Test).
-func (e Entry[T]) Check(t *testing.T, target T) {
+func (e Entry[T]) Check(t *testing.T, target T, opts ...Option) {
 	t.Helper()
-	e(target).Test(t)
+	e(target).Test(t, opts...)
 }
 
-// Register registers the rules as Ginkgo specs (Set.Ginkgo).
-func (e Entry[T]) Register(target T, opts ...Option) { e(target).Ginkgo(opts...) }
+// Register registers the rules as Ginkgo specs (Set.Ginkgo), located at
+// the author's call of the suite's Register (two frames up), so Ginkgo's
+// output points there, not into the kit.
+func (e Entry[T]) Register(target T, opts ...Option) {
+	e(target).ginkgoAt(types.NewCodeLocation(2), options(opts))
+}

@@ -2,12 +2,15 @@ package spec
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
 	"github.com/onsi/gomega"
 
+	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
 )
 
@@ -24,15 +27,34 @@ import (
 // a plain `go test` of an author's Ginkgo suite goes green with an undecided
 // rule, which it must not unless asked.
 func (s *Set) Ginkgo(opts ...Option) {
-	var o Option
-	for _, op := range opts {
-		o.unknownIsSkip = o.unknownIsSkip || op.unknownIsSkip
-	}
+	s.ginkgoAt(types.NewCodeLocation(1), options(opts))
+}
+
+// ginkgoAt registers the set with its container and specs located at loc
+// (the author's Register call), so Ginkgo's output names the author's
+// file, not the kit's.
+func (s *Set) ginkgoAt(loc types.CodeLocation, o Option) {
 	var once sync.Once
-	ginkgo.Describe(s.suite, ginkgo.Ordered, ginkgo.ContinueOnFailure, func() {
+	dir := reportDir(o)
+	ginkgo.Describe(s.suite, loc, ginkgo.Ordered, ginkgo.ContinueOnFailure, func() {
 		ginkgo.AfterAll(s.finish)
+		if dir != "" {
+			// After each rule the whole report is written again, merged
+			// with what the process wrote before: an interrupted suite
+			// leaves the rules that ran.
+			ginkgo.ReportAfterEach(func(rep types.SpecReport) {
+				name := s.suite + "/" + containerName(rep.ContainerHierarchyTexts)
+				res := ResultOf(name, rep, nil)
+				if res.Rule == "" {
+					return
+				}
+				if err := writeReport(dir, s.suite, name, target.Mode("ginkgo"), []verdict.Result{res}); err != nil {
+					ginkgo.Fail("writing the report into " + dir + ": " + err.Error())
+				}
+			}, loc)
+		}
 		for _, ru := range s.rules {
-			ginkgo.It(ru.id+" "+ru.meta.Title, ginkgo.Label(Labels(ru.meta)...),
+			ginkgo.It(ru.id+" "+ru.meta.Title, loc, ginkgo.Label(Labels(ru.meta)...),
 				ginkgo.SpecTimeout(s.Timeout), ginkgo.GracePeriod(Grace),
 				func(ctx ginkgo.SpecContext) {
 					once.Do(func() { s.prepare(s.selected()) })
@@ -40,6 +62,18 @@ func (s *Set) Ginkgo(opts ...Option) {
 				})
 		}
 	})
+}
+
+// containerName names a Register's target in the report by the author's
+// containers around it ("my event store"), the set's own container left out.
+func containerName(texts []string) string {
+	if len(texts) > 0 {
+		texts = texts[:len(texts)-1]
+	}
+	if len(texts) == 0 {
+		return "Register"
+	}
+	return strings.Join(texts, " / ")
 }
 
 // selected are the ids of the rules that apply and that Ginkgo's label
@@ -79,12 +113,22 @@ func (s *Set) runGinkgo(ctx context.Context, ru rule, opts Option) {
 			ginkgo.Skip(string(v) + ": " + reason)
 		},
 	}
+	failed := func(reason string) {
+		ginkgo.AddReportEntry(EntryVerdict, Override{Verdict: verdict.Fail, Reason: reason}, ginkgo.ReportEntryVisibilityNever)
+		ginkgo.Fail(reason, 2)
+	}
 	r.Gomega = gomega.NewGomega(func(message string, skip ...int) {
-		r.failing(message)
-		ginkgo.Fail(message, skip...)
+		failed(r.fail(message, caller(skip...)))
 	})
 	if why := ru.notApplicable(); why != "" {
 		r.NotApplicable("%s", why)
 	}
+	defer watch(r, func(line string) { fmt.Fprintln(ginkgo.GinkgoWriter, line) })()
 	ru.body(r)
+	if why := r.checksFailed(); why != "" {
+		failed(why)
+	}
 }
+
+// ginkgoLabelFilter is the running suite's label filter.
+func ginkgoLabelFilter() string { return ginkgo.GinkgoLabelFilter() }

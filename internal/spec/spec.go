@@ -71,6 +71,78 @@ type R struct {
 	end     func(v verdict.Verdict, reason string)
 	cleanup func(fn func())
 	excuses []func(failure string) string
+
+	soft   int      // depth of Check calls
+	failed []string // the explained failures of the checks that failed
+	prog   *progress
+}
+
+// failedCheckNote starts the note that keeps a failed assertion's whole
+// message and its place in the kit.
+const failedCheckNote = "a failed check at"
+
+// softFailure is what a failed assertion inside Check panics with; Check
+// recovers it and the rule goes on.
+type softFailure struct{}
+
+// Check runs one check of the rule: when an assertion inside fn fails, the
+// failure is recorded and the body goes on with its next check, so one run
+// lists every check of the rule that failed (a closed handle's Append, Load
+// and RequestIDExists), not only the first. The rule fails once the body
+// returns. Each assertion's description says what was done and what the
+// contract expects (the es/mq/co identifier); the reason adds what came
+// back.
+func (r *R) Check(fn func()) {
+	r.soft++
+	defer func() {
+		r.soft--
+		if p := recover(); p != nil {
+			if _, ok := p.(softFailure); !ok {
+				panic(p)
+			}
+		}
+	}()
+	fn()
+}
+
+// fail records a failed assertion: the whole message and where it failed go
+// to the notes (for the kit's developers), the reason gets its explanation.
+// Inside Check it panics softFailure; otherwise it returns the rule's
+// reason, every earlier failed check included.
+func (r *R) fail(message, where string) string {
+	r.failing(message)
+	r.Ev.Notef("%s %s:\n%s", failedCheckNote, where, strings.TrimSpace(message))
+	why := explain(message)
+	if r.soft > 0 {
+		r.failed = append(r.failed, why)
+		panic(softFailure{})
+	}
+	return combine(append(r.failed, why))
+}
+
+// checksFailed is the rule's reason when checks failed and the body still
+// returned, or "".
+func (r *R) checksFailed() string {
+	if len(r.failed) == 0 {
+		return ""
+	}
+	return combine(r.failed)
+}
+
+// combine is one reason for several failed checks, each numbered.
+func combine(fs []string) string {
+	if len(fs) == 1 {
+		return fs[0]
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d checks failed:", len(fs))
+	for i, f := range fs {
+		if i > 0 {
+			b.WriteString(";")
+		}
+		fmt.Fprintf(&b, " (%d) %s", i+1, f)
+	}
+	return b.String()
 }
 
 // Excuse registers fn, asked before a failed assertion fails the rule with

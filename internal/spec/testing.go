@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/internal/safetext"
+	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
 )
 
@@ -22,18 +24,71 @@ import (
 // Each body runs in a goroutine of its own so a body that ignores its
 // deadline cannot hang the test: after the deadline and a grace period the
 // subtest fails as unknown and the test goes on.
-func (s *Set) Test(t *testing.T) {
+func (s *Set) Test(t *testing.T, opts ...Option) {
 	t.Helper()
+	o := options(opts)
 	t.Cleanup(s.finish)
+	// The report, when asked for, is written once every subtest (parallel
+	// ones included) has ended: a cleanup of t runs after them.
+	dir := reportDir(o)
+	var (
+		mu      sync.Mutex
+		results []verdict.Result
+	)
+	if dir != "" {
+		name := s.suite + "/" + t.Name()
+		t.Cleanup(func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if err := writeReport(dir, s.suite, name, target.Mode("go test"), results); err != nil {
+				t.Errorf("writing the report into %s: %v", dir, err)
+			}
+		})
+	}
 	for _, ru := range s.rules {
+		ran := false
 		t.Run(ru.id, func(t *testing.T) {
+			ran = true
 			if s.Parallel {
 				t.Parallel()
 			}
-			res := s.runOne(ru)
-			report(t, ru, res)
+			start := time.Now()
+			// A body that hangs past its deadline outlives the subtest:
+			// its progress lines stop with it (t.Log after the end panics).
+			var logMu sync.Mutex
+			open := true
+			res := s.runOne(ru, func(line string) {
+				logMu.Lock()
+				defer logMu.Unlock()
+				if open {
+					t.Log(line)
+				}
+			})
+			logMu.Lock()
+			open = false
+			logMu.Unlock()
+			if dir != "" {
+				mu.Lock()
+				results = append(results, resultOf(ru, s.suite+"/"+parentName(t), res, time.Since(start)))
+				mu.Unlock()
+			}
+			report(t, ru, res, o)
 		})
+		if !ran && dir != "" {
+			mu.Lock()
+			results = append(results, resultOf(ru, s.suite+"/"+t.Name(), outcome{verdict.Skipped, "not selected by go test -run", nil}, 0))
+			mu.Unlock()
+		}
 	}
+}
+
+// parentName is the name of a subtest's parent test.
+func parentName(t *testing.T) string {
+	n := t.Name()
+	if i := strings.LastIndexByte(n, '/'); i >= 0 {
+		return n[:i]
+	}
+	return n
 }
 
 // outcome is how one body ended.
@@ -43,7 +98,7 @@ type outcome struct {
 	ev     *verdict.Evidence
 }
 
-func (s *Set) runOne(ru rule) outcome {
+func (s *Set) runOne(ru rule, out ...func(line string)) outcome {
 	ev := &verdict.Evidence{}
 	if why := ru.notApplicable(); why != "" {
 		return outcome{verdict.NotApplicable, why, ev}
@@ -60,10 +115,14 @@ func (s *Set) runOne(ru rule) outcome {
 			cleanup: func(fn func()) { cleanups = append(cleanups, fn) },
 			end:     func(v verdict.Verdict, reason string) { panic(ended{v, reason}) },
 		}
-		r.Gomega = gomega.NewGomega(func(message string, _ ...int) {
-			r.failing(message)
-			panic(ended{verdict.Fail, message})
+		r.Gomega = gomega.NewGomega(func(message string, skip ...int) {
+			panic(ended{verdict.Fail, r.fail(message, caller(skip...))})
 		})
+		var say func(string)
+		if len(out) > 0 {
+			say = out[0]
+		}
+		defer watch(r, say)()
 		out := outcome{verdict.Pass, "all checks held", ev}
 		func() {
 			defer func() {
@@ -82,6 +141,9 @@ func (s *Set) runOne(ru rule) outcome {
 				}
 			}()
 			ru.body(r)
+			if why := r.checksFailed(); why != "" {
+				out.v, out.reason = verdict.Fail, why
+			}
 		}()
 		if out.v == verdict.Pass {
 			if n := len(ev.Notes); n > 0 {
@@ -111,18 +173,24 @@ func runCleanup(fn func(), ev *verdict.Evidence) {
 
 // report prints the verdict into go test output; a reason or note quotes
 // the target, so no control character of its reaches the terminal.
-func report(t *testing.T, ru rule, out outcome) {
+func report(t *testing.T, ru rule, out outcome, o Option) {
 	t.Helper()
 	reason := safetext.Text(out.reason)
-	switch out.v {
-	case verdict.Pass:
+	switch {
+	case out.v == verdict.Pass:
 		t.Logf("pass: %s", reason)
-	case verdict.Fail, verdict.Unknown:
+	case out.v == verdict.Fail, out.v == verdict.Unknown && !o.unknownIsSkip:
+		// One line per failed check; the notes after them, but a failed
+		// assertion's whole Gomega message and the kit's file:line only
+		// with -v (they are for the kit's developers, and in the report).
 		var b strings.Builder
 		for _, n := range out.ev.Snapshot().Notes {
+			if strings.HasPrefix(n, failedCheckNote) && !testing.Verbose() {
+				continue
+			}
 			b.WriteString("\n  " + strings.ReplaceAll(safetext.Lines(n), "\n", "\n  "))
 		}
-		t.Errorf("%s %s: %s: %s%s", ru.id, ru.meta.Title, out.v, reason, b.String())
+		t.Errorf("%s %s: %s: %s%s", ru.id, ru.meta.Title, out.v, strings.ReplaceAll(reason, "; (", "\n  ("), b.String())
 	default:
 		t.Skipf("%s: %s", out.v, reason)
 	}

@@ -110,24 +110,42 @@ func (c RaceConfig) withDefaults() RaceConfig {
 	return c
 }
 
-// RegisterOption tunes Register.
-type RegisterOption = spec.Option
+// Option tunes Check and Register.
+type Option = spec.Option
 
-// UnknownIsSkip makes Register report an undecided rule as a Ginkgo skip
-// instead of a failure. The verdict stays unknown in a report; without this
-// option an undecided rule fails the author's suite.
-func UnknownIsSkip() RegisterOption { return spec.UnknownIsSkip() }
+// RegisterOption is the name Register's options had first.
+type RegisterOption = Option
+
+// ReportTo writes the report bundle of Check or Register into dir, as the
+// environment variable TCK_REPORT_DIR does without a code change. The
+// folder must be new, empty or one the kit wrote before (it is cleared
+// first); every Check and Register of one test binary adds to one report
+// in it.
+func ReportTo(dir string) Option { return spec.ReportTo(dir) }
+
+// UnknownIsSkip makes Check and Register report an undecided rule as a
+// skip instead of a failure. The verdict stays unknown in a report; without
+// this option an undecided rule fails the author's test.
+func UnknownIsSkip() Option { return spec.UnknownIsSkip() }
 
 // Check runs every API rule against target as a subtest of t named by its
 // id. A fail or unknown verdict fails the subtest with its reason;
 // not-applicable skips it.
-func Check(t *testing.T, target Target) {
+//
+// With the environment variable TCK_REPORT_DIR set (or the ReportTo
+// option) it also writes the report bundle `tck run` writes (results.json,
+// report.md, report.html, junit.xml, histories) into that folder; every
+// Check and Register of one test binary goes into the one report there.
+func Check(t *testing.T, target Target, opts ...Option) {
 	t.Helper()
-	spec.Entry[Target](newSet).Check(t, target)
+	spec.Entry[Target](newSet).Check(t, target, opts...)
 }
 
 // Register registers every API rule against target as a Ginkgo spec
 // labelled with its id, suite and level. Call it before RunSpecs.
+//
+// TCK_REPORT_DIR (or ReportTo) writes the report bundle as Check does,
+// after each rule, the target named by the containers around the call.
 func Register(target Target, opts ...RegisterOption) {
 	spec.Entry[Target](newSet).Register(target, opts...)
 }

@@ -221,7 +221,8 @@ func registerRace(s *spec.Set, t Target) {
 			r.Ev.Notef("%d of %d trials had a request without an answer and were not judged", undecided, trials)
 		}
 		if contended < target {
-			r.Unknown("reached its cap (%s or %d trials) with %d of the %d contended trials its power target needs (%d trials in all); a pass short of them would be a guess",
+			r.Unknown("reached the race cap (RaceConfig.Cap %s, RaceConfig.MaxTrials %d) with %d of the %d contended trials its power target needs (%d trials in all); "+
+				"raise the cap, e.g. api.Target{Race: api.RaceConfig{Cap: 2 * time.Minute}} (a pass short of them would be a guess)",
 				cfg.Cap, cfg.MaxTrials, contended, target, trials)
 		}
 		r.Ev.Notef("no violation in %d contended trials of %d requests with one id: a violation seen in %s of contended trials would have been caught with 99%% probability",

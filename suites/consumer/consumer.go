@@ -30,22 +30,40 @@ import (
 // so `go test -run 'TestMyConsumer/CO-1.1'` runs one rule. A fail or unknown
 // verdict fails the subtest with its reason; not-applicable and skipped
 // verdicts skip it with theirs. Check touches no Ginkgo state.
-func Check(t *testing.T, target Target) {
+//
+// With the environment variable TCK_REPORT_DIR set (or the ReportTo
+// option) it also writes the report bundle `tck run` writes (results.json,
+// report.md, report.html, junit.xml, histories) into that folder; every
+// Check and Register of one test binary goes into the one report there.
+func Check(t *testing.T, target Target, opts ...Option) {
 	t.Helper()
-	spec.Entry[Target](newSet).Check(t, target)
+	spec.Entry[Target](newSet).Check(t, target, opts...)
 }
 
-// RegisterOption tunes Register.
-type RegisterOption = spec.Option
+// Option tunes Check and Register.
+type Option = spec.Option
 
-// UnknownIsSkip makes Register report an undecided rule as a Ginkgo skip
-// instead of a failure. The verdict stays unknown in a report; without this
-// option an undecided rule fails the author's suite.
-func UnknownIsSkip() RegisterOption { return spec.UnknownIsSkip() }
+// RegisterOption is the name Register's options had first.
+type RegisterOption = Option
+
+// ReportTo writes the report bundle of Check or Register into dir, as the
+// environment variable TCK_REPORT_DIR does without a code change. The
+// folder must be new, empty or one the kit wrote before (it is cleared
+// first); every Check and Register of one test binary adds to one report
+// in it.
+func ReportTo(dir string) Option { return spec.ReportTo(dir) }
+
+// UnknownIsSkip makes Check and Register report an undecided rule as a
+// skip instead of a failure. The verdict stays unknown in a report; without
+// this option an undecided rule fails the author's test.
+func UnknownIsSkip() Option { return spec.UnknownIsSkip() }
 
 // Register registers every CO rule against target as Ginkgo specs, each
 // labelled with its id, "consumer" and its level. Call it inside a Ginkgo
 // suite before RunSpecs, once per target.
+//
+// TCK_REPORT_DIR (or ReportTo) writes the report bundle as Check does,
+// after each rule, the target named by the containers around the call.
 func Register(target Target, opts ...RegisterOption) {
 	spec.Entry[Target](newSet).Register(target, opts...)
 }

@@ -172,48 +172,70 @@ func registerBasics(s *spec.Set, t Target) {
 		agg := f.aggregate("a")
 		f.mustAppend(stream(agg, 1, f.req("1")))
 		f.mustAppend(stream(agg, 2, f.req("2")))
-		conflicts := map[string]error{
-			"creation":          f.append("probe", stream(agg, 1, f.req("x"))),
-			"version":           f.append("probe", stream(agg, 2, f.req("y"))),
-			"duplicate request": f.append("probe", stream(agg, 3, f.req("1"))),
+		// Each check runs whatever an earlier one found (r.Check), so one
+		// run names every one that fails.
+		conflicts := []struct {
+			what, typ string
+			err       error
+		}{
+			{"creation", "*es.DuplicateAggregateIDError", f.append("probe", stream(agg, 1, f.req("x")))},
+			{"version", "*es.VersionConflictError", f.append("probe", stream(agg, 2, f.req("y")))},
+			{"duplicate request", "*es.DuplicateRequestIDError", f.append("probe", stream(agg, 3, f.req("1")))},
 		}
-		for what, err := range conflicts {
-			r.Expect(err).To(gomega.HaveOccurred(), "the %s conflict", what)
-			r.Expect(conflictName(err)).NotTo(gomega.Equal("error"), "the %s conflict must be a typed error (errors.As), got %T: %v", what, err, err)
-			r.Expect(errors.Is(err, es.ErrConflict)).To(gomega.BeTrue(), "the %s conflict must match es.ErrConflict", what)
+		for _, c := range conflicts {
+			r.Check(func() {
+				r.Expect(c.err).To(gomega.HaveOccurred(), "Append of a stream that makes the %s conflict must return %s", c.what, c.typ)
+				r.Expect(conflictName(c.err)).NotTo(gomega.Equal("error"), "Append of a stream that makes the %s conflict must return a typed error (%s, found by errors.As), got %T: %v", c.what, c.typ, c.err, c.err)
+				r.Expect(errors.Is(c.err, es.ErrConflict)).To(gomega.BeTrue(), "the %s conflict must match es.ErrConflict (errors.Is), got %T: %v", c.what, c.err, c.err)
+			})
 		}
-		var vc *es.VersionConflictError
-		r.Expect(errors.As(conflicts["version"], &vc)).To(gomega.BeTrue(), "the version conflict")
-		r.Expect([]any{vc.Aggregate, vc.Version, vc.RequestID}).To(gomega.Equal([]any{agg, 2, f.req("y")}), "the version conflict carries aggregate, version and request id")
-		var dr *es.DuplicateRequestIDError
-		r.Expect(errors.As(conflicts["duplicate request"], &dr)).To(gomega.BeTrue(), "the duplicate-request-id conflict")
-		r.Expect([]any{dr.Aggregate, dr.Version, dr.RequestID}).To(gomega.Equal([]any{agg, 3, f.req("1")}), "the duplicate-request-id conflict carries aggregate, version and request id")
+		r.Check(func() {
+			var vc *es.VersionConflictError
+			r.Expect(errors.As(conflicts[1].err, &vc)).To(gomega.BeTrue(), "the version conflict must be an *es.VersionConflictError, got %T: %v", conflicts[1].err, conflicts[1].err)
+			r.Expect([]any{vc.Aggregate, vc.Version, vc.RequestID}).To(gomega.Equal([]any{agg, 2, f.req("y")}), "the *es.VersionConflictError carries Aggregate, Version and RequestID of the rejected stream")
+		})
+		r.Check(func() {
+			var dr *es.DuplicateRequestIDError
+			r.Expect(errors.As(conflicts[2].err, &dr)).To(gomega.BeTrue(), "the duplicate-request-id conflict must be an *es.DuplicateRequestIDError, got %T: %v", conflicts[2].err, conflicts[2].err)
+			r.Expect([]any{dr.Aggregate, dr.Version, dr.RequestID}).To(gomega.Equal([]any{agg, 3, f.req("1")}), "the *es.DuplicateRequestIDError carries Aggregate, Version and RequestID of the rejected stream")
+		})
 
 		// Failures that are not conflicts must not be labelled as one.
-		cancelled, cancel := context.WithCancel(r.Context())
-		cancel()
-		fresh := stream(f.aggregate("cancelled"), 1, f.req("c"))
-		err := f.appendWith(cancelled, f.store, "cancelled-ctx", fresh)
-		r.Expect(isConflict(err)).To(gomega.BeFalse(), "an append with a cancelled context must not report a conflict, got %v", err)
-		if err == nil {
-			f.expectHistory(fresh.Aggregate, []es.Stream{fresh}, "a cancelled append reported as success")
-		}
+		r.Check(func() {
+			cancelled, cancel := context.WithCancel(r.Context())
+			cancel()
+			fresh := stream(f.aggregate("cancelled"), 1, f.req("c"))
+			err := f.appendWith(cancelled, f.store, "cancelled-ctx", fresh)
+			r.Expect(isConflict(err)).To(gomega.BeFalse(), "Append with a cancelled context must not return a conflict (es.ErrConflict), got %v", err)
+			if err == nil {
+				f.expectHistory(fresh.Aggregate, []es.Stream{fresh}, "a cancelled append reported as success")
+			}
+		})
 		closed, oerr := t.Open(r.Context())
 		r.Expect(oerr).NotTo(gomega.HaveOccurred(), "opening a second handle")
 		r.Expect(closed.Close()).To(gomega.Succeed(), "closing the second handle")
-		err = f.appendWith(r.Context(), closed, "closed-handle", stream(agg, 3, f.req("3")))
-		r.Expect(err).To(gomega.HaveOccurred(), "an append through a closed handle must fail")
-		r.Expect(isConflict(err)).To(gomega.BeFalse(), "an append through a closed handle must not report a conflict, got %v", err)
 		// Every later call fails (es.EventStore.Close), not Append alone.
-		_, err = f.loadWith(closed, "closed-handle", agg)
-		r.Expect(err).To(gomega.HaveOccurred(), "a load through a closed handle must fail")
-		r.Expect(isConflict(err)).To(gomega.BeFalse(), "a load through a closed handle must not report a conflict, got %v", err)
-		_, err = f.existsWith(closed, "closed-handle", agg, f.req("1"))
-		r.Expect(err).To(gomega.HaveOccurred(), "RequestIDExists through a closed handle must fail")
-		r.Expect(isConflict(err)).To(gomega.BeFalse(), "RequestIDExists through a closed handle must not report a conflict, got %v", err)
-		err = f.append("bad-input", es.Stream{Aggregate: agg, Version: 3, RequestID: f.req("3")})
-		r.Expect(err).To(gomega.HaveOccurred(), "a stream without events must be refused")
-		r.Expect(isConflict(err)).To(gomega.BeFalse(), "a stream without events is an argument error, not a conflict, got %v", err)
+		const closedWant = "an error that is not a conflict (es.EventStore.Close; es.Handle returns es.ErrClosed)"
+		r.Check(func() {
+			err := f.appendWith(r.Context(), closed, "closed-handle", stream(agg, 3, f.req("3")))
+			r.Expect(err).To(gomega.HaveOccurred(), "Append through a closed handle must return %s", closedWant)
+			r.Expect(isConflict(err)).To(gomega.BeFalse(), "Append through a closed handle must return %s, got the conflict %v", closedWant, err)
+		})
+		r.Check(func() {
+			_, err := f.loadWith(closed, "closed-handle", agg)
+			r.Expect(err).To(gomega.HaveOccurred(), "Load through a closed handle must return %s", closedWant)
+			r.Expect(isConflict(err)).To(gomega.BeFalse(), "Load through a closed handle must return %s, got the conflict %v", closedWant, err)
+		})
+		r.Check(func() {
+			_, err := f.existsWith(closed, "closed-handle", agg, f.req("1"))
+			r.Expect(err).To(gomega.HaveOccurred(), "RequestIDExists through a closed handle must return %s", closedWant)
+			r.Expect(isConflict(err)).To(gomega.BeFalse(), "RequestIDExists through a closed handle must return %s, got the conflict %v", closedWant, err)
+		})
+		r.Check(func() {
+			err := f.append("bad-input", es.Stream{Aggregate: agg, Version: 3, RequestID: f.req("3")})
+			r.Expect(err).To(gomega.HaveOccurred(), "Append of a stream without events must return es.ErrInvalidArgument (es.Validate)")
+			r.Expect(isConflict(err)).To(gomega.BeFalse(), "Append of a stream without events must return es.ErrInvalidArgument (es.Validate), not a conflict, got %v", err)
+		})
 	})
 
 	s.It("ES-1.11", func(r *spec.R) {
@@ -252,10 +274,12 @@ func registerBasics(s *spec.Set, t Target) {
 		r.Expect(err).NotTo(gomega.HaveOccurred(), "load beyond the tail")
 		r.Expect(got).To(gomega.BeEmpty(), "load beyond the tail")
 		for _, rg := range [][2]int{{3, 2}, {0, 2}, {-1, 5}} {
-			_, err := f.load(agg, rg[0], rg[1])
-			r.Expect(err).To(gomega.HaveOccurred(), "load [%d,%d] is an invalid range", rg[0], rg[1])
-			r.Expect(errors.Is(err, es.ErrInvalidArgument)).To(gomega.BeTrue(), "load [%d,%d] must be es.ErrInvalidArgument, got %v", rg[0], rg[1], err)
-			r.Expect(isConflict(err)).To(gomega.BeFalse(), "an invalid range is not a conflict, got %v", err)
+			r.Check(func() {
+				_, err := f.load(agg, rg[0], rg[1])
+				r.Expect(err).To(gomega.HaveOccurred(), "Load [%d,%d] must return es.ErrInvalidArgument (es.ValidateRange)", rg[0], rg[1])
+				r.Expect(errors.Is(err, es.ErrInvalidArgument)).To(gomega.BeTrue(), "Load [%d,%d] must return es.ErrInvalidArgument (es.ValidateRange), got %v", rg[0], rg[1], err)
+				r.Expect(isConflict(err)).To(gomega.BeFalse(), "Load [%d,%d] must return es.ErrInvalidArgument, not a conflict, got %v", rg[0], rg[1], err)
+			})
 		}
 	})
 

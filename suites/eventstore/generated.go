@@ -249,6 +249,9 @@ type player struct {
 	tally   gen.Tally // operations and value classes covered
 	checked gen.Tally // conflicts checked in full, by kind
 	setup   error     // a failure of the kit's or the store's that decides nothing (opening a handle)
+	// progress, when set, hears each step played (the rule's R.Progress).
+	progress func(done int)
+	played   int
 }
 
 func newPlayer(ctx context.Context, t Target, words [4]string, instances int) (*player, error) {
@@ -294,6 +297,9 @@ func (p *player) play(steps []gen.Step[genOp]) (violation string, at int) {
 			p.rec.Note("schedule", "wait", st.Delay.Round(time.Millisecond).String(), "")
 		}
 		v = p.step(st)
+		if p.played++; p.progress != nil {
+			p.progress(p.played)
+		}
 		if v != "" || p.setup != nil {
 			return errors.New(v)
 		}
@@ -511,6 +517,7 @@ func registerGenerated(s *spec.Set, t Target) {
 		p, err := newPlayer(r.Context(), t, words, instances)
 		r.Expect(err).NotTo(gomega.HaveOccurred(), "opening %d handles on the store", instances)
 		start := time.Now()
+		p.progress = func(done int) { r.Progress(done, len(sched.Steps), "steps") }
 		violation, at := p.play(sched.Steps)
 		p.close()
 		elapsed := time.Since(start)

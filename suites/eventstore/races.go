@@ -3,8 +3,10 @@ package eventstore
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -678,6 +680,9 @@ func registerRaces(s *spec.Set, t Target) {
 			cfg := cfg
 			cfg.Power = min(0.5, cfg.Power*rule.weakened)
 			out := runRace(r.Context(), f, cfg, rule.tr, newDisruption(t.Disrupt, r))
+			if out.Violation != "" {
+				out.History = markViolation(out.History, out.Violation)
+			}
 			report(r.Ev, cfg, out)
 			r.Ev.Record(out.History)
 			r.Expect(out.Violation).To(gomega.BeEmpty(), "%s (trial %d)", out.Violation, out.Trials)
@@ -688,9 +693,10 @@ func registerRaces(s *spec.Set, t Target) {
 				r.Unknown("%s", out.fault.undecided)
 			}
 			if !out.reached() {
-				r.Unknown("%d contended trials of the %d the power target needs (a violation in %s of contended trials caught with 99%% probability): "+
-					"%d trials ran in %s and the cap is %s or %d trials; the writers' calls rarely overlapped in time (a single processor, or a store that serializes its callers before the call returns)",
-					out.Contended, out.Target, percent(cfg.Power), out.Trials, out.Elapsed.Round(time.Millisecond), cfg.Cap, cfg.MaxTrials)
+				r.Unknown("reached the race cap (RaceConfig.Cap %s, RaceConfig.MaxTrials %d) with %d contended trials of the %d the power target needs "+
+					"(a violation in %s of contended trials caught with 99%% probability) after %d trials in %s: the writers' calls rarely overlapped in time "+
+					"(a loaded machine, a single processor, or a store that serializes its callers); raise the cap, e.g. eventstore.Target{Race: eventstore.RaceConfig{Cap: 2 * time.Minute}} (a pass short of the trials would be a guess)",
+					cfg.Cap, cfg.MaxTrials, out.Contended, out.Target, percent(cfg.Power), out.Trials, out.Elapsed.Round(time.Millisecond))
 			}
 			during := ""
 			if t.Disrupt != nil {
@@ -719,4 +725,45 @@ func report(ev *verdict.Evidence, cfg RaceConfig, out raceOutcome) {
 	}
 	out.fault.figures(ev)
 	out.stalled.figures(ev)
+}
+
+var (
+	writerActor = regexp.MustCompile(`^w[0-9]+$`)
+	versionReq  = regexp.MustCompile(`v([0-9]+) req=("[^"]*"|\S+)`)
+)
+
+// markViolation labels the operations of a failed trial that make its
+// violation, for the report's timeline: the racing appends that succeeded
+// ("won", with the version and request id each stored), or, when the
+// violation is a call refused that should have succeeded, the refused
+// ones; and the read-back that showed it.
+func markViolation(ops []history.Op, violation string) []history.Op {
+	out := append([]history.Op(nil), ops...)
+	refused := strings.Contains(violation, "refused") || strings.Contains(violation, "failed with")
+	lastLoad := -1
+	for i, op := range out {
+		if !writerActor.MatchString(op.Actor) {
+			if op.Action == "load" {
+				lastLoad = i
+			}
+			continue
+		}
+		what := ""
+		switch {
+		case refused && op.Outcome == history.Fail:
+			what = "refused"
+		case !refused && op.Outcome == history.OK:
+			what = "won"
+		default:
+			continue
+		}
+		if m := versionReq.FindStringSubmatch(op.Value); m != nil {
+			what += fmt.Sprintf(": v%s req=%s", m[1], strings.Trim(m[2], `"`))
+		}
+		out[i].Mark = what
+	}
+	if lastLoad >= 0 {
+		out[lastLoad].Mark = "read back: the violation"
+	}
+	return out
 }

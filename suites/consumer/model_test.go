@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/onceproof/tck/co"
+	"github.com/onceproof/tck/internal/gen"
 	"github.com/onceproof/tck/internal/sinks"
 )
 
@@ -98,7 +99,8 @@ func TestDocumentDifferences(t *testing.T) {
 }
 
 func TestScheduleIsSeededAndRich(t *testing.T) {
-	a, b := schedule(42, 200, ""), schedule(42, 200, "")
+	a, edges := schedule(42, 200, "")
+	b, _ := schedule(42, 200, "")
 	if digest(a) != digest(b) || len(a) != len(b) {
 		t.Fatal("same seed, different schedules")
 	}
@@ -107,11 +109,12 @@ func TestScheduleIsSeededAndRich(t *testing.T) {
 			t.Fatalf("step %d differs", i)
 		}
 	}
-	if digest(schedule(43, 200, "")) == digest(a) {
+	if c, _ := schedule(43, 200, ""); digest(c) == digest(a) {
 		t.Error("seeds 42 and 43 gave the same schedule")
 	}
 	n, kinds, crashes, lost, edits, stale := 0, map[stepKind]int{}, 0, 0, 0, 0
-	newest := map[string]int{}
+	takeovers, ackFaults, wide := 0, map[faultKind]int{}, 0
+	newest, first := map[string]int{}, map[string]int{}
 	for _, s := range a {
 		n += s.publishes()
 		kinds[s.kind]++
@@ -121,7 +124,18 @@ func TestScheduleIsSeededAndRich(t *testing.T) {
 		if s.loseAck {
 			lost++
 		}
-		if s.kind != stepReplay && s.event.Version > 1 {
+		if s.again {
+			takeovers++
+		}
+		if s.ackFault != "" {
+			ackFaults[s.ackFault]++
+		}
+		if s.event.Version >= 10 {
+			wide++
+		}
+		if f, ok := first[s.event.MessageID]; !ok {
+			first[s.event.MessageID] = s.event.Version
+		} else if s.kind != stepReplay && s.event.Version != f {
 			edits++
 		}
 		if s.kind == stepReplay && s.event.Version < newest[s.event.MessageID] {
@@ -134,6 +148,9 @@ func TestScheduleIsSeededAndRich(t *testing.T) {
 	if n < 200 || kinds[stepTwin] == 0 || kinds[stepReplay] == 0 || kinds[stepPair] == 0 || crashes == 0 || lost == 0 || edits == 0 || stale == 0 {
 		t.Fatalf("events %d kinds %v crashes %d lost acks %d edits %d stale replays %d", n, kinds, crashes, lost, edits, stale)
 	}
+	if takeovers == 0 || ackFaults[faultError] == 0 || ackFaults[faultTimeout] == 0 || wide < n/2 || edges[gen.ClassDigits] == 0 || len(edges) < 3 {
+		t.Fatalf("take-over crashes %d, failed acks %v, versions >= 10 in %d of %d steps, version classes %v", takeovers, ackFaults, wide, len(a), edges)
+	}
 	if lateSteps(a) == 0 {
 		t.Fatal("no version was first delivered after a newer one")
 	}
@@ -144,7 +161,7 @@ func TestScheduleIsSeededAndRich(t *testing.T) {
 func TestScheduleReordersVersions(t *testing.T) {
 	steps, late, pairs := 0, 0, 0
 	for seed := int64(1); seed <= 200; seed++ {
-		s := schedule(seed, 200, "")
+		s, _ := schedule(seed, 200, "")
 		steps += len(s)
 		l := lateSteps(s)
 		if l == 0 {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,6 +47,8 @@ func factoryOf(h handler) co.Factory {
 // goes on to the next rule.
 func TestBadConsumersGetClearVerdicts(t *testing.T) {
 	broker := embedded(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	timing := consumer.Timing{Settle: 1500 * time.Millisecond, HandleDeadline: 300 * time.Millisecond}
 	cases := []struct {
 		name    string
@@ -80,6 +84,7 @@ func TestBadConsumersGetClearVerdicts(t *testing.T) {
 			if ran != 2 {
 				t.Errorf("%d of the 2 rules ran: the run did not continue", ran)
 			}
+			expectNoScratch(t, tmp)
 		})
 	}
 }
@@ -260,4 +265,73 @@ func BenchmarkReferenceSuite(b *testing.B) {
 		}
 	}
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/suite")
+}
+
+// A factory that fails on its first start in each rule, one that panics,
+// and one that never returns each give the rule a verdict naming the
+// consumer's error (never a crash of the test binary), the next rule runs,
+// and no rule leaves its scratch folder behind.
+func TestBadFactoriesGetClearVerdicts(t *testing.T) {
+	broker := embedded(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	timing := consumer.Timing{Settle: 1500 * time.Millisecond, HandleDeadline: 300 * time.Millisecond}
+	ref := reference.Reference()
+	var mu sync.Mutex
+	started := map[string]bool{}
+	cases := []struct {
+		name    string
+		f       co.Factory
+		verdict verdict.Verdict
+		reason  string
+	}{
+		{"errs-on-first-start", func(ctx context.Context, env co.Env) (co.Consumer, error) {
+			mu.Lock()
+			first := !started[env.Rule]
+			started[env.Rule] = true
+			mu.Unlock()
+			if first {
+				return nil, errors.New("connection refused by the consumer's database")
+			}
+			return ref.Factory()(ctx, env)
+		}, verdict.Fail, "connection refused by the consumer's database"},
+		{"panics", func(context.Context, co.Env) (co.Consumer, error) { panic("boom in the factory") },
+			verdict.Fail, "boom in the factory"},
+		{"blocks", func(context.Context, co.Env) (co.Consumer, error) { select {} },
+			verdict.Unknown, "factory blocked"},
+		{"returns-nil", func(context.Context, co.Env) (co.Consumer, error) { return nil, nil },
+			verdict.Fail, "no consumer and no error"},
+	}
+	rules := []string{"CO-1.1", "CO-1.2"}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tgt := consumer.Target{Broker: broker, New: c.f, Declared: ref.Declared(), Timing: timing}
+			rs := runner.Run("consumer/factory-"+c.name, func() { consumer.Register(tgt) }, runner.Options{Rules: rules})
+			ran := 0
+			for _, r := range rs {
+				if !slices.Contains(rules, r.Rule) {
+					continue
+				}
+				ran++
+				if r.Verdict != c.verdict || !strings.Contains(r.Reason, c.reason) {
+					t.Errorf("%s: %s %q, want %s naming %q", r.Rule, r.Verdict, r.Reason, c.verdict, c.reason)
+				}
+			}
+			if ran != len(rules) {
+				t.Errorf("%d of the %d rules ran: the run did not continue", ran, len(rules))
+			}
+			expectNoScratch(t, tmp)
+		})
+	}
+}
+
+// expectNoScratch fails t if a rule left its scratch folder in dir.
+func expectNoScratch(t *testing.T, dir string) {
+	t.Helper()
+	left, _ := os.ReadDir(dir)
+	for _, e := range left {
+		if strings.HasPrefix(e.Name(), "onceproof-CO-") {
+			t.Errorf("scratch folder left behind: %s", e.Name())
+		}
+	}
 }

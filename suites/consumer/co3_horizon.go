@@ -14,7 +14,7 @@ func registerHorizon(s *spec.Set, t Target) {
 		if t.Service != nil {
 			r.NotApplicable("a consumer service is a black box running on its own clock: the kit cannot run its de-dupe record lifetime faster, and a redelivery %s after the first handling would take %s of real time", t.Timing.RedeliveryHorizon, t.Timing.RedeliveryHorizon)
 		}
-		h := openInproc(r, t, true)
+		h := openInproc(r, t, openOpts{midnight: true})
 		e := h.event("m-9", 1)
 		h.play(step{kind: stepNew, event: e})
 		h.expectModel("the first handling of " + e.EventID)

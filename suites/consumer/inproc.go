@@ -61,7 +61,7 @@ type inproc struct {
 // openInproc builds the world for the rule r runs and starts the workers.
 // Everything is released by r's cleanups: the workers end, the topic is
 // deleted, the broker handle and the files go.
-func openInproc(r *spec.R, t Target, midnight bool) *inproc {
+func openInproc(r *spec.R, t Target, o openOpts) *inproc {
 	tm := t.Timing.withDefaults()
 	dir, err := os.MkdirTemp("", "onceproof-"+r.ID+"-")
 	if err != nil {
@@ -85,8 +85,13 @@ func openInproc(r *spec.R, t Target, midnight bool) *inproc {
 		clock: clock,
 		dir:   dir, storePath: filepath.Join(dir, "consumer-store.db"),
 	}
-	h.now = w.startClock(clock, midnight)
-	h.index, h.notifier = sinks.NewIndex(h.now), sinks.NewNotifier(h.now, tm.NotifyLatency)
+	h.now = w.startClock(clock, o.midnight)
+	w.clockNow, w.scale = h.now.Now, tm.Scale
+	latency := tm.NotifyLatency
+	if o.quickNotify {
+		latency = 0
+	}
+	h.index, h.notifier = sinks.NewIndex(h.now), sinks.NewNotifier(h.now, latency)
 	w.tr = h
 	w.words = wording{who: "consumer", settle: tm.Settle, poll: 2 * time.Millisecond}
 	r.DeferCleanup(func() { w.close(cancel) })

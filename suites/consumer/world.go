@@ -47,7 +47,10 @@ type world struct {
 	src      *gen.Source
 	versions map[string]int64 // message base -> its version 1, drawn at a boundary
 	edges    gen.Tally
-	edge     gen.CalendarEdge // the boundary the consumer's clock crosses (in process)
+	edge     gen.CalendarEdge                // the boundary the consumer's clock crosses (in process)
+	clockNow func() time.Time                // the consumer's clock (in process; nil for a service)
+	scale    float64                         // its seed time per real time (in process)
+	keepOps  func([]history.Op) []history.Op // when set, the part of the timeline the evidence keeps
 
 	model   *model
 	replays int
@@ -112,11 +115,20 @@ type wording struct {
 }
 
 // open builds the rule's world for t.
-func open(r *spec.R, t Target) *world {
+func open(r *spec.R, t Target) *world { return openWith(r, t, openOpts{}) }
+
+// openOpts tune an in-process world.
+type openOpts struct {
+	midnight    bool // the consumer's clock starts before a boundary that is at least a midnight
+	quickNotify bool // notifications take no time (a rule of many events, not of races)
+}
+
+// openWith is open with options for an in-process world.
+func openWith(r *spec.R, t Target, o openOpts) *world {
 	if t.Service != nil {
 		return openBlackbox(r, t).world
 	}
-	return openInproc(r, t, false).world
+	return openInproc(r, t, o).world
 }
 
 // newWorld is the part of every world that is not the transport's.
@@ -204,7 +216,11 @@ func (w *world) close(cancel context.CancelFunc) {
 		w.ev.Figure("first consumer error", w.errs[0], "")
 	}
 	w.mu.Unlock()
-	w.ev.Record(w.rec.Ops())
+	ops := w.rec.Ops()
+	if w.keepOps != nil {
+		ops = w.keepOps(ops)
+	}
+	w.ev.Record(ops)
 	w.tr.release()
 }
 

@@ -2,6 +2,8 @@ package consumer
 
 import (
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/onceproof/tck/internal/gen"
@@ -16,25 +18,33 @@ import (
 // waits are on the underlying scaled clock; only what the consumer and its
 // sinks read is shifted.
 
-// calendarClock is the scaled clock shifted to start at a drawn instant.
+// calendarClock is the scaled clock shifted so that its first reading
+// (by the consumer, its store or a sink, whoever reads first) is a drawn
+// instant: the kit's set-up, however slow, does not eat into the lead.
 type calendarClock struct {
-	*sinks.Scaled
-	shift time.Duration
+	scaled *sinks.Scaled
+	start  time.Time
+	once   sync.Once
+	shift  atomic.Int64
 }
 
-func (c calendarClock) Now() time.Time { return c.Scaled.Now().Add(c.shift) }
+// Now implements co.Clock.
+func (c *calendarClock) Now() time.Time {
+	c.once.Do(func() { c.shift.Store(int64(c.start.Sub(c.scaled.Now()))) })
+	return c.scaled.Now().Add(time.Duration(c.shift.Load()))
+}
 
-// boundaryLead bounds how long before the boundary the clock starts (seed
-// time): later than the kit's set-up (a few hundred ms real at x1200 is a
-// few seed minutes), sooner than the first redeliveries.
+// boundaryLead bounds how long before the boundary the clock's first
+// reading is (seed time): sooner than the first redeliveries (the ack wait
+// is 2 minutes, CO-3.1's horizon 11).
 const (
-	minLead = 5 * time.Minute
-	maxLead = 10 * time.Minute
+	minLead = 3 * time.Minute
+	maxLead = 9 * time.Minute
 )
 
 // startClock draws the clock's start for the rule: before a boundary of
 // any class, or (midnight) one that is at least a day boundary.
-func (w *world) startClock(c *sinks.Scaled, midnight bool) calendarClock {
+func (w *world) startClock(c *sinks.Scaled, midnight bool) *calendarClock {
 	g := gen.Calendar()
 	if midnight {
 		g = gen.Midnight()
@@ -42,10 +52,9 @@ func (w *world) startClock(c *sinks.Scaled, midnight bool) calendarClock {
 	edge := gen.Draw(w.src, g)
 	lead := minLead + time.Duration(w.src.Rand().Int64N(int64(maxLead-minLead)))
 	start := edge.At.Add(-lead)
-	cc := calendarClock{Scaled: c, shift: start.Sub(c.Now())}
 	w.edge = edge
-	w.ev.Figure("consumer clock start", start.Format(time.RFC3339), fmt.Sprintf("%s of seed time before a %s boundary (%s)", lead.Round(time.Second), edge.Class, edge.At.Format(time.RFC3339)))
-	return cc
+	w.ev.Figure("consumer clock start", start.Format(time.RFC3339), fmt.Sprintf("its first reading: %s of seed time before a %s boundary (%s)", lead.Round(time.Second), edge.Class, edge.At.Format(time.RFC3339)))
+	return &calendarClock{scaled: c, start: start}
 }
 
 // crossed reports whether the boundary lies after a and at or before b.

@@ -37,7 +37,7 @@ type inproc struct {
 	topic     string
 	group     string
 	clock     *sinks.Scaled
-	now       calendarClock // what the consumer and the sinks read: clock, from a drawn instant
+	now       *calendarClock // what the consumer and the sinks read: clock, from a drawn instant
 	index     *sinks.MemIndex
 	notifier  *sinks.MemNotifier
 	dir       string

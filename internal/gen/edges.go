@@ -100,4 +100,3 @@ func calendarEdges() []*rapid.Generator[CalendarEdge] {
 		}),
 	}
 }
-

@@ -16,7 +16,7 @@ import (
 // replays: the oldest, then a seeded sample of every age.
 const (
 	defaultDistinct        = 2000
-	defaultServiceDistinct = 300
+	defaultServiceDistinct = 1000
 	capacityBatch          = 100
 	replayOldest           = 100
 	replaySampled          = 100

@@ -20,6 +20,11 @@ const (
 	capacityBatch          = 100
 	replayOldest           = 100
 	replaySampled          = 100
+	// capacityBudget bounds the distinct phase on a slow broker: past it
+	// (and past capacityFloor events) the kit stops handing new events and
+	// the evidence states the reach it got.
+	capacityBudget = 10 * time.Second
+	capacityFloor  = 500
 )
 
 // registerCapacity registers CO-5.2: many distinct events, then replays
@@ -34,23 +39,28 @@ func registerCapacity(s *spec.Set, t Target) {
 				n = defaultServiceDistinct
 			}
 		}
-		events := make([]co.Event, n)
-		handledAt := make([]time.Time, n) // real time the event's batch was acked
-		var clockAt []time.Time           // the consumer's clock then, in process
-		for i := range events {
-			events[i] = h.event(fmt.Sprintf("m-d%d", i+1), 1)
-		}
-		keep := map[string]bool{} // the messages whose ops stay in the timeline
+		events := make([]co.Event, 0, n)
+		handledAt := make([]time.Time, 0, n) // real time the event's batch was acked
+		var clockAt []time.Time              // the consumer's clock then, in process
+		keep := map[string]bool{}            // the messages whose ops stay in the timeline
+		began, planned := time.Now(), n
 		for start := 0; start < n; start += capacityBatch {
+			if start >= capacityFloor && time.Since(began) > capacityBudget {
+				n = start
+				r.Ev.Notef("the distinct phase stopped at %d of %d events after %s (its time budget): a slow broker", n, planned, capacityBudget)
+				break
+			}
 			end := min(start+capacityBatch, n)
-			for _, e := range events[start:end] {
+			for i := start; i < end; i++ {
+				e := h.event(fmt.Sprintf("m-d%d", i+1), 1)
+				events = append(events, e)
 				h.publish(e, e.EventID)
 			}
 			h.settle()
 			now := time.Now()
 			for i := start; i < end; i++ {
 				h.model.apply(events[i])
-				handledAt[i] = now
+				handledAt = append(handledAt, now)
 				if h.clockNow != nil {
 					clockAt = append(clockAt, h.clockNow())
 				}

@@ -54,16 +54,25 @@ func registerSchedule(s *spec.Set, t Target) {
 		if h.tr.killsAnywhere() {
 			killAnywhere(r, steps)
 		}
-		for _, st := range steps {
+		for i, st := range steps {
 			if r.Context().Err() != nil {
 				r.Unknown("the rule's deadline came during the schedule (seed %d)", seed)
 			}
 			h.play(st)
+			// Judged along the way too: a broken consumer fails at the first
+			// checkpoint after its defect shows, with a shorter history.
+			if n := i + 1; n%scheduleCheckpoint == 0 && n < len(steps) {
+				h.expectModel(fmt.Sprintf("the seeded schedule (seed %d; Target.Seed re-runs it), after step %d of %d", seed, n, len(steps)))
+			}
 		}
 		h.expectModel(fmt.Sprintf("the seeded schedule (seed %d; Target.Seed re-runs it)", seed))
 		r.Ev.Notef("%d events (seed %d): every sink equals the model, every (message, version, scope) effect counted exactly once", events, seed)
 	})
 }
+
+// scheduleCheckpoint is how many steps CO-5.1 plays between two
+// comparisons of the sinks with the model.
+const scheduleCheckpoint = 25
 
 // pAnyKill is the chance that a step also kills a random worker at a
 // random moment (0 to 40 ms after its publish), wherever it is: inside its
@@ -103,7 +112,7 @@ const (
 	pNewMsg   = 0.40 // a new event is the first version of a new message (else an edit)
 	pLate     = 0.15 // an edit is withheld and first delivered 1 to 4 steps after the next version
 	pCrash    = 0.12 // a step arms a crash
-	pAgain    = 0.30 // a crash is armed twice: the take-over crashes too
+	pAgain    = 0.20 // a crash is armed twice: the take-over crashes too
 	pLoseAck  = 0.06 // a step without a crash loses its first ack
 	pAckFault = 0.06 // a step without a crash or lost ack fails its first ack (half an error, half a timeout)
 )

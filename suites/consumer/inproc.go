@@ -159,7 +159,7 @@ func (h *inproc) expectStarts() {
 	if strings.Contains(errs[0], "did not return within") {
 		h.r.Unknown("the consumer's factory blocked: %s", errs[0])
 	}
-	h.r.Expect(errs).To(gomega.BeEmpty(), "the consumer's factory failed to start an instance (%d times): %s", len(errs), errs[0])
+	h.r.Expect(errs).To(gomega.BeEmpty(), "the consumer's factory failed to start an instance %d time(s): %s", len(errs), errs[0])
 }
 
 // judging calls Reconcile on a fresh instance after crashes, if the
@@ -268,7 +268,7 @@ func (h *inproc) work(name string) {
 				h.noteErr("starting an instance: " + err.Error())
 				if fe := (*factoryError)(nil); errors.As(err, &fe) {
 					h.mu.Lock()
-					h.startErrs = append(h.startErrs, fmt.Sprintf("%s: %s", name, fe.msg))
+					h.startErrs = append(h.startErrs, fe.msg)
 					h.mu.Unlock()
 				}
 				sleep(h.ctx, 50*time.Millisecond)
@@ -319,16 +319,19 @@ func (h *inproc) startInstance(worker string) (*instance, error) {
 	inst := &instance{h: h, name: name, mc: mc, store: store, ctx: ictx, cancel: cancel, gone: make(chan struct{})}
 	env := co.Env{Worker: name, Rule: h.r.ID, Index: &kitIndex{inst}, Notifier: &kitNotifier{inst}, Store: &kitStore{inst}, Clock: h.now}
 	var c co.Consumer
-	ferr := h.bounded(ictx, fmt.Sprintf("the factory called for %s", name), func() (err error) {
+	ferr := h.bounded(ictx, "the factory", func() (err error) {
 		c, err = h.t.New(ictx, env)
-		if err == nil && c == nil {
-			err = fmt.Errorf("it returned no consumer and no error")
+		switch {
+		case err != nil:
+			return fmt.Errorf("the factory returned an error: %w", err)
+		case c == nil:
+			return errors.New("the factory returned no consumer and no error")
 		}
-		return err
+		return nil
 	})
 	if ferr != nil {
 		h.end(inst)
-		return nil, &factoryError{msg: "the factory failed: " + ferr.Error()}
+		return nil, &factoryError{msg: fmt.Sprintf("%s: %v", name, ferr)}
 	}
 	inst.c = c
 	h.rec.Note(name, "start", "", "new instance")
@@ -508,7 +511,7 @@ func (h *inproc) reconcile() (out string) {
 	inst, err := h.startInstance("reconciler")
 	if fe := (*factoryError)(nil); errors.As(err, &fe) {
 		h.mu.Lock()
-		h.startErrs = append(h.startErrs, "reconciler: "+fe.msg)
+		h.startErrs = append(h.startErrs, fe.msg)
 		h.mu.Unlock()
 		h.expectStarts()
 	}

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -40,10 +41,11 @@ func TestModelDiffNamesEveryKind(t *testing.T) {
 	m := newModel([]string{co.ScopeIndex, co.ScopeNotify})
 	m.apply(co.NewEvent("m-9", 1))
 	m.apply(co.NewEvent("m-9", 2))
+	b1, b2 := co.NewEvent("m-9", 1).Body, co.NewEvent("m-9", 2).Body
 	effects := []sinks.Effect{
-		{Scope: co.ScopeIndex, MessageID: "m-9", Version: 1},
-		{Scope: co.ScopeIndex, MessageID: "m-9", Version: 2},
-		{Scope: co.ScopeIndex, MessageID: "m-9", Version: 1}, // stale overwrite
+		{Scope: co.ScopeIndex, MessageID: "m-9", Version: 1, Body: b1},
+		{Scope: co.ScopeIndex, MessageID: "m-9", Version: 2, Body: b2},
+		{Scope: co.ScopeIndex, MessageID: "m-9", Version: 1, Body: b1}, // stale overwrite
 		{Scope: co.ScopeNotify, MessageID: "m-9", Version: 1},
 		{Scope: co.ScopeNotify, MessageID: "m-9", Version: 1}, // duplicate; v2 lost
 		{Scope: co.ScopeNotify, MessageID: "m-0", Version: 1}, // never published
@@ -75,6 +77,14 @@ func TestModelDiffNamesEveryKind(t *testing.T) {
 	}
 	if got := m.diff(effects[:2], map[string]co.Doc{"m-9": m.final["m-9"]}); len(got) != 2 {
 		t.Errorf("diff of a partly right run: %v", got)
+	}
+	// Every index write is checked, not only the final document: a write
+	// of v1 with v2's body is named, once, even when a later write fixed it.
+	mixed := []sinks.Effect{{Scope: co.ScopeIndex, MessageID: "m-9", Version: 1, Body: b2}, effects[1], effects[3], {Scope: co.ScopeNotify, MessageID: "m-9", Version: 2}}
+	got = m.diff(mixed, map[string]co.Doc{"m-9": m.final["m-9"]})
+	if len(got) != 1 || !got[0].Body || got[0].what() != "write with another body" ||
+		got[0].String() != fmt.Sprintf("(m-9,v1,search-index): a write with another body than the event's (wrote %q, want %q)", b2, b1) {
+		t.Errorf("a write with another body: %v", got)
 	}
 }
 
@@ -187,14 +197,14 @@ func TestSupersededWriteMayBeSkipped(t *testing.T) {
 	v1, v2 := co.NewEvent("m-1", 1), co.NewEvent("m-1", 2)
 	m.apply(v1)
 	m.apply(v2)
-	only2 := []sinks.Effect{{Scope: co.ScopeIndex, MessageID: "m-1", Version: 2}}
+	only2 := []sinks.Effect{{Scope: co.ScopeIndex, MessageID: "m-1", Version: 2, Body: v2.Body}}
 	if d := m.diff(only2, map[string]co.Doc{"m-1": {ID: "m-1", Version: 2, Body: v2.Body}}); len(d) != 0 {
 		t.Errorf("skipped superseded write judged wrong: %v", d)
 	}
 	if d := m.diff(nil, map[string]co.Doc{"m-1": {ID: "m-1", Version: 1, Body: v1.Body}}); len(d) == 0 {
 		t.Error("a final document at the older version judged right")
 	}
-	twice := append(only2, sinks.Effect{Scope: co.ScopeIndex, MessageID: "m-1", Version: 1}, sinks.Effect{Scope: co.ScopeIndex, MessageID: "m-1", Version: 1})
+	twice := append(only2, sinks.Effect{Scope: co.ScopeIndex, MessageID: "m-1", Version: 1, Body: v1.Body}, sinks.Effect{Scope: co.ScopeIndex, MessageID: "m-1", Version: 1, Body: v1.Body})
 	if d := m.diff(twice, map[string]co.Doc{"m-1": {ID: "m-1", Version: 2, Body: v2.Body}}); len(d) == 0 {
 		t.Error("two writes of a superseded version judged right")
 	}

@@ -23,8 +23,8 @@ const (
 	// capacityBudget bounds the distinct phase on a slow broker: past it
 	// (and past capacityFloor events) the kit stops handing new events and
 	// the evidence states the reach it got.
-	capacityBudget = 10 * time.Second
-	capacityFloor  = 500
+	capacityBudget = 4 * time.Second
+	capacityFloor  = 1000
 )
 
 // registerCapacity registers CO-5.2: many distinct events, then replays

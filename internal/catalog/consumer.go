@@ -49,11 +49,15 @@ func init() {
 			"回包丢失又会让调用方对已发生的成功保持未知。 在需要可恢复的消费者路径里，通常选择先完成可幂等副作用，再按 broker 协议 ACK，接受可能重投。 The kit fails the first index write and the first notification of an event, with an error before it takes effect or a deadline error after it did: the delivery must not be acked with the failure unresolved, and each effect ends up there exactly once.", srcConfirm, CapConsumerNak),
 		co("CO-2.5", Must, Requirement, "a crash at any step of handling one delivery gives exactly one effect per scope",
 			"因此一般不能靠调整两行代码顺序同时获得“绝不漏”和“绝不重”。 The kit records the calls of one clean delivery, then crashes a fresh event at each of them in turn (before the de-dupe check, between the check and the record, between the record and each effect, between scopes, before the ack) and after the last one (after the ack); each point is a named case, and after the redelivery (and Reconcile, if the consumer has one) each scope shows exactly one effect.", srcCrash, CapConsumerNak),
+		co("CO-2.6", Must, Requirement, "an ack that fails (an error while the instance lives, a timeout after the broker took it) undoes no effect and repeats none",
+			"若 ACK 请求本身在网络中丢失，W1 也可能不知道 broker 是否已记录，仍需允许后来重投。 The kit fails the ack of a handled event as brokers' acks fail: with an error before the broker took it (the broker redelivers after its ack wait) and with a deadline error after it did (it will not); then replays each event. Each scope shows exactly one effect: the effects done before the ack stay done, and neither the redelivery nor the replay repeats them.", srcCrash, CapConsumerAckWait),
 		co("CO-3.1", Must, Requirement, "the de-dupe horizon covers the redelivery horizon",
 			"消费者去重记录只保留 10 分钟……在 t=11 分钟把 E9 再交给 W2……若去重记录已过期，W2 查不到“之前处理过”，就可能再次做外部效果。 Run on a scaled clock; a second effect fails the rule.", srcExpiry),
 		co("CO-4.1", Must, Requirement, "outbox: a crash between commit and publish still delivers the event once; a rollback publishes nothing",
 			"业务消息与待发布记录在同一个本地数据库事务里，然后转发、重试和消费者幂等。 A crash of the writer or relay between commit and publish still delivers the event, exactly once after de-dupe; a rolled-back transaction publishes nothing.", srcOutbox, CapOutbox),
 		co("CO-5.1", Must, Requirement, "a randomized schedule of redeliveries, edits, stale replays and crashes ends equal to the model",
 			"每个有副作用的消费者都应在自己的持久边界内记录稳定输入身份. A seeded schedule of at least 200 events ends with every sink equal to the model and every (message, version, scope) effect counted exactly once.", srcDownstream, CapConsumerAckWait, CapConsumerNak),
+		co("CO-5.2", Must, Requirement, "thousands of distinct events, then redeliveries reaching back to the oldest: no second effect (the de-dupe store has no capacity that shows)",
+			"每个有副作用的消费者都应在自己的持久边界内记录稳定输入身份. The kit hands the consumer thousands of distinct events in process (a thousand to a service), across a calendar boundary of its clock, then replays the oldest and a sample of every age: a de-dupe store with a capacity, an eviction policy or a record kept per calendar day makes a second effect. The evidence states the reach: how many events and how much time back the oldest replay came.", srcDownstream),
 	)
 }

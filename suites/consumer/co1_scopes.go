@@ -59,7 +59,7 @@ func registerScopes(s *spec.Set, t Target) {
 		h.play(step{kind: stepNew, event: v2})
 		h.play(step{kind: stepReplay, event: v1})
 		h.expectModel("a stale replay of " + v1.EventID + " after " + v2.EventID)
-		r.Ev.Notef("the stale replay of %s left the index at v2 and made no effect", v1.EventID)
+		r.Ev.Notef("the stale replay of %s left the index at %s and made no effect", v1.EventID, v2.EventID)
 	})
 
 	s.It("CO-1.5", func(r *spec.R) {

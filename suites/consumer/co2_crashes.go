@@ -121,7 +121,32 @@ func registerCrashes(s *spec.Set, t Target) {
 			h.expectModel(name + " of " + e.EventID)
 		}
 		r.Ev.Figure("crash points exercised", cases, "")
-		r.Ev.Notef("a crash at each of the %d steps of one delivery, and after the last, left every effect exactly once", len(calls))
+		// Edits and take-overs: an edit (version 2 of a message whose
+		// version 1 was handled) crashes just before its effect of each
+		// scope, and so does the delivery that takes the dead instance's
+		// work over; a take-over must ask whether this version's effect is
+		// there, not whether the message has one.
+		takeovers := 0
+		for i, scope := range t.Declared.Scopes {
+			m := fmt.Sprintf("m-edit-%d", i+1)
+			v1, v2 := h.event(m, 1), h.event(m, 2)
+			h.play(step{kind: stepNew, event: v1})
+			p := tripwire{point: beforeEffect, event: v2.EventID, scope: scope}
+			// The first scope's take-over crashes too (a lease each: keep it to one).
+			h.play(step{kind: stepNew, event: v2, crash: &p, again: i == 0})
+			fired := h.fired(v2.EventID)
+			if fired == 0 {
+				r.Ev.Notef("case edit %s: the consumer made no %s call to crash before", v2.EventID, scope)
+				continue
+			}
+			cases++
+			takeovers += fired - 1
+			name := fmt.Sprintf("crash before the %s effect of the edit %s (after %s), and %d more in its take-over", scope, v2.EventID, v1.EventID, fired-1)
+			r.Ev.Notef("case %q", name)
+			h.expectModel(name)
+		}
+		r.Ev.Figure("take-overs crashed", takeovers, "deliveries that took a dead instance's claim of an edit over and crashed before its effect too")
+		r.Ev.Notef("a crash at each of the %d steps of one delivery, and after the last, and before each effect of an edit and of its take-over, left every effect exactly once", len(calls))
 	})
 }
 

@@ -14,11 +14,11 @@ func registerHorizon(s *spec.Set, t Target) {
 		if t.Service != nil {
 			r.NotApplicable("a consumer service is a black box running on its own clock: the kit cannot run its de-dupe record lifetime faster, and a redelivery %s after the first handling would take %s of real time", t.Timing.RedeliveryHorizon, t.Timing.RedeliveryHorizon)
 		}
-		h := openInproc(r, t)
+		h := openInproc(r, t, openOpts{midnight: true})
 		e := h.event("m-9", 1)
 		h.play(step{kind: stepNew, event: e})
 		h.expectModel("the first handling of " + e.EventID)
-		handled := h.clock.Elapsed()
+		handled, handledAt := h.clock.Elapsed(), h.now.Now()
 		horizon := h.tm.RedeliveryHorizon
 		life := t.Declared.DedupeLifetime
 		if life > 0 {
@@ -45,6 +45,8 @@ func registerHorizon(s *spec.Set, t Target) {
 					horizon, came.Round(time.Second), life, h.clock.Real(came-horizon).Round(time.Millisecond), failure)
 			})
 		}
+		r.Ev.Figure("calendar boundary between the handling and the redelivery", h.crossed(handledAt, h.now.Now()),
+			fmt.Sprintf("%s boundary at %s on the consumer's clock", h.edge.Class, h.edge.At.Format(time.RFC3339)))
 		h.play(step{kind: stepReplay, event: e})
 		h.expectModel("a redelivery of " + e.EventID + " " + horizon.String() + " after it was handled (declared record lifetime " + lifeString(life) + ")")
 		r.Ev.Notef("the redelivery %s after the first handling made no second effect", horizon)

@@ -19,7 +19,7 @@ import (
 func registerOutbox(s *spec.Set, t Target) {
 	s.It("CO-4.1", func(r *spec.R) {
 		ctx := r.Context()
-		h := openInproc(r, t)
+		h := openInproc(r, t, openOpts{})
 		p := &process{h: h, path: filepath.Join(h.dir, "outbox.db")}
 		p.open(ctx)
 		r.DeferCleanup(func() { _ = p.close() })

@@ -8,33 +8,38 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/co"
+	"github.com/onceproof/tck/internal/gen"
 	"github.com/onceproof/tck/internal/spec"
 )
 
 func registerSchedule(s *spec.Set, t Target) {
 	s.It("CO-5.1", func(r *spec.R) {
-		seed := t.Seed
-		if seed == 0 {
-			seed = time.Now().UnixNano()
-		}
-		r.Ev.Figure("seed", seed, "")
 		h := open(r, t)
-		steps := schedule(seed, t.Events, h.suffix())
+		seed := h.seed
+		steps, edges := schedule(seed, t.Events, h.suffix())
 		kinds := map[stepKind]int{}
-		events, crashes, lost := 0, 0, 0
+		events, crashes, takeovers, lost, ackFaults := 0, 0, 0, 0, 0
 		for _, st := range steps {
 			kinds[st.kind]++
 			events += st.publishes()
 			if st.crash != nil {
 				crashes++
 			}
+			if st.again {
+				takeovers++
+			}
 			if st.loseAck {
 				lost++
+			}
+			if st.ackFault != "" {
+				ackFaults++
 			}
 		}
 		// The digest is of the schedule without the run's message suffix, so
 		// two runs of one seed show the same digest.
-		r.Ev.Figure("schedule digest", digest(schedule(seed, t.Events, "")), "")
+		plain, _ := schedule(seed, t.Events, "")
+		r.Ev.Figure("schedule digest", digest(plain), "")
+		r.Ev.Figure("message versions start at", edges.String(), "messages whose first version is just below a boundary of this class")
 		r.Ev.Figure("events published", events, "")
 		r.Ev.Figure("new events (first versions and edits)", kinds[stepNew], "")
 		r.Ev.Figure("replays (same event id, many stale)", kinds[stepReplay], "")
@@ -42,21 +47,32 @@ func registerSchedule(s *spec.Set, t Target) {
 		r.Ev.Figure("versions of one message handled at once by two workers", kinds[stepPair], "pairs")
 		r.Ev.Figure("late first deliveries (an older version first delivered after a newer one)", lateSteps(steps), "")
 		r.Ev.Figure("crashes armed", crashes, "")
+		r.Ev.Figure("take-overs crashed too", takeovers, "crashes armed twice: the redelivery that takes the dead instance's work over crashes at the same point")
 		r.Ev.Figure("acks lost", lost, "")
+		r.Ev.Figure("acks failed", ackFaults, "an error while the instance lives (the broker did not take it), or a timeout after the broker took it")
 		r.Ev.Figure("schedule frequencies", frequencies(), "")
 		if h.tr.killsAnywhere() {
 			killAnywhere(r, steps)
 		}
-		for _, st := range steps {
+		for i, st := range steps {
 			if r.Context().Err() != nil {
 				r.Unknown("the rule's deadline came during the schedule (seed %d)", seed)
 			}
 			h.play(st)
+			// Judged along the way too: a broken consumer fails at the first
+			// checkpoint after its defect shows, with a shorter history.
+			if n := i + 1; n%scheduleCheckpoint == 0 && n < len(steps) {
+				h.expectModel(fmt.Sprintf("the seeded schedule (seed %d; Target.Seed re-runs it), after step %d of %d", seed, n, len(steps)))
+			}
 		}
 		h.expectModel(fmt.Sprintf("the seeded schedule (seed %d; Target.Seed re-runs it)", seed))
 		r.Ev.Notef("%d events (seed %d): every sink equals the model, every (message, version, scope) effect counted exactly once", events, seed)
 	})
 }
+
+// scheduleCheckpoint is how many steps CO-5.1 plays between two
+// comparisons of the sinks with the model.
+const scheduleCheckpoint = 25
 
 // pAnyKill is the chance that a step also kills a random worker at a
 // random moment (0 to 40 ms after its publish), wherever it is: inside its
@@ -90,31 +106,39 @@ var crashPoints = []struct {
 
 // The schedule's frequencies, stated in CO-5.1's evidence.
 const (
-	pReplay  = 0.18 // a step replays a handled event (many stale)
-	pTwin    = 0.10 // a step publishes two copies of a new event for two workers
-	pPair    = 0.08 // a step publishes two new versions of one message for two workers (half with a copy of each)
-	pNewMsg  = 0.40 // a new event is the first version of a new message (else an edit)
-	pLate    = 0.15 // an edit is withheld and first delivered 1 to 4 steps after the next version
-	pCrash   = 0.12 // a step arms a crash
-	pLoseAck = 0.06 // a step without a crash loses its first ack
+	pReplay   = 0.18 // a step replays a handled event (many stale)
+	pTwin     = 0.10 // a step publishes two copies of a new event for two workers
+	pPair     = 0.08 // a step publishes two new versions of one message for two workers (half with a copy of each)
+	pNewMsg   = 0.40 // a new event is the first version of a new message (else an edit)
+	pLate     = 0.15 // an edit is withheld and first delivered 1 to 4 steps after the next version
+	pCrash    = 0.12 // a step arms a crash
+	pAgain    = 0.20 // a crash is armed twice: the take-over crashes too
+	pLoseAck  = 0.06 // a step without a crash loses its first ack
+	pAckFault = 0.06 // a step without a crash or lost ack fails its first ack (half an error, half a timeout)
 )
 
 func frequencies() string {
 	return fmt.Sprintf("per step: replay %.0f%%, twin %.0f%%, version pair %.0f%%, else new; new: %.0f%% a new message, else an edit, "+
-		"of which %.0f%% first delivered late (after the next version); crash %.0f%%; lost ack %.0f%% of the rest",
-		100*pReplay, 100*pTwin, 100*pPair, 100*pNewMsg, 100*pLate, 100*pCrash, 100*pLoseAck)
+		"of which %.0f%% first delivered late (after the next version); crash %.0f%% (%.0f%% of them twice: the take-over too); "+
+		"lost ack %.0f%% of the rest; failed ack %.0f%% of the rest",
+		100*pReplay, 100*pTwin, 100*pPair, 100*pNewMsg, 100*pLate, 100*pCrash, 100*pAgain, 100*pLoseAck, 100*pAckFault)
 }
 
 // schedule generates a seeded schedule of at least events broker messages:
 // first versions of new messages, edits (the next version), edits first
 // delivered late (after the version that follows them), two versions of one
 // message at once, replays of handled events (many of them stale), twin
-// copies, crashes at every point the kit controls, and lost acks. Message
-// ids end in suffix. The same seed gives the same schedule.
-func schedule(seed int64, events int, suffix string) []step {
+// copies, crashes at every point the kit controls (some of them again in
+// the take-over), lost acks and failed acks. Message ids end in suffix;
+// each message's first version is drawn just below a boundary (versions.go)
+// and the tally counts their classes. The same seed gives the same schedule.
+func schedule(seed int64, events int, suffix string) ([]step, gen.Tally) {
 	rnd := rand.New(rand.NewSource(seed))
+	vsrc := gen.NewSource(seed)
+	edges := gen.Tally{}
 	var steps []step
 	versions := map[string]int{}
+	starts := map[string]int{}
 	var msgs []string
 	var handled []co.Event
 	type withheld struct {
@@ -125,6 +149,13 @@ func schedule(seed int64, events int, suffix string) []step {
 	pick := func() string {
 		if len(msgs) == 0 || rnd.Float64() < pNewMsg {
 			m := fmt.Sprintf("m-%d%s", len(msgs)+1, suffix)
+			g := gen.VersionEdge()
+			if len(msgs)%2 == 0 {
+				g = gen.DigitEdge() // half the messages cross into one more digit
+			}
+			e := gen.Draw(vsrc, g)
+			starts[m] = int(e.Below)
+			edges.Add(e.Class)
 			msgs = append(msgs, m)
 			return m
 		}
@@ -132,7 +163,7 @@ func schedule(seed int64, events int, suffix string) []step {
 	}
 	next := func(m string) co.Event {
 		versions[m]++
-		return co.NewEvent(m, versions[m])
+		return co.NewEvent(m, starts[m]+versions[m]-1)
 	}
 	for n := 0; n < events || len(late) > 0; {
 		var s step
@@ -157,7 +188,7 @@ func schedule(seed int64, events int, suffix string) []step {
 			default:
 				m := pick()
 				e := next(m)
-				if e.Version > 1 && rnd.Float64() < pLate {
+				if e.Version > starts[m] && rnd.Float64() < pLate {
 					late = append(late, withheld{due: len(steps) + 1 + rnd.Intn(4), e: e})
 					e = next(m)
 				}
@@ -171,13 +202,19 @@ func schedule(seed int64, events int, suffix string) []step {
 			if cp.p == beforeCall || cp.p == afterCall {
 				s.crash.n = 1 + rnd.Intn(6)
 			}
+			s.again = rnd.Float64() < pAgain
 		} else if rnd.Float64() < pLoseAck {
 			s.loseAck = true
+		} else if rnd.Float64() < pAckFault {
+			s.ackFault = faultError
+			if rnd.Float64() < 0.5 {
+				s.ackFault = faultTimeout
+			}
 		}
 		steps = append(steps, s)
 		n += s.publishes()
 	}
-	return steps
+	return steps, edges
 }
 
 // late counts the steps that first deliver a version after a newer one of
@@ -201,9 +238,9 @@ func lateSteps(steps []step) int {
 func digest(steps []step) string {
 	f := fnv.New64a()
 	for _, s := range steps {
-		fmt.Fprintf(f, "%s %s %s %v %v", s.kind, s.event.EventID, s.older.EventID, s.dup, s.loseAck)
+		fmt.Fprintf(f, "%s %s %s %v %v %s", s.kind, s.event.EventID, s.older.EventID, s.dup, s.loseAck, s.ackFault)
 		if s.crash != nil {
-			fmt.Fprintf(f, " %s", s.crash)
+			fmt.Fprintf(f, " %s %v", s.crash, s.again)
 		}
 		fmt.Fprintln(f)
 	}

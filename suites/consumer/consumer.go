@@ -91,6 +91,8 @@ func newSet(t Target) *spec.Set {
 	registerHorizon(s, t)
 	registerOutbox(s, t)
 	registerSchedule(s, t)
+	registerCapacity(s, t)
+	registerAckFailures(s, t)
 	return s
 }
 

@@ -7,7 +7,8 @@ import "fmt"
 func PublishedBy(seed int64, events int) []string {
 	var ids []string
 	replays := 0
-	for _, s := range schedule(seed, max(events, 200), "") {
+	steps, _ := schedule(seed, max(events, 200), "")
+	for _, s := range steps {
 		switch s.kind {
 		case stepNew:
 			ids = append(ids, s.event.EventID)

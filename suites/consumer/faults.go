@@ -162,3 +162,40 @@ func (w *world) trace(event string) []string {
 	}
 	return c.trace()
 }
+
+// Acks that fail as brokers' acks do: an error while the instance lives
+// (the request never reached the broker, which redelivers after its ack
+// wait), or a timeout after the broker took it (it will not redeliver).
+// Either way the effects are done and must stay done: a consumer that
+// undoes them, or forgets its records, repeats or loses an effect.
+
+// failAck makes the next ack of event fail as kind.
+func (w *world) failAck(event string, kind faultKind) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ackFaults == nil {
+		w.ackFaults = map[string]faultKind{}
+	}
+	w.ackFaults[event] = kind
+	w.rec.Note("kit", "arm ack failure", event, string(kind))
+}
+
+// takeAckFault consumes the ack failure armed for event, if any.
+func (w *world) takeAckFault(event string) (faultKind, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	k, ok := w.ackFaults[event]
+	if ok {
+		delete(w.ackFaults, event)
+		w.acksFailed++
+	}
+	return k, ok
+}
+
+// ackError is what a failed ack returns.
+func ackError(kind faultKind) error {
+	if kind == faultTimeout {
+		return fmt.Errorf("onceproof: the ack's answer did not come within its deadline (the kit lost it; the broker took the ack): %w", context.DeadlineExceeded)
+	}
+	return fmt.Errorf("onceproof: the ack failed (the kit failed it before it reached the broker, which will redeliver)")
+}

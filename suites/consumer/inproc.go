@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,6 +37,7 @@ type inproc struct {
 	topic     string
 	group     string
 	clock     *sinks.Scaled
+	now       *calendarClock // what the consumer and the sinks read: clock, from a drawn instant
 	index     *sinks.MemIndex
 	notifier  *sinks.MemNotifier
 	dir       string
@@ -46,8 +48,9 @@ type inproc struct {
 	// Under world.mu:
 	panics    []string
 	blocked   []string
-	faultErrs int // Handle errors after a sink call the kit failed: expected
-	refused   int // calls by ended instances
+	startErrs []string // factory errors, panics and blocked calls
+	faultErrs int      // Handle errors after a sink call the kit failed: expected
+	refused   int      // calls by ended instances
 
 	instances atomic.Int32
 	inflight  atomic.Int32
@@ -58,7 +61,7 @@ type inproc struct {
 // openInproc builds the world for the rule r runs and starts the workers.
 // Everything is released by r's cleanups: the workers end, the topic is
 // deleted, the broker handle and the files go.
-func openInproc(r *spec.R, t Target) *inproc {
+func openInproc(r *spec.R, t Target, o openOpts) *inproc {
 	tm := t.Timing.withDefaults()
 	dir, err := os.MkdirTemp("", "onceproof-"+r.ID+"-")
 	if err != nil {
@@ -79,9 +82,16 @@ func openInproc(r *spec.R, t Target) *inproc {
 	h := &inproc{
 		world: w, tm: tm,
 		broker: b, topic: "co-" + strings.ReplaceAll(w.tag, ".", "-"), group: "consumer",
-		clock: clock, index: sinks.NewIndex(clock), notifier: sinks.NewNotifier(clock, tm.NotifyLatency),
-		dir: dir, storePath: filepath.Join(dir, "consumer-store.db"),
+		clock: clock,
+		dir:   dir, storePath: filepath.Join(dir, "consumer-store.db"),
 	}
+	h.now = w.startClock(clock, o.midnight)
+	w.clockNow, w.scale = h.now.Now, tm.Scale
+	latency := tm.NotifyLatency
+	if o.quickNotify {
+		latency = 0
+	}
+	h.index, h.notifier = sinks.NewIndex(h.now), sinks.NewNotifier(h.now, latency)
 	w.tr = h
 	w.words = wording{who: "consumer", settle: tm.Settle, poll: 2 * time.Millisecond}
 	r.DeferCleanup(func() { w.close(cancel) })
@@ -108,6 +118,7 @@ func (h *inproc) quiet() bool { return h.inflight.Load() == 0 }
 // evidence), one that panicked or returned errors fails with the panic or
 // error.
 func (h *inproc) unsettled(waiting []string) {
+	h.expectStarts()
 	h.mu.Lock()
 	blocked, panics := append([]string(nil), h.blocked...), append([]string(nil), h.panics...)
 	h.mu.Unlock()
@@ -132,9 +143,29 @@ func (h *inproc) unsettled(waiting []string) {
 
 func (h *inproc) stepped() {}
 
+// expectStarts fails the rule when the target's factory failed to build
+// an instance (an error, a panic) and makes it unknown when the factory
+// did not return: a consumer error of the rule, with the first one named,
+// never a crash of the test binary nor a hang of the rule.
+func (h *inproc) expectStarts() {
+	h.mu.Lock()
+	errs := append([]string(nil), h.startErrs...)
+	h.mu.Unlock()
+	if len(errs) == 0 {
+		return
+	}
+	h.ev.Figure("instances the factory failed to start", len(errs), "")
+	h.ev.Notef("factory: %s", errs[0])
+	if strings.Contains(errs[0], "did not return within") {
+		h.r.Unknown("the consumer's factory blocked: %s", errs[0])
+	}
+	h.r.Expect(errs).To(gomega.BeEmpty(), "the consumer's factory failed to start an instance %d time(s): %s", len(errs), errs[0])
+}
+
 // judging calls Reconcile on a fresh instance after crashes, if the
 // consumer has one (seed 002, 三: 除非另有对账/重建).
 func (h *inproc) judging() {
+	h.expectStarts()
 	h.mu.Lock()
 	crashed := h.crashes > h.reconciled
 	h.reconciled = h.crashes
@@ -235,6 +266,11 @@ func (h *inproc) work(name string) {
 				}
 				h.rec.Note(name, "start", "", "failed: "+err.Error())
 				h.noteErr("starting an instance: " + err.Error())
+				if fe := (*factoryError)(nil); errors.As(err, &fe) {
+					h.mu.Lock()
+					h.startErrs = append(h.startErrs, fe.msg)
+					h.mu.Unlock()
+				}
 				sleep(h.ctx, 50*time.Millisecond)
 				continue
 			}
@@ -257,11 +293,20 @@ func (h *inproc) work(name string) {
 	}
 }
 
+// factoryError is a start that failed in the target's factory (an error,
+// a panic, or a call that did not return): the consumer's error, unlike a
+// store or broker handle the kit could not open.
+type factoryError struct{ msg string }
+
+func (e *factoryError) Error() string { return e.msg }
+
 // startInstance opens a store handle and a broker connection and calls the
-// target's factory with the kit's wrappers around them.
-func (h *inproc) startInstance(worker string) (inst *instance, err error) {
+// target's factory with the kit's wrappers around them. A factory that
+// errs, panics or does not return within the handle deadline is a
+// *factoryError; the instance's handles are closed either way.
+func (h *inproc) startInstance(worker string) (*instance, error) {
 	name := fmt.Sprintf("%s#%d", worker, h.instances.Add(1))
-	store, err := sinks.OpenStore(h.storePath, h.clock)
+	store, err := sinks.OpenStore(h.storePath, h.now)
 	if err != nil {
 		return nil, err
 	}
@@ -271,24 +316,66 @@ func (h *inproc) startInstance(worker string) (inst *instance, err error) {
 		return nil, err
 	}
 	ictx, cancel := context.WithCancel(h.ctx)
-	inst = &instance{h: h, name: name, mc: mc, store: store, ctx: ictx, cancel: cancel, gone: make(chan struct{})}
-	env := co.Env{Worker: name, Rule: h.r.ID, Index: &kitIndex{inst}, Notifier: &kitNotifier{inst}, Store: &kitStore{inst}, Clock: h.clock}
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("the factory panicked: %v", p)
+	inst := &instance{h: h, name: name, mc: mc, store: store, ctx: ictx, cancel: cancel, gone: make(chan struct{})}
+	env := co.Env{Worker: name, Rule: h.r.ID, Index: &kitIndex{inst}, Notifier: &kitNotifier{inst}, Store: &kitStore{inst}, Clock: h.now}
+	var c co.Consumer
+	ferr := h.bounded(ictx, "the factory", func() (err error) {
+		c, err = h.t.New(ictx, env)
+		switch {
+		case err != nil:
+			return fmt.Errorf("the factory returned an error: %w", err)
+		case c == nil:
+			return errors.New("the factory returned no consumer and no error")
 		}
-		if err != nil {
-			h.end(inst)
-			inst = nil
-		}
-	}()
-	c, err := h.t.New(ictx, env)
-	if err != nil {
-		return nil, fmt.Errorf("the factory failed: %w", err)
+		return nil
+	})
+	if ferr != nil {
+		h.end(inst)
+		return nil, &factoryError{msg: fmt.Sprintf("%s: %v", name, ferr)}
 	}
 	inst.c = c
 	h.rec.Note(name, "start", "", "new instance")
 	return inst, nil
+}
+
+// bounded runs a call of the consumer's own (its factory, its Reconcile)
+// in a goroutine, so a panic in it is its error and a call that does not
+// return within the handle deadline (counted in the kit's scheduled time)
+// is abandoned with an error saying so: never a crash of the test binary
+// nor a worker stuck for the rest of the rule.
+func (h *inproc) bounded(ctx context.Context, what string, f func() error) error {
+	done := make(chan error, 1)
+	h.handlers.Add(1)
+	go func() {
+		defer h.handlers.Done()
+		defer func() {
+			if p := recover(); p != nil {
+				done <- fmt.Errorf("%s panicked: %v", what, p)
+			}
+		}()
+		done <- f()
+	}()
+	timer := time.NewTimer(h.tm.HandleDeadline)
+	defer timer.Stop()
+	start := time.Now()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+			return fmt.Errorf("%s was abandoned: the rule ended", what)
+		case <-timer.C:
+			if over, left := overdue(start, h.tm.HandleDeadline); !over {
+				timer.Reset(left)
+				continue
+			}
+			msg := fmt.Sprintf("%s did not return within %s", what, h.tm.HandleDeadline)
+			h.mu.Lock()
+			h.blocked = append(h.blocked, msg)
+			h.mu.Unlock()
+			return errors.New(msg)
+		}
+	}
 }
 
 // end ends an instance as a crash would: its context is cancelled, it can
@@ -349,7 +436,7 @@ func (h *inproc) deliver(inst *instance, d mq.Delivery) bool {
 		return false
 	case o.err != nil:
 		h.rec.Note(inst.name, "error", m.ID, o.err.Error())
-		if kd.faulted() {
+		if kd.faulted() || kd.ackFailed.Load() {
 			// The kit failed a sink call of this delivery: an error is the right answer.
 			h.mu.Lock()
 			h.faultErrs++
@@ -422,6 +509,12 @@ func (h *inproc) handle(inst *instance, kd *kitDelivery) (o handled, ok bool) {
 // and returns what it did ("" when the consumer has no Reconcile).
 func (h *inproc) reconcile() (out string) {
 	inst, err := h.startInstance("reconciler")
+	if fe := (*factoryError)(nil); errors.As(err, &fe) {
+		h.mu.Lock()
+		h.startErrs = append(h.startErrs, fe.msg)
+		h.mu.Unlock()
+		h.expectStarts()
+	}
 	if err != nil {
 		h.r.Unknown("starting an instance to reconcile: %v", err)
 	}
@@ -430,13 +523,8 @@ func (h *inproc) reconcile() (out string) {
 	if !ok {
 		return ""
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			out = fmt.Sprintf("Reconcile panicked: %v", p)
-		}
-	}()
 	op := h.rec.Invoke(inst.name, "reconcile", "")
-	if err := rc.Reconcile(inst.ctx); err != nil {
+	if err := h.bounded(inst.ctx, "Reconcile", func() error { return rc.Reconcile(inst.ctx) }); err != nil {
 		op.Info(err.Error())
 		return "Reconcile on a fresh instance failed: " + err.Error()
 	}

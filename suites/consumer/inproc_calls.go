@@ -23,7 +23,9 @@ type kitDelivery struct {
 	e        co.Event
 	brokerID string
 	settled  atomic.Bool
-	calls    // what it called, and the effect calls that failed and were not called again
+	// ackFailed: the kit failed its ack, so a Handle error is the right answer.
+	ackFailed atomic.Bool
+	calls     // what it called, and the effect calls that failed and were not called again
 }
 
 func (k *kitDelivery) Event() co.Event { return k.e }
@@ -39,9 +41,19 @@ func (k *kitDelivery) Ack(ctx context.Context) error {
 	if left := k.left(); len(left) > 0 {
 		h.ackedAfterFailure(inst.name, k.brokerID, left)
 	}
-	if h.takeLostAck(k.e.EventID) {
+	fk, failing := h.takeAckFault(k.e.EventID)
+	switch {
+	case failing && fk == faultError:
+		k.ackFailed.Store(true)
+		err := ackError(fk)
+		h.rec.Note(inst.name, "ack", k.brokerID, "failed by the kit: "+err.Error())
+		if lerr := inst.leave(k, n, "ack", "", k.e.EventID, ""); lerr != nil {
+			return lerr
+		}
+		return err
+	case h.takeLostAck(k.e.EventID):
 		h.rec.Note(inst.name, "ack", k.brokerID, "lost by the kit: the broker never sees it")
-	} else {
+	default:
 		op := h.rec.Invoke(inst.name, "ack", k.brokerID)
 		if err := k.d.Ack(ctx); err != nil {
 			op.Info(err.Error())
@@ -52,6 +64,15 @@ func (k *kitDelivery) Ack(ctx context.Context) error {
 		}
 		op.OK("confirmed")
 		h.markAcked(k.brokerID)
+		if failing {
+			k.ackFailed.Store(true)
+			err := ackError(fk)
+			h.rec.Note("kit", "lose answer", k.brokerID, "the broker took the ack; the consumer gets a deadline error")
+			if lerr := inst.leave(k, n, "ack", afterAck, k.e.EventID, ""); lerr != nil {
+				return lerr
+			}
+			return err
+		}
 	}
 	return inst.leave(k, n, "ack", afterAck, k.e.EventID, "")
 }

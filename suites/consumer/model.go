@@ -42,12 +42,13 @@ type model struct {
 	expected map[effectKey]int
 	optional map[effectKey]bool // superseded index writes: 0 is as good as the expected 1
 	final    map[string]co.Doc
+	bodies   map[effectKey]string // the body of each (message, version) seen, under ScopeIndex
 }
 
 // newModel models a consumer declaring scopes.
 func newModel(scopes []string) *model {
 	m := &model{scopes: map[string]bool{}, seen: map[string]bool{}, newest: map[string]int{},
-		expected: map[effectKey]int{}, optional: map[effectKey]bool{}, final: map[string]co.Doc{}}
+		expected: map[effectKey]int{}, optional: map[effectKey]bool{}, final: map[string]co.Doc{}, bodies: map[effectKey]string{}}
 	for _, s := range scopes {
 		m.scopes[s] = true
 	}
@@ -65,6 +66,7 @@ func (m *model) apply(e co.Event) {
 	}
 	if m.scopes[co.ScopeIndex] {
 		k := effectKey{e.MessageID, e.Version, co.ScopeIndex}
+		m.bodies[k] = e.Body
 		if old := m.newest[e.MessageID]; e.Version > old {
 			if old > 0 {
 				m.optional[effectKey{e.MessageID, old, co.ScopeIndex}] = true
@@ -88,10 +90,13 @@ type difference struct {
 	// at the wanted version differs in its body.
 	Document          bool
 	WantBody, GotBody string
-	// Otherwise Version and Scope name the effect, Want and Got count it.
+	// Otherwise Version and Scope name the effect, Want and Got count it;
+	// or, with Body, an index write of the version carried GotBody, not
+	// the event's body WantBody.
 	Version   int
 	Scope     string
 	Want, Got int
+	Body      bool
 }
 
 // what names the kind of difference.
@@ -105,6 +110,8 @@ func (d difference) what() string {
 		return "stale version won"
 	case d.Document:
 		return "document differs"
+	case d.Body:
+		return "write with another body"
 	case d.Got == 0:
 		return "effect lost"
 	case d.Got > d.Want && d.Want > 0:
@@ -115,6 +122,10 @@ func (d difference) what() string {
 }
 
 func (d difference) String() string {
+	if d.Body {
+		k := effectKey{d.MessageID, d.Version, d.Scope}
+		return fmt.Sprintf("%s: a write with another body than the event's (wrote %q, want %q)", k, d.GotBody, d.WantBody)
+	}
 	if !d.Document {
 		k := effectKey{d.MessageID, d.Version, d.Scope}
 		return fmt.Sprintf("%s: %s (want %d, got %d)", k, d.what(), d.Want, d.Got)
@@ -133,12 +144,22 @@ func (d difference) String() string {
 
 // diff compares observed effects and index documents with the model, in a
 // stable order: documents first ("a stale version won" says more than the
-// effect count it also shows up in), then effects by (message, version, scope).
+// effect count it also shows up in), then index writes whose body is not
+// their event's (in the order written), then effect counts by (message,
+// version, scope).
 func (m *model) diff(effects []sinks.Effect, docs map[string]co.Doc) []difference {
 	out := m.diffDocs(docs)
 	got := map[effectKey]int{}
+	wrong := map[effectKey]bool{}
 	for _, e := range effects {
-		got[effectKey{e.MessageID, e.Version, e.Scope}]++
+		k := effectKey{e.MessageID, e.Version, e.Scope}
+		got[k]++
+		// Every index write is checked, not only the final document: a
+		// write of (message, version) carries that event's body.
+		if body, ok := m.bodies[k]; ok && e.Scope == co.ScopeIndex && e.Body != body && !wrong[k] {
+			wrong[k] = true
+			out = append(out, difference{MessageID: k.messageID, Version: k.version, Scope: k.scope, Body: true, WantBody: body, GotBody: e.Body})
+		}
 	}
 	keys := slices.Collect(maps.Keys(m.expected))
 	for k := range got {

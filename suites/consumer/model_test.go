@@ -1,10 +1,12 @@
 package consumer
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/onceproof/tck/co"
+	"github.com/onceproof/tck/internal/gen"
 	"github.com/onceproof/tck/internal/sinks"
 )
 
@@ -39,10 +41,11 @@ func TestModelDiffNamesEveryKind(t *testing.T) {
 	m := newModel([]string{co.ScopeIndex, co.ScopeNotify})
 	m.apply(co.NewEvent("m-9", 1))
 	m.apply(co.NewEvent("m-9", 2))
+	b1, b2 := co.NewEvent("m-9", 1).Body, co.NewEvent("m-9", 2).Body
 	effects := []sinks.Effect{
-		{Scope: co.ScopeIndex, MessageID: "m-9", Version: 1},
-		{Scope: co.ScopeIndex, MessageID: "m-9", Version: 2},
-		{Scope: co.ScopeIndex, MessageID: "m-9", Version: 1}, // stale overwrite
+		{Scope: co.ScopeIndex, MessageID: "m-9", Version: 1, Body: b1},
+		{Scope: co.ScopeIndex, MessageID: "m-9", Version: 2, Body: b2},
+		{Scope: co.ScopeIndex, MessageID: "m-9", Version: 1, Body: b1}, // stale overwrite
 		{Scope: co.ScopeNotify, MessageID: "m-9", Version: 1},
 		{Scope: co.ScopeNotify, MessageID: "m-9", Version: 1}, // duplicate; v2 lost
 		{Scope: co.ScopeNotify, MessageID: "m-0", Version: 1}, // never published
@@ -75,6 +78,14 @@ func TestModelDiffNamesEveryKind(t *testing.T) {
 	if got := m.diff(effects[:2], map[string]co.Doc{"m-9": m.final["m-9"]}); len(got) != 2 {
 		t.Errorf("diff of a partly right run: %v", got)
 	}
+	// Every index write is checked, not only the final document: a write
+	// of v1 with v2's body is named, once, even when a later write fixed it.
+	mixed := []sinks.Effect{{Scope: co.ScopeIndex, MessageID: "m-9", Version: 1, Body: b2}, effects[1], effects[3], {Scope: co.ScopeNotify, MessageID: "m-9", Version: 2}}
+	got = m.diff(mixed, map[string]co.Doc{"m-9": m.final["m-9"]})
+	if len(got) != 1 || !got[0].Body || got[0].what() != "write with another body" ||
+		got[0].String() != fmt.Sprintf("(m-9,v1,search-index): a write with another body than the event's (wrote %q, want %q)", b2, b1) {
+		t.Errorf("a write with another body: %v", got)
+	}
 }
 
 func TestDocumentDifferences(t *testing.T) {
@@ -98,7 +109,8 @@ func TestDocumentDifferences(t *testing.T) {
 }
 
 func TestScheduleIsSeededAndRich(t *testing.T) {
-	a, b := schedule(42, 200, ""), schedule(42, 200, "")
+	a, edges := schedule(42, 200, "")
+	b, _ := schedule(42, 200, "")
 	if digest(a) != digest(b) || len(a) != len(b) {
 		t.Fatal("same seed, different schedules")
 	}
@@ -107,11 +119,12 @@ func TestScheduleIsSeededAndRich(t *testing.T) {
 			t.Fatalf("step %d differs", i)
 		}
 	}
-	if digest(schedule(43, 200, "")) == digest(a) {
+	if c, _ := schedule(43, 200, ""); digest(c) == digest(a) {
 		t.Error("seeds 42 and 43 gave the same schedule")
 	}
 	n, kinds, crashes, lost, edits, stale := 0, map[stepKind]int{}, 0, 0, 0, 0
-	newest := map[string]int{}
+	takeovers, ackFaults, wide := 0, map[faultKind]int{}, 0
+	newest, first := map[string]int{}, map[string]int{}
 	for _, s := range a {
 		n += s.publishes()
 		kinds[s.kind]++
@@ -121,7 +134,18 @@ func TestScheduleIsSeededAndRich(t *testing.T) {
 		if s.loseAck {
 			lost++
 		}
-		if s.kind != stepReplay && s.event.Version > 1 {
+		if s.again {
+			takeovers++
+		}
+		if s.ackFault != "" {
+			ackFaults[s.ackFault]++
+		}
+		if s.event.Version >= 10 {
+			wide++
+		}
+		if f, ok := first[s.event.MessageID]; !ok {
+			first[s.event.MessageID] = s.event.Version
+		} else if s.kind != stepReplay && s.event.Version != f {
 			edits++
 		}
 		if s.kind == stepReplay && s.event.Version < newest[s.event.MessageID] {
@@ -134,6 +158,9 @@ func TestScheduleIsSeededAndRich(t *testing.T) {
 	if n < 200 || kinds[stepTwin] == 0 || kinds[stepReplay] == 0 || kinds[stepPair] == 0 || crashes == 0 || lost == 0 || edits == 0 || stale == 0 {
 		t.Fatalf("events %d kinds %v crashes %d lost acks %d edits %d stale replays %d", n, kinds, crashes, lost, edits, stale)
 	}
+	if takeovers == 0 || ackFaults[faultError] == 0 || ackFaults[faultTimeout] == 0 || wide < n/2 || edges[gen.ClassDigits] == 0 || len(edges) < 3 {
+		t.Fatalf("take-over crashes %d, failed acks %v, versions >= 10 in %d of %d steps, version classes %v", takeovers, ackFaults, wide, len(a), edges)
+	}
 	if lateSteps(a) == 0 {
 		t.Fatal("no version was first delivered after a newer one")
 	}
@@ -144,7 +171,7 @@ func TestScheduleIsSeededAndRich(t *testing.T) {
 func TestScheduleReordersVersions(t *testing.T) {
 	steps, late, pairs := 0, 0, 0
 	for seed := int64(1); seed <= 200; seed++ {
-		s := schedule(seed, 200, "")
+		s, _ := schedule(seed, 200, "")
 		steps += len(s)
 		l := lateSteps(s)
 		if l == 0 {
@@ -170,14 +197,14 @@ func TestSupersededWriteMayBeSkipped(t *testing.T) {
 	v1, v2 := co.NewEvent("m-1", 1), co.NewEvent("m-1", 2)
 	m.apply(v1)
 	m.apply(v2)
-	only2 := []sinks.Effect{{Scope: co.ScopeIndex, MessageID: "m-1", Version: 2}}
+	only2 := []sinks.Effect{{Scope: co.ScopeIndex, MessageID: "m-1", Version: 2, Body: v2.Body}}
 	if d := m.diff(only2, map[string]co.Doc{"m-1": {ID: "m-1", Version: 2, Body: v2.Body}}); len(d) != 0 {
 		t.Errorf("skipped superseded write judged wrong: %v", d)
 	}
 	if d := m.diff(nil, map[string]co.Doc{"m-1": {ID: "m-1", Version: 1, Body: v1.Body}}); len(d) == 0 {
 		t.Error("a final document at the older version judged right")
 	}
-	twice := append(only2, sinks.Effect{Scope: co.ScopeIndex, MessageID: "m-1", Version: 1}, sinks.Effect{Scope: co.ScopeIndex, MessageID: "m-1", Version: 1})
+	twice := append(only2, sinks.Effect{Scope: co.ScopeIndex, MessageID: "m-1", Version: 1, Body: v1.Body}, sinks.Effect{Scope: co.ScopeIndex, MessageID: "m-1", Version: 1, Body: v1.Body})
 	if d := m.diff(twice, map[string]co.Doc{"m-1": {ID: "m-1", Version: 2, Body: v2.Body}}); len(d) == 0 {
 		t.Error("two writes of a superseded version judged right")
 	}

@@ -23,13 +23,15 @@ const (
 
 // step is one step of a rule or a schedule.
 type step struct {
-	kind    stepKind
-	event   co.Event
-	older   co.Event  // stepPair: the older of the two versions (event is the newer)
-	dup     bool      // stepPair: a second copy of each version too
-	crash   *tripwire // armed before the step, if any
-	loseAck bool      // the kit loses the first ack, so the broker redelivers
-	kill    *anyKill  // a worker killed at a moment of the step, where the transport can (killsAnywhere)
+	kind     stepKind
+	event    co.Event
+	older    co.Event  // stepPair: the older of the two versions (event is the newer)
+	dup      bool      // stepPair: a second copy of each version too
+	crash    *tripwire // armed before the step, if any
+	again    bool      // crash armed twice: the delivery that takes over crashes at the same point
+	loseAck  bool      // the kit loses the first ack, so the broker redelivers
+	ackFault faultKind // the kit fails the first ack (faults.go), where the transport can
+	kill     *anyKill  // a worker killed at a moment of the step, where the transport can (killsAnywhere)
 }
 
 // anyKill ends a worker wherever it is: inside its own transaction,
@@ -55,9 +57,15 @@ func (s step) publishes() int {
 func (w *world) play(s step) {
 	if s.crash != nil {
 		w.arm(*s.crash)
+		if s.again {
+			w.arm(*s.crash)
+		}
 	}
 	if s.loseAck {
 		w.loseAcks(s.event.EventID, 1)
+	}
+	if s.ackFault != "" {
+		w.failAck(s.event.EventID, s.ackFault)
 	}
 	switch s.kind {
 	case stepNew:

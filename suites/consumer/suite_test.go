@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,6 +47,8 @@ func factoryOf(h handler) co.Factory {
 // goes on to the next rule.
 func TestBadConsumersGetClearVerdicts(t *testing.T) {
 	broker := embedded(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	timing := consumer.Timing{Settle: 1500 * time.Millisecond, HandleDeadline: 300 * time.Millisecond}
 	cases := []struct {
 		name    string
@@ -80,6 +84,7 @@ func TestBadConsumersGetClearVerdicts(t *testing.T) {
 			if ran != 2 {
 				t.Errorf("%d of the 2 rules ran: the run did not continue", ran)
 			}
+			expectNoScratch(t, tmp)
 		})
 	}
 }
@@ -260,4 +265,119 @@ func BenchmarkReferenceSuite(b *testing.B) {
 		}
 	}
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/suite")
+}
+
+// A factory that fails on its first start in each rule, one that panics,
+// and one that never returns each give the rule a verdict naming the
+// consumer's error (never a crash of the test binary), the next rule runs,
+// and no rule leaves its scratch folder behind.
+func TestBadFactoriesGetClearVerdicts(t *testing.T) {
+	broker := embedded(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	timing := consumer.Timing{Settle: 1500 * time.Millisecond, HandleDeadline: 300 * time.Millisecond}
+	ref := reference.Reference()
+	var mu sync.Mutex
+	started := map[string]bool{}
+	cases := []struct {
+		name    string
+		f       co.Factory
+		verdict verdict.Verdict
+		reason  string
+	}{
+		{"errs-on-first-start", func(ctx context.Context, env co.Env) (co.Consumer, error) {
+			mu.Lock()
+			first := !started[env.Rule]
+			started[env.Rule] = true
+			mu.Unlock()
+			if first {
+				return nil, errors.New("connection refused by the consumer's database")
+			}
+			return ref.Factory()(ctx, env)
+		}, verdict.Fail, "connection refused by the consumer's database"},
+		{"panics", func(context.Context, co.Env) (co.Consumer, error) { panic("boom in the factory") },
+			verdict.Fail, "boom in the factory"},
+		{"blocks", func(context.Context, co.Env) (co.Consumer, error) { select {} },
+			verdict.Unknown, "factory blocked"},
+		{"returns-nil", func(context.Context, co.Env) (co.Consumer, error) { return nil, nil },
+			verdict.Fail, "no consumer and no error"},
+	}
+	rules := []string{"CO-1.1", "CO-1.2"}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tgt := consumer.Target{Broker: broker, New: c.f, Declared: ref.Declared(), Timing: timing}
+			rs := runner.Run("consumer/factory-"+c.name, func() { consumer.Register(tgt) }, runner.Options{Rules: rules})
+			ran := 0
+			for _, r := range rs {
+				if !slices.Contains(rules, r.Rule) {
+					continue
+				}
+				ran++
+				if r.Verdict != c.verdict || !strings.Contains(r.Reason, c.reason) {
+					t.Errorf("%s: %s %q, want %s naming %q", r.Rule, r.Verdict, r.Reason, c.verdict, c.reason)
+				}
+			}
+			if ran != len(rules) {
+				t.Errorf("%d of the %d rules ran: the run did not continue", ran, len(rules))
+			}
+			expectNoScratch(t, tmp)
+		})
+	}
+}
+
+// expectNoScratch fails t if a rule left its scratch folder in dir.
+func expectNoScratch(t *testing.T, dir string) {
+	t.Helper()
+	left, _ := os.ReadDir(dir)
+	for _, e := range left {
+		if strings.HasPrefix(e.Name(), "onceproof-CO-") {
+			t.Errorf("scratch folder left behind: %s", e.Name())
+		}
+	}
+}
+
+// Every rule draws its versions and its clock's start from the seed it
+// records: a run with Target.Seed set to it publishes the same events.
+func TestEveryRuleReplaysItsSeed(t *testing.T) {
+	broker := embedded(t)
+	d := reference.Reference()
+	play := func(seed int64) (int64, []string, string) {
+		t.Helper()
+		tgt := consumer.Target{Broker: broker, New: d.Factory(), Declared: d.Declared(), Seed: seed}
+		rs := runner.Run("consumer/seed-all", func() { consumer.Register(tgt) }, runner.Options{Rules: []string{"CO-1.6"}})
+		i := slices.IndexFunc(rs, func(r verdict.Result) bool { return r.Rule == "CO-1.6" })
+		if i < 0 || rs[i].Verdict != verdict.Pass {
+			t.Fatalf("CO-1.6 did not pass: %+v", rs)
+		}
+		var recorded int64
+		start := ""
+		for _, f := range rs[i].Evidence.Figures {
+			switch f.Name {
+			case "seed":
+				recorded, _ = f.Value.(int64)
+			case "consumer clock start":
+				start = fmt.Sprint(f.Value)
+			}
+		}
+		var published []string
+		for _, op := range rs[i].Evidence.Timeline {
+			if op.Actor == "kit" && op.Action == "publish" {
+				published = append(published, runTag.ReplaceAllString(op.Value, ""))
+			}
+		}
+		return recorded, published, start
+	}
+	seed, first, start := play(0)
+	if seed == 0 || start == "" {
+		t.Fatalf("CO-1.6 recorded seed %d, clock start %q", seed, start)
+	}
+	for _, id := range first {
+		if strings.HasSuffix(id, ":v1") || strings.HasSuffix(id, ":v2") || strings.HasSuffix(id, ":v3") {
+			t.Errorf("published %s: a tame single-digit version", id)
+		}
+	}
+	again, second, start2 := play(seed)
+	if again != seed || !slices.Equal(first, second) || start != start2 {
+		t.Fatalf("seed %d: %v at %s, then %v at %s", seed, first, start, second, start2)
+	}
 }

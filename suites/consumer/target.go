@@ -36,6 +36,10 @@ type Target struct {
 	Seed int64
 	// Events is the size of the CO-5.1 schedule (default and minimum 200).
 	Events int
+	// Distinct is how many distinct events CO-5.2 hands the consumer
+	// before it replays the oldest (default 2000 in process, 1000 for a
+	// Service).
+	Distinct int
 	// Timeout bounds each rule (default 60 s; 180 s for a Service).
 	Timeout time.Duration
 	// Service, when set, is a consumer service the kit runs as its own

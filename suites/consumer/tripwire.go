@@ -111,4 +111,8 @@ func (w *world) disarm() {
 		}
 	}
 	w.wires = kept
+	for event, kind := range w.ackFaults {
+		w.rec.Note("kit", "disarm", event, "ack failure "+string(kind)+" not reached")
+	}
+	clear(w.ackFaults)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/co"
+	"github.com/onceproof/tck/internal/gen"
 	"github.com/onceproof/tck/internal/history"
 	"github.com/onceproof/tck/internal/sinks"
 	"github.com/onceproof/tck/internal/spec"
@@ -40,6 +41,17 @@ type world struct {
 	words wording
 	tag   string // makes message ids unique to the rule and run
 
+	// seed and src draw the rule's generated values (versions.go): the
+	// figure "seed"; Target.Seed replays them.
+	seed     int64
+	src      *gen.Source
+	versions map[string]int64 // message base -> its version 1, drawn at a boundary
+	edges    gen.Tally
+	edge     gen.CalendarEdge                // the boundary the consumer's clock crosses (in process)
+	clockNow func() time.Time                // the consumer's clock (in process; nil for a service)
+	scale    float64                         // its seed time per real time (in process)
+	keepOps  func([]history.Op) []history.Op // when set, the part of the timeline the evidence keeps
+
 	model   *model
 	replays int
 
@@ -52,6 +64,8 @@ type world struct {
 	lostAcks    int
 	faults      []*fault
 	faultsFired int
+	ackFaults   map[string]faultKind // event id -> how its next ack fails
+	acksFailed  int
 	ackedFailed []string // deliveries acked with a failed effect not called again
 	errs        []string // errors the kit did not cause (the consumer's, a service's own exits)
 	gates       map[string]*gate
@@ -101,18 +115,30 @@ type wording struct {
 }
 
 // open builds the rule's world for t.
-func open(r *spec.R, t Target) *world {
+func open(r *spec.R, t Target) *world { return openWith(r, t, openOpts{}) }
+
+// openOpts tune an in-process world.
+type openOpts struct {
+	midnight    bool // the consumer's clock starts before a boundary that is at least a midnight
+	quickNotify bool // notifications take no time (a rule of many events, not of races)
+}
+
+// openWith is open with options for an in-process world.
+func openWith(r *spec.R, t Target, o openOpts) *world {
 	if t.Service != nil {
 		return openBlackbox(r, t).world
 	}
-	return openInproc(r, t).world
+	return openInproc(r, t, o).world
 }
 
 // newWorld is the part of every world that is not the transport's.
 func newWorld(r *spec.R, t Target, ctx context.Context) *world {
 	watchKit(r)
+	seed := gen.Seed(t.Seed)
+	r.Ev.Figure("seed", seed, "draws the rule's versions, its clock's start and its schedule; Target.Seed (tck run --seed) replays them")
 	return &world{
 		r: r, ev: r.Ev, ctx: ctx, t: t, rec: history.New(), tag: runTag(r.ID),
+		seed: seed, src: gen.NewSource(seed), versions: map[string]int64{}, edges: gen.Tally{},
 		model: newModel(t.Declared.Scopes),
 		msgs:  map[string]*msgState{}, loseAck: map[string]int{}, gates: map[string]*gate{},
 		first: map[string]*calls{},
@@ -132,9 +158,11 @@ func runTag(rule string) string {
 }
 
 // event is (message, version) of the rule's own message base ("m-9" becomes
-// "m-9@co-1.2-3fa1b2").
+// "m-9@co-1.2-3fa1b2"). version counts the message's versions in the
+// rule's script (1, 2, 3); the event carries the version drawn for it
+// (versions.go), so that version 1 to 2 crosses a boundary.
 func (w *world) event(base string, version int) co.Event {
-	return co.NewEvent(base+w.suffix(), version)
+	return co.NewEvent(base+w.suffix(), w.version(base, version))
 }
 
 // suffix is what ends every message id of the rule and run.
@@ -167,6 +195,9 @@ func (w *world) close(cancel context.CancelFunc) {
 	cancel()
 	w.tr.stop()
 	w.mu.Lock()
+	if len(w.edges) > 0 {
+		w.ev.Figure("version boundaries crossed", w.edges.String(), "messages whose versions 1 -> 2 of the rule cross v -> v+1 at a boundary of this class")
+	}
 	w.ev.Figure("crashes injected", w.crashes, w.words.crashes)
 	w.ev.Figure("broker messages published", len(w.order), "")
 	if w.lostAcks > 0 {
@@ -175,6 +206,9 @@ func (w *world) close(cancel context.CancelFunc) {
 	if w.faultsFired > 0 {
 		w.ev.Figure("sink calls failed by the kit", w.faultsFired, "")
 	}
+	if w.acksFailed > 0 {
+		w.ev.Figure("acks failed by the kit", w.acksFailed, "an error before the broker took it, or a timeout after")
+	}
 	// Every error the kit did not cause: a correct consumer on a correct
 	// broker adapter has none.
 	w.ev.Figure(figureConsumerErrors, len(w.errs), w.words.errs)
@@ -182,7 +216,11 @@ func (w *world) close(cancel context.CancelFunc) {
 		w.ev.Figure("first consumer error", w.errs[0], "")
 	}
 	w.mu.Unlock()
-	w.ev.Record(w.rec.Ops())
+	ops := w.rec.Ops()
+	if w.keepOps != nil {
+		ops = w.keepOps(ops)
+	}
+	w.ev.Record(ops)
 	w.tr.release()
 }
 

@@ -26,6 +26,7 @@ package reference
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -54,6 +55,12 @@ type Design struct {
 	ReleaseOnError   bool // an effect that failed releases its claim, so the redelivery does it again blindly
 	MarkFirst        bool // the record is written "done" first (no claim), then the effect
 	RacyClaim        bool // the claim is a read of the record then a write of it: not atomic
+
+	DayKeyed       bool // the de-dupe key also names the calendar day (kit clock) it was written on
+	UndoOnAckErr   bool // an ack that returns an error rolls the delivery back: its de-dupe records are deleted
+	TextVersions   bool // index scope: skips an event whose version is not above the newest seen, compared as text
+	AnyVersionSent bool // a take-over asks "is any version of the message there?" instead of "this version?"
+	Cap            int  // >0: an instance keeps at most Cap de-dupe records, deleting its oldest beyond that
 }
 
 // Key is the reference de-dupe key: (message id, version, scope).
@@ -91,9 +98,34 @@ func (d Design) Factory() co.Factory {
 }
 
 type instance struct {
-	d   Design
-	env co.Env
-	mem map[string]bool // only the Memory design uses it; it dies with the instance
+	d    Design
+	env  co.Env
+	mem  map[string]bool // only the Memory design uses it; it dies with the instance
+	kept []string        // only the Cap design: the records it wrote, oldest first
+}
+
+// key is the de-dupe key of (e, scope) under the design.
+func (c *instance) key(e co.Event, scope string) string {
+	k := c.d.Key(e, scope)
+	if c.d.DayKeyed {
+		k += "/" + c.env.Clock.Now().UTC().Format("2006-01-02")
+	}
+	return k
+}
+
+// done marks key done; the Cap design then forgets its oldest records.
+func (c *instance) markDone(ctx context.Context, key string) error {
+	if err := c.env.Store.Put(ctx, key, done, c.d.Lifetime); err != nil {
+		return err
+	}
+	if c.d.Cap > 0 {
+		c.kept = append(c.kept, key)
+		for len(c.kept) > c.d.Cap {
+			_ = c.env.Store.Delete(ctx, c.kept[0])
+			c.kept = c.kept[1:]
+		}
+	}
+	return nil
 }
 
 const done = "done"
@@ -119,7 +151,13 @@ func (c *instance) Handle(ctx context.Context, d co.Delivery) error {
 	if c.d.AckFirst {
 		return nil
 	}
-	return d.Ack(ctx)
+	err := d.Ack(ctx)
+	if err != nil && c.d.UndoOnAckErr && !errors.Is(err, co.ErrEnded) {
+		for _, scope := range Scopes {
+			_ = c.env.Store.Delete(ctx, c.key(e, scope))
+		}
+	}
+	return err
 }
 
 func doc(e co.Event) co.Doc {
@@ -139,6 +177,9 @@ func (c *instance) effect(ctx context.Context, e co.Event, scope string) error {
 			}
 			return c.env.Index.Put(ctx, doc(e))
 		}
+		if c.d.TextVersions {
+			return c.textUpsert(ctx, e)
+		}
 		_, err := c.env.Index.Upsert(ctx, doc(e))
 		return err
 	case co.ScopeNotify:
@@ -152,9 +193,15 @@ func (c *instance) present(ctx context.Context, e co.Event, scope string) (bool,
 	switch scope {
 	case co.ScopeIndex:
 		cur, ok, err := c.env.Index.Get(ctx, e.MessageID)
+		if c.d.AnyVersionSent {
+			return ok, err
+		}
 		return ok && cur.Version >= e.Version, err
 	case co.ScopeNotify:
 		n, err := c.env.Notifier.Sent(ctx, e.MessageID, e.Version)
+		if c.d.AnyVersionSent && err == nil && n == 0 && e.Version > 1 {
+			n, err = c.env.Notifier.Sent(ctx, e.MessageID, e.Version-1)
+		}
 		return n > 0, err
 	}
 	return false, fmt.Errorf("unknown scope %q", scope)
@@ -166,7 +213,7 @@ func (c *instance) apply(ctx context.Context, e co.Event, scope string) (busy bo
 	if scope == co.ScopeIndex && c.d.PlainPut {
 		return false, c.effect(ctx, e, scope)
 	}
-	key := c.d.Key(e, scope)
+	key := c.key(e, scope)
 	if c.d.Memory {
 		if c.mem[key] {
 			return false, nil
@@ -185,7 +232,7 @@ func (c *instance) apply(ctx context.Context, e co.Event, scope string) (busy bo
 		if err := c.effect(ctx, e, scope); err != nil {
 			return false, err
 		}
-		return false, c.env.Store.Put(ctx, key, done, c.d.Lifetime)
+		return false, c.markDone(ctx, key)
 	}
 
 	if c.d.MarkFirst {
@@ -240,7 +287,23 @@ func (c *instance) apply(ctx context.Context, e co.Event, scope string) (busy bo
 			return false, err
 		}
 	}
-	return false, c.env.Store.Put(ctx, key, done, c.d.Lifetime)
+	return false, c.markDone(ctx, key)
+}
+
+// textUpsert keeps the newest version of the message in its own record
+// as text and skips an event whose version does not sort above it: "10"
+// sorts before "9".
+func (c *instance) textUpsert(ctx context.Context, e co.Event) error {
+	key := "newest/" + e.MessageID
+	v := strconv.Itoa(e.Version)
+	rec, ok, err := c.env.Store.Get(ctx, key)
+	if err != nil || (ok && rec.Value >= v) {
+		return err
+	}
+	if _, err := c.env.Index.Upsert(ctx, doc(e)); err != nil {
+		return err
+	}
+	return c.env.Store.Put(ctx, key, v, 0)
 }
 
 // racyClaim claims key by reading it and, if absent, writing the claim: two

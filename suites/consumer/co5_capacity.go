@@ -1,0 +1,141 @@
+package consumer
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/onceproof/tck/co"
+	"github.com/onceproof/tck/internal/history"
+	"github.com/onceproof/tck/internal/spec"
+)
+
+// The defaults of CO-5.2: distinct events in process and for a service
+// (a process per replica, every call over HTTP), how many the kit
+// publishes before it waits for them all to be acked, and how many it
+// replays: the oldest, then a seeded sample of every age.
+const (
+	defaultDistinct        = 2000
+	defaultServiceDistinct = 1000
+	capacityBatch          = 100
+	replayOldest           = 100
+	replaySampled          = 100
+	// capacityBudget bounds the distinct phase on a slow broker: past it
+	// (and past capacityFloor events) the kit stops handing new events and
+	// the evidence states the reach it got.
+	capacityBudget = 4 * time.Second
+	capacityFloor  = 1000
+)
+
+// registerCapacity registers CO-5.2: many distinct events, then replays
+// reaching back to the oldest, across a calendar boundary.
+func registerCapacity(s *spec.Set, t Target) {
+	s.It("CO-5.2", func(r *spec.R) {
+		h := openWith(r, t, openOpts{midnight: true, quickNotify: true})
+		n := t.Distinct
+		if n <= 0 {
+			n = defaultDistinct
+			if t.Service != nil {
+				n = defaultServiceDistinct
+			}
+		}
+		events := make([]co.Event, 0, n)
+		handledAt := make([]time.Time, 0, n) // real time the event's batch was acked
+		var clockAt []time.Time              // the consumer's clock then, in process
+		keep := map[string]bool{}            // the messages whose ops stay in the timeline
+		began, planned := time.Now(), n
+		for start := 0; start < n; start += capacityBatch {
+			if start >= capacityFloor && time.Since(began) > capacityBudget {
+				n = start
+				r.Ev.Notef("the distinct phase stopped at %d of %d events after %s (its time budget): a slow broker", n, planned, capacityBudget)
+				break
+			}
+			end := min(start+capacityBatch, n)
+			for i := start; i < end; i++ {
+				e := h.event(fmt.Sprintf("m-d%d", i+1), 1)
+				events = append(events, e)
+				h.publish(e, e.EventID)
+			}
+			h.settle()
+			now := time.Now()
+			for i := start; i < end; i++ {
+				h.model.apply(events[i])
+				handledAt = append(handledAt, now)
+				if h.clockNow != nil {
+					clockAt = append(clockAt, h.clockNow())
+				}
+			}
+			if r.Context().Err() != nil {
+				r.Unknown("the rule's deadline came after %d of %d distinct events", end, n)
+			}
+		}
+		h.expectModel(fmt.Sprintf("%d distinct events, each handled once", n))
+		// Replays: the oldest first (a store that keeps the newest N drops
+		// them), then a sample of every age.
+		rnd := h.src.Rand()
+		picks := make([]int, 0, replayOldest+replaySampled)
+		for i := range min(replayOldest, n) {
+			picks = append(picks, i)
+		}
+		for range replaySampled {
+			if n > replayOldest {
+				picks = append(picks, replayOldest+rnd.IntN(n-replayOldest))
+			}
+		}
+		for i := 0; i < len(picks); i += capacityBatch {
+			for _, p := range picks[i:min(i+capacityBatch, len(picks))] {
+				h.replays++
+				e := events[p]
+				keep[e.MessageID] = true
+				h.publish(e, fmt.Sprintf("%s#replay-%d", e.EventID, h.replays))
+			}
+			h.settle()
+		}
+		reach := time.Since(handledAt[0])
+		r.Ev.Figure("distinct events", n, fmt.Sprintf("one de-dupe identity each per declared scope (%d scopes): %d identities the consumer must keep", len(t.Declared.Scopes), n*len(t.Declared.Scopes)))
+		r.Ev.Figure("replays", len(picks), fmt.Sprintf("the oldest %d, then %d drawn from every age", min(replayOldest, n), len(picks)-min(replayOldest, n)))
+		r.Ev.Figure("reach of the oldest replay", fmt.Sprintf("%d distinct events back", n),
+			fmt.Sprintf("%s real after it was handled%s", reach.Round(time.Millisecond), seedReach(h, reach)))
+		if len(clockAt) > 0 {
+			crossed := h.crossed(clockAt[0], h.clockNow())
+			r.Ev.Figure("calendar boundary between the oldest handling and its replay", crossed,
+				fmt.Sprintf("%s boundary at %s", h.edge.Class, h.edge.At.Format(time.RFC3339)))
+		}
+		// The timeline keeps the replayed messages' ops: thousands of
+		// events would make it unreadable and the report heavy.
+		h.keepOps = func(ops []history.Op) []history.Op {
+			var out []history.Op
+			for _, o := range ops {
+				if id, ok := opMessage(o); !ok || keep[id] {
+					out = append(out, o)
+				}
+			}
+			r.Ev.Figure("timeline kept", fmt.Sprintf("%d of %d ops", len(out), len(ops)), fmt.Sprintf("the ops of the %d replayed messages and those naming no message", len(keep)))
+			return out
+		}
+		h.expectModel(fmt.Sprintf("replays of %d of %d distinct events, the oldest %d events back", len(picks), n, n))
+		r.Ev.Notef("%d distinct events, then %d replays reaching back to the oldest (%s): every (message, version, scope) effect exactly once", n, len(picks), reach.Round(time.Millisecond))
+	})
+}
+
+// seedReach is the reach in the consumer's seed time, in process.
+func seedReach(h *world, real time.Duration) string {
+	if h.scale <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%s of seed time)", time.Duration(float64(real)*h.scale).Round(time.Second))
+}
+
+// opMessage is the message an op names ("evt:m-d12@co-5.2-abc123:v99"
+// names "m-d12@co-5.2-abc123"), if any.
+func opMessage(o history.Op) (string, bool) {
+	for _, s := range []string{o.Value, o.Result} {
+		if i := strings.Index(s, "evt:"); i >= 0 {
+			rest := s[i+len("evt:"):]
+			if j := strings.LastIndex(rest, ":v"); j > 0 {
+				return rest[:j], true
+			}
+		}
+	}
+	return "", false
+}

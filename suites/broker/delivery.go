@@ -66,8 +66,10 @@ func registerDelivery(p *plan) {
 				Source: "measured", Match: delay >= aw-tol && delay <= aw+tol})
 			r.Ev.Figure("attempts", []int{first.d.Attempt(), again.d.Attempt()}, "")
 			r.Ev.Notef("redelivered after %.3fs (ack wait %s ± %s), attempt %d -> %d", delay.Seconds(), aw, tol, first.d.Attempt(), again.d.Attempt())
+			f.span = [2]time.Time{first.at, again.at}
 			f.atLeast(r, delay, aw-tol, "redelivered after %.3fs, before the ack wait %s minus the tolerance", delay.Seconds(), aw)
 			f.atMost(r, delay, aw+tol, "redelivered after %.3fs, later than the ack wait %s plus the tolerance", delay.Seconds(), aw)
+			f.span = [2]time.Time{}
 			r.Expect(again.d.Attempt()).To(gomega.Equal(first.d.Attempt()+1), "the redelivery's attempt number must be one higher than the first (%d)", first.d.Attempt())
 		}
 	}))

@@ -455,7 +455,7 @@ func shortID(id string) string {
 // maxDrawnPassing in a passing rule's; the raw history keeps them all.
 const (
 	maxDrawn        = 400
-	maxDrawnPassing = 8
+	maxDrawnPassing = 5
 	maxTip          = 110
 )
 

@@ -8,6 +8,7 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/internal/gen"
+	"github.com/onceproof/tck/internal/poll"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/verdict"
 )
@@ -87,17 +88,16 @@ func repeatOverHorizon(ctx context.Context, t Target, c *client, v *values) ([]*
 		// A create that got no answer may or may not be stored: a fresh
 		// intent replaces it rather than a retry that might be a repeat.
 		var p *retained
-		for deadline := time.Now().Add(unansweredRetry); p == nil; {
+		err := untilAnswered(ctx, func() error {
 			in := v.newIntent("API-5.2")
 			a := c.create(ctx, "kit", in.id, in.scope, in.body)
 			if a.Err == nil {
 				p = &retained{in: in, first: a, made: time.Now()}
-				break
 			}
-			if ctx.Err() != nil || time.Now().After(deadline) {
-				return obs, fmt.Errorf("the service did not answer the first request: %w", a.Err)
-			}
-			time.Sleep(50 * time.Millisecond)
+			return a.Err
+		})
+		if p == nil {
+			return obs, fmt.Errorf("the service did not answer the first request: %w", err)
 		}
 		obs = append(obs, p)
 	}
@@ -118,16 +118,21 @@ func repeatOverHorizon(ctx context.Context, t Target, c *client, v *values) ([]*
 
 // repeatAnswered sends p's repeat until the service answers (a repeat is
 // safe to send again) or unansweredRetry passes.
-func repeatAnswered(ctx context.Context, c *client, p *retained) (answer, time.Duration) {
-	deadline := time.Now().Add(unansweredRetry)
-	for {
-		after := time.Since(p.made)
-		a := c.create(ctx, "kit", p.in.id, p.in.scope, p.in.body)
-		if a.Err == nil || ctx.Err() != nil || time.Now().After(deadline) {
-			return a, after
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+func repeatAnswered(ctx context.Context, c *client, p *retained) (a answer, after time.Duration) {
+	_ = untilAnswered(ctx, func() error {
+		after = time.Since(p.made)
+		a = c.create(ctx, "kit", p.in.id, p.in.scope, p.in.body)
+		return a.Err
+	})
+	return a, after
+}
+
+// untilAnswered calls send every 50 ms until it got an answer (nil) or
+// unansweredRetry passed; it returns send's last error.
+func untilAnswered(ctx context.Context, send func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, unansweredRetry)
+	defer cancel()
+	return poll.Until(ctx, 50*time.Millisecond, 50*time.Millisecond, send)
 }
 
 // judgeRetention turns what the workload saw into API-5.2's verdict.

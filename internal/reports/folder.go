@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -47,14 +49,14 @@ func Add(dir string, kit Kit, run Run, t Target, results []verdict.Result) error
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return fmt.Errorf("cannot create the report folder: %v", err)
 	}
-	unlock, err := lockFolder(abs, 30*time.Second)
+	unlock, err := LockFolder(abs, 30*time.Second)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	rep := folders[abs]
 	if rep == nil {
-		if err := claimFolder(abs); err != nil {
+		if err := ClaimFolder(abs); err != nil {
 			return err
 		}
 		rep = &Report{Kit: kit, Run: run}
@@ -103,23 +105,33 @@ func merge(rep *Report, t Target, results []verdict.Result) {
 	}
 }
 
-// claimFolder takes dir over for this process: it must be empty or marked
-// as the kit's; the marker is written and the previous run's files removed.
-func claimFolder(dir string) error {
+// CheckOwned refuses a folder that holds anything but the kit's marker and
+// lock: the kit clears only what it marked as its own. It writes nothing, so
+// a user's folder is refused before the kit puts a file in it.
+func CheckOwned(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("cannot read the report folder: %v", err)
 	}
-	marked := false
 	for _, e := range entries {
-		marked = marked || e.Name() == MarkerFile
-	}
-	if !marked {
-		for _, e := range entries {
-			if e.Name() != LockFile {
-				return fmt.Errorf("the report folder %s holds files the kit did not write (%s; no %s marker): name a new or empty folder", dir, e.Name(), MarkerFile)
-			}
+		if e.Name() == MarkerFile {
+			return nil
 		}
+	}
+	for _, e := range entries {
+		if e.Name() != LockFile {
+			return fmt.Errorf("the report folder %s holds files the kit did not write (%s; no %s marker): name a new or empty folder", dir, e.Name(), MarkerFile)
+		}
+	}
+	return nil
+}
+
+// ClaimFolder takes dir over for this process: it must be empty or marked
+// as the kit's; the marker is written and the previous run's files removed.
+// The caller holds the folder's lock.
+func ClaimFolder(dir string) error {
+	if err := CheckOwned(dir); err != nil {
+		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, MarkerFile), []byte("a report folder of the onceproof kit: a run that writes here clears it first\n"), 0o644); err != nil {
 		return fmt.Errorf("cannot write into the report folder: %v", err)
@@ -133,9 +145,15 @@ func claimFolder(dir string) error {
 	return nil
 }
 
-// lockFolder takes dir's lock (an exclusive flock on LockFile, as the CLI
-// takes it), waiting up to wait for another process that holds it.
-func lockFolder(dir string, wait time.Duration) (func(), error) {
+// ErrInUse is the error of LockFolder when another live process holds the lock.
+var ErrInUse = errors.New("in use by another run")
+
+// LockFolder takes dir's lock: an exclusive flock on LockFile, held until
+// unlock or the process ends (a killed run leaves no lock that counts: the
+// kernel drops it), waiting up to wait for another process that holds it.
+// The pid is written once the lock is held, for the message a second run
+// prints.
+func LockFolder(dir string, wait time.Duration) (func(), error) {
 	lock := filepath.Join(dir, LockFile)
 	deadline := time.Now().Add(wait)
 	for {
@@ -146,8 +164,12 @@ func lockFolder(dir string, wait time.Duration) (func(), error) {
 		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			f.Close()
-			if time.Now().After(deadline) {
-				return nil, fmt.Errorf("the report folder %s is in use by another run (waited %s)", dir, wait)
+			if !time.Now().Before(deadline) {
+				waited := ""
+				if wait > 0 {
+					waited = fmt.Sprintf(", waited %s", wait)
+				}
+				return nil, fmt.Errorf("the report folder %s is %w%s%s", dir, ErrInUse, ownerText(lock), waited)
 			}
 			time.Sleep(50 * time.Millisecond)
 			continue
@@ -170,4 +192,31 @@ func lockFolder(dir string, wait time.Duration) (func(), error) {
 			f.Close()
 		}, nil
 	}
+}
+
+// ownerText names the pid a lock file holds, for the in-use message.
+func ownerText(lock string) string {
+	data, err := os.ReadFile(lock)
+	if err != nil {
+		return ""
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 {
+		return fmt.Sprintf(" (pid %d)", pid)
+	}
+	return ""
+}
+
+// LockHeld says whether a live process holds the lock file lock (tck clean
+// removes only the others).
+func LockHeld(lock string) bool {
+	f, err := os.Open(lock)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
 }

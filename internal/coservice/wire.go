@@ -40,7 +40,6 @@ func startWire(worker, target string, hook func() Hook, nextID func() int) (*wir
 	return w, nil
 }
 
-
 func (w *wire) close() error {
 	err := w.ln.Close()
 	w.mu.Lock()

@@ -42,7 +42,7 @@ func OpenRedis(ctx context.Context, redisURL, name string) (Channel, error) {
 	if err != nil || u.Scheme != "redis" {
 		return nil, errors.New("the kit's proxy reads the service's commands, so it takes redis:// only (no TLS)")
 	}
-	o.ClientName = "onceproof-tck consumer/process"
+	o.ClientName = "onceproof-tck-consumer-process" // no spaces in a client name
 	o.MaxRetries = -1 // a retried XADD would add a second entry
 	o.DialTimeout = 5 * time.Second
 	rdb := goredis.NewClient(o)

@@ -29,7 +29,7 @@ func (s *service) runRedis(ctx context.Context) error {
 	if err != nil {
 		return errors.New("ONCEPROOF_REDIS_URL is not a Redis URL")
 	}
-	o.ClientName = "consumer-service " + s.worker
+	o.ClientName = "consumer-service-" + s.worker
 	rdb := goredis.NewClient(o)
 	defer rdb.Close()
 	key, group, name := cfg[1], cfg[2], s.worker

@@ -42,8 +42,8 @@ func OpenRedis(ctx context.Context, redisURL, name string) (Channel, error) {
 	if err != nil || u.Scheme != "redis" {
 		return nil, errors.New("the kit's proxy reads the service's commands, so it takes redis:// only (no TLS)")
 	}
-	o.ClientName = "onceproof-tck-consumer-process" // no spaces in a client name
-	o.MaxRetries = -1 // a retried XADD would add a second entry
+	o.ClientName = "onceproof-tck-consumer-process" // Redis takes no spaces in one
+	o.MaxRetries = -1                               // a retried XADD would add a second entry
 	o.DialTimeout = 5 * time.Second
 	rdb := goredis.NewClient(o)
 	safe := strings.NewReplacer(" ", "_", "*", "_").Replace(name)

@@ -1,8 +1,13 @@
 package coservice
 
 import (
+	"fmt"
+	"net"
 	"reflect"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // Client commands are cut whole (arrays and inline lines); a partial one
@@ -68,5 +73,87 @@ func TestRESPDeliveries(t *testing.T) {
 	}
 	if _, ok := RedisSeq("0-1000000"); ok {
 		t.Error("RedisSeq took a sequence it cannot number")
+	}
+}
+
+// An XACK the hook drops never reaches the server and is answered by the
+// proxy in its place among pipelined commands: the client reads its
+// replies in the order it sent the commands.
+func TestRESPDroppedAckAnsweredInOrder(t *testing.T) {
+	srv, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	got := make(chan []string, 1)
+	go func() { // a server that answers every command with its name
+		c, err := srv.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		var seen []string
+		var buf []byte
+		chunk := make([]byte, 4096)
+		for len(seen) < 2 {
+			n, err := c.Read(chunk)
+			if err != nil {
+				return
+			}
+			buf = append(buf, chunk[:n]...)
+			for {
+				args, size := respCommand(buf)
+				if size == 0 {
+					break
+				}
+				buf = buf[size:]
+				seen = append(seen, strings.Join(args, " "))
+				_, _ = c.Write([]byte("+" + args[0] + "-" + args[1] + "\r\n"))
+			}
+		}
+		got <- seen
+	}()
+	var mu sync.Mutex
+	var events []string
+	hook := func(ev Event, st Stage) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, fmt.Sprintf("%s %d %d", ev.Kind, ev.Seq, st))
+		return ev.Kind != Ack // every ack is lost
+	}
+	w, err := startRESP("W1", srv.Addr().String(), "k", func() Hook { return hook }, func() int { return 1 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.close()
+	c, err := net.Dial("tcp", w.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("ECHO a\r\nXACK k g 5-1\r\nECHO b\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	want := "+ECHO-a\r\n:1\r\n+ECHO-b\r\n"
+	var replies []byte
+	chunk := make([]byte, 256)
+	for len(replies) < len(want) {
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, err := c.Read(chunk)
+		if err != nil {
+			t.Fatalf("after %q: %v", replies, err)
+		}
+		replies = append(replies, chunk[:n]...)
+	}
+	if string(replies) != want {
+		t.Errorf("replies %q, want %q", replies, want)
+	}
+	if seen := <-got; !reflect.DeepEqual(seen, []string{"ECHO a", "ECHO b"}) {
+		t.Errorf("the server saw %v, want the two ECHOs only", seen)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !reflect.DeepEqual(events, []string{"ack 5000001 0"}) {
+		t.Errorf("hook events %v, want the ack before forwarding only", events)
 	}
 }

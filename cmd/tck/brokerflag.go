@@ -29,7 +29,14 @@ func overBrokers(reg *target.Registry, p plan, brokers []string) (plan, error) {
 			continue
 		}
 		if !t.kind.OverBroker {
-			return p, usagef("--broker: target %s reads from a broker of its own; the consumer targets that take --broker are consumer/reference and its mutants", t.name)
+			return p, usagef("--broker: target %s reads from a broker of its own; the consumer targets that take --broker are consumer/reference, consumer/process and their mutants", t.name)
+		}
+		if registry.IsService(t.kind) {
+			for _, b := range refs {
+				if err := registry.ServiceBrokerSupported(b.Key()); err != nil {
+					return p, usagef("%v", err)
+				}
+			}
 		}
 		for _, b := range refs {
 			c := t

@@ -19,6 +19,9 @@ func TestBrokerFlagBadInput(t *testing.T) {
 		{"--suite", "consumer", "--broker", "broker/mutant-kafka-no-idempotence"},
 		{"--suite", "eventstore", "--broker", "broker/kafka"},
 		{"--suite", "consumer", "--broker", "broker/kafka=ftp-ish"},
+		// A consumer service over Kafka is not supported yet; over RabbitMQ neither.
+		{"--suite", "consumer", "--target", "consumer/process-python", "--broker", "broker/kafka"},
+		{"--suite", "consumer", "--target", "consumer/process=cmd:true", "--broker", "broker/rabbitmq"},
 	} {
 		dir := filepath.Join(t.TempDir(), "out")
 		code, _, stderr := tck(t, append([]string{"run", "--out", dir}, args...)...)
@@ -27,6 +30,9 @@ func TestBrokerFlagBadInput(t *testing.T) {
 		}
 		if _, err := os.Stat(dir); err == nil {
 			t.Errorf("tck run %v: a usage error wrote %s", args, dir)
+		}
+		if strings.Contains(strings.Join(args, " "), "process") && !strings.Contains(stderr, "broker/nats or broker/redis") {
+			t.Errorf("tck run %v: %q does not say which brokers a service takes", args, stderr)
 		}
 	}
 }

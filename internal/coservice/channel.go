@@ -22,7 +22,7 @@ const DurableName = "onceproof-service"
 // Open creates, on the NATS server at natsURL (loopback, JetStream on), a
 // stream "CO_<name>" on subject "onceproof.co.<name>" and a durable pull
 // consumer with explicit acks, ackWait and maxDeliver.
-func Open(ctx context.Context, natsURL, name string, ackWait time.Duration, maxDeliver int) (*Channel, error) {
+func Open(ctx context.Context, natsURL, name string, ackWait time.Duration, maxDeliver int) (Channel, error) {
 	u, err := url.Parse(natsURL)
 	if err != nil {
 		return nil, fmt.Errorf("the broker's URL: %w", err)
@@ -37,7 +37,7 @@ func Open(ctx context.Context, natsURL, name string, ackWait time.Duration, maxD
 		return nil, err
 	}
 	safe := strings.NewReplacer(".", "_", "@", "_", ":", "_", "*", "_", ">", "_", " ", "_").Replace(name)
-	c := &Channel{addr: u.Host, nc: nc, js: js, stream: "CO_" + safe, subject: "onceproof.co." + safe, wires: map[string]*wire{}}
+	c := &natsChannel{url: u, nc: nc, js: js, stream: "CO_" + safe, subject: "onceproof.co." + safe, wires: map[string]*wire{}}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if _, err := js.CreateStream(cctx, jetstream.StreamConfig{Name: c.stream, Subjects: []string{c.subject},
@@ -56,9 +56,29 @@ func Open(ctx context.Context, natsURL, name string, ackWait time.Duration, maxD
 	return c, nil
 }
 
-// Channel is one rule's stream, consumer and proxies.
-type Channel struct {
-	addr    string // the server's host:port, which the proxies forward to
+// Channel is one rule's stream (a NATS stream and durable consumer, a
+// Redis stream key and consumer group) and the replicas' proxies in front
+// of its broker.
+type Channel interface {
+	// Env is the broker's variables for one replica (each its own proxy
+	// address, so the kit tells replicas apart on the wire).
+	Env(worker string) (map[string]string, error)
+	// Watch installs the hook that sees the service's broker traffic.
+	Watch(h Hook)
+	// Publish sends m (its id and headers as the broker carries them) and
+	// returns its sequence (Event.Seq of its deliveries and acks) and
+	// whether the broker took it as a duplicate.
+	Publish(ctx context.Context, m mq.Message) (seq uint64, dup bool, err error)
+	// Outstanding is what the broker still holds for the consumer: not yet
+	// delivered plus delivered and not acked.
+	Outstanding(ctx context.Context) (int, error)
+	// Close stops the proxies and removes the stream from the broker.
+	Close() error
+}
+
+// natsChannel is one rule's JetStream stream, consumer and proxies.
+type natsChannel struct {
+	url     *url.URL // the server, whose host the proxies forward to
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	cons    jetstream.Consumer
@@ -71,49 +91,49 @@ type Channel struct {
 	conns int
 }
 
-// Env is the broker's variables for one replica (each its own proxy
-// address, so the kit tells replicas apart on the wire).
-func (c *Channel) Env(worker string) (map[string]string, error) {
+func (c *natsChannel) Env(worker string) (map[string]string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	w, ok := c.wires[worker]
 	if !ok {
 		var err error
-		if w, err = startWire(worker, c.addr, c.currentHook, c.nextConn); err != nil {
+		if w, err = startWire(worker, c.url.Host, c.currentHook, c.nextConn); err != nil {
 			return nil, fmt.Errorf("starting the proxy for %s: %w", worker, err)
 		}
 		c.wires[worker] = w
 	}
+	pu := *c.url // the server's credentials, the proxy's address
+	pu.Host = w.ln.Addr().String()
 	return map[string]string{
-		EnvNATSURL:  w.url(),
+		EnvBroker:   BrokerNATS,
+		EnvNATSURL:  pu.String(),
 		EnvStream:   c.stream,
 		EnvSubject:  c.subject,
 		EnvConsumer: DurableName,
 	}, nil
 }
 
-func (c *Channel) currentHook() Hook {
+func (c *natsChannel) currentHook() Hook {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.hook
 }
 
-func (c *Channel) nextConn() int {
+func (c *natsChannel) nextConn() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.conns++
 	return c.conns
 }
 
-// Watch installs the hook that sees the service's broker traffic.
-func (c *Channel) Watch(h Hook) {
+func (c *natsChannel) Watch(h Hook) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.hook = h
 }
 
 // Publish sends m with its id as Nats-Msg-Id and the event id header.
-func (c *Channel) Publish(ctx context.Context, m mq.Message) (uint64, bool, error) {
+func (c *natsChannel) Publish(ctx context.Context, m mq.Message) (uint64, bool, error) {
 	msg := nats.NewMsg(c.subject)
 	msg.Data = m.Payload
 	msg.Header.Set(jetstream.MsgIDHeader, m.ID)
@@ -131,7 +151,7 @@ func (c *Channel) Publish(ctx context.Context, m mq.Message) (uint64, bool, erro
 
 // Outstanding is the consumer's pending (not yet delivered) plus its ack
 // pending (delivered, not acked), as the server reports them.
-func (c *Channel) Outstanding(ctx context.Context) (int, error) {
+func (c *natsChannel) Outstanding(ctx context.Context) (int, error) {
 	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	info, err := c.cons.Info(ictx)
@@ -142,7 +162,7 @@ func (c *Channel) Outstanding(ctx context.Context) (int, error) {
 }
 
 // Close stops the proxies and deletes the stream.
-func (c *Channel) Close() error {
+func (c *natsChannel) Close() error {
 	c.mu.Lock()
 	wires := c.wires
 	c.wires = map[string]*wire{}

@@ -1,6 +1,6 @@
 // Package coservice is the consumer suite's service transport: what the
 // kit puts between a consumer service run as its own process and NATS
-// JetStream. For each rule it creates a stream and a durable pull consumer
+// JetStream or Redis Streams. For each rule it creates a stream and a durable pull consumer
 // with the declared ack wait and max deliver, publishes the rule's events
 // in the service's envelope, reads the consumer back (what is still
 // unacked), and gives each replica a proxy address of its own, whose hook
@@ -11,6 +11,7 @@ package coservice
 
 // The environment the kit gives a service (docs/consumer-service.md).
 const (
+	EnvBroker     = "ONCEPROOF_BROKER"      // which broker: BrokerNATS or BrokerRedis
 	EnvNATSURL    = "ONCEPROOF_NATS_URL"    // the broker, through the kit's proxy
 	EnvStream     = "ONCEPROOF_STREAM"      // the stream the kit created
 	EnvSubject    = "ONCEPROOF_SUBJECT"     // its subject
@@ -22,11 +23,19 @@ const (
 	EnvNotifyURL  = "ONCEPROOF_NOTIFY_URL"  // the notifier's URL
 	EnvWorker     = "ONCEPROOF_WORKER"      // the replica's name ("W1")
 	EnvRule       = "ONCEPROOF_RULE"        // the rule being checked ("CO-2.1")
+	EnvRedisURL   = "ONCEPROOF_REDIS_URL"   // Redis, through the kit's proxy (ONCEPROOF_BROKER=redis)
+	EnvGroup      = "ONCEPROOF_GROUP"       // the consumer group to read (ONCEPROOF_BROKER=redis)
+)
+
+// The values of EnvBroker.
+const (
+	BrokerNATS  = "nats"  // NATS JetStream: EnvNATSURL, EnvStream, EnvSubject, EnvConsumer
+	BrokerRedis = "redis" // Redis Streams: EnvRedisURL, EnvStream (the stream key), EnvGroup
 )
 
 // Env lists every variable the kit gives a service, for forwarding them
 // into a container by name.
-var Env = []string{EnvNATSURL, EnvStream, EnvSubject, EnvConsumer, EnvAckWait, EnvMaxDeliver,
+var Env = []string{EnvBroker, EnvRedisURL, EnvGroup, EnvNATSURL, EnvStream, EnvSubject, EnvConsumer, EnvAckWait, EnvMaxDeliver,
 	EnvDataDir, EnvIndexURL, EnvNotifyURL, EnvWorker, EnvRule}
 
 // Event is one thing the proxy saw a replica do or receive.

@@ -40,8 +40,6 @@ func startWire(worker, target string, hook func() Hook, nextID func() int) (*wir
 	return w, nil
 }
 
-func (w *wire) url() string { return "nats://" + w.ln.Addr().String() }
-
 func (w *wire) close() error {
 	err := w.ln.Close()
 	w.mu.Lock()

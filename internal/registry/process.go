@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -45,16 +46,16 @@ func services() []row {
 	rows := []row{{
 		Kind: target.Kind{
 			Suite: "consumer", Name: "process",
-			Summary:    "a consumer service run as its own process (cmd:COMMAND) or container (container:IMAGE), killed with SIGKILL and restarted, over embedded NATS JetStream and HTTP sinks",
+			Summary:    "a consumer service run as its own process (cmd:COMMAND) or container (container:IMAGE), killed with SIGKILL and restarted, over embedded NATS JetStream (or --broker broker/nats=URL, broker/redis) and HTTP sinks",
 			Needs:      "the service's command (a `go run` is built once), or a local image and Docker",
-			TakesImage: true,
+			TakesImage: true, OverBroker: true,
 		},
 		modes: []mode{{target.Command, serviceStarted("")}, {target.Container, serviceStarted("")}},
 	}, {
 		Kind: target.Kind{
 			Suite: "consumer", Name: "process-python",
 			Summary: "the reference consumer service in Python (standard library only) as its own process",
-			Needs:   "python3",
+			Needs:   "python3", OverBroker: true,
 		},
 		modes: []mode{{target.Embedded, serviceStarted("python3 examples/consumer-service/python/consumer.py")}},
 	}}
@@ -64,7 +65,7 @@ func services() []row {
 				Suite: "consumer", Name: "mutant-process-" + m.name,
 				Summary: "mutant service: " + m.summary,
 				Needs:   "the go toolchain or python3",
-				Mutant:  true, MustFail: m.mustFail,
+				Mutant:  true, MustFail: m.mustFail, OverBroker: true,
 			},
 			modes: []mode{{target.Embedded, serviceStarted(m.command)}},
 		})
@@ -124,13 +125,27 @@ func serviceStarted(fixed string) start {
 // start).
 func bindService(ctx context.Context, ref target.Ref, svc *consumer.Service, address, what, how string, release func() error) (*target.Started, error) {
 	svc.Keep = ref.Opts.Keep
+	sb, brokerInfo, stopBroker, err := serviceBroker(ctx, ref)
+	if err != nil {
+		_ = release()
+		return nil, target.Unavailable(ref, err)
+	}
+	svc.Broker = sb
+	version, maxDeliver := "nats-server "+nats.Version+" (embedded, one per rule)", "20"
+	switch sb.Kind {
+	case coservice.BrokerNATS:
+		version = sb.Name
+	case coservice.BrokerRedis:
+		version, maxDeliver = sb.Name, "none (Redis Streams has no max deliver)"
+	}
+	stop := func() error { return errors.Join(release(), stopBroker()) }
 	envelope := "the kit's (no profile consumer maps it)"
 	if ref.Name == "process" {
 		// Only a team's service takes the profile's shape: the kit's
 		// own references and mutants read the documented envelope.
 		env, from, err := ServiceEnvelope(ref.Opts.Profile)
 		if err != nil {
-			_ = release()
+			_ = stop()
 			return nil, err
 		}
 		svc.Envelope = env
@@ -146,14 +161,14 @@ func bindService(ctx context.Context, ref target.Ref, svc *consumer.Service, add
 	return &target.Started{
 		Info: target.Info{
 			Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: address,
-			Version: "nats-server " + nats.Version + " (embedded, one per rule)",
+			Version: version,
 			Config: map[string]string{
 				what:           how,
-				"broker":       "NATS JetStream (an embedded server per rule), a durable pull consumer per rule, reached through the kit's proxy",
+				"broker":       brokerInfo,
 				"scopes":       strings.Join(t.Declared.Scopes, ", "),
 				"replicas":     "2, sharing the data directory",
-				"ackWait":      "2s real (declared on the durable consumer)",
-				"maxDeliver":   "20",
+				"ackWait":      "2s real (declared on the durable consumer; on Redis, the services' XAUTOCLAIM min-idle-time)",
+				"maxDeliver":   maxDeliver,
 				"crashes":      "SIGKILL at sink calls (before / after applying) and acks (before / after forwarding), then a restart with the same configuration",
 				"sinks":        "HTTP on loopback: a search index with external versions (409 when not newer), a notifier that counts every call",
 				"dataDirs":     keepString(ref.Opts.Keep),
@@ -163,7 +178,7 @@ func bindService(ctx context.Context, ref target.Ref, svc *consumer.Service, add
 			},
 		},
 		Register: func() { consumer.Register(t) },
-		Stop:     release,
+		Stop:     stop,
 	}, nil
 }
 

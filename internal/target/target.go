@@ -182,7 +182,8 @@ type Kind struct {
 	// per backend its mutants sit in front of (broker: NATS and Kafka).
 	Reference bool
 	// OverBroker marks a consumer kind that can read from any broker
-	// target (tck run --broker).
+	// target (tck run --broker; a consumer service only from those
+	// registry.ServiceBrokerSupported accepts).
 	OverBroker bool
 	// AddressEnv, for a kind whose first mode is External, names the
 	// variable holding its default URL (broker/redis: TCK_REDIS_URL). A

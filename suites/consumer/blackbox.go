@@ -39,7 +39,7 @@ type blackbox struct {
 	*world
 	s Service
 
-	ch      *coservice.Channel
+	ch      coservice.Channel
 	sinks   *httpsinks.Server
 	dir     string
 	data    string
@@ -110,7 +110,12 @@ func openBlackbox(r *spec.R, t Target) *blackbox {
 	s := t.Service.withDefaults()
 	// Started first, so it is stopped last: the world's cleanup deletes
 	// the stream on it.
-	natsURL := embeddedURL(r)
+	natsURL := s.Broker.URL
+	if s.Broker.Kind == "" {
+		natsURL = embeddedURL(r)
+	} else {
+		r.Ev.Figure("broker", s.Broker.Name, "the team's server; the rule's stream is created on it and removed at the rule's end")
+	}
 	ctx, cancel := context.WithCancel(r.Context())
 	w := newWorld(r, t, ctx)
 	h := &blackbox{world: w, s: s,
@@ -133,15 +138,26 @@ func openBlackbox(r *spec.R, t Target) *blackbox {
 	}
 	h.sinks = sk
 	sk.SetHook(h.sinkHook)
-	ch, err := coservice.Open(r.Context(), natsURL, strings.ReplaceAll(h.tag, ".", "-"), s.AckWait, s.MaxDeliver)
-	if err != nil {
-		r.Unknown("creating the rule's stream and durable consumer: %v", err)
+	name := strings.ReplaceAll(h.tag, ".", "-")
+	if s.Broker.Kind == coservice.BrokerRedis {
+		ch, err := coservice.OpenRedis(r.Context(), s.Broker.URL, name)
+		if err != nil {
+			r.Unknown("creating the rule's stream key and consumer group: %v", err)
+		}
+		h.ch = ch
+		h.ev.Figure("broker ack wait", s.AckWait.String(), "Redis has none: the service claims entries idle this long (XAUTOCLAIM min-idle-time), real time")
+		h.ev.Figure("broker max deliver", "none", "Redis Streams has no max deliver")
+	} else {
+		ch, err := coservice.Open(r.Context(), natsURL, name, s.AckWait, s.MaxDeliver)
+		if err != nil {
+			r.Unknown("creating the rule's stream and durable consumer: %v", err)
+		}
+		h.ch = ch
+		h.ev.Figure("broker ack wait", s.AckWait.String(), "declared on the durable consumer, real time")
+		h.ev.Figure("broker max deliver", s.MaxDeliver, "")
 	}
-	h.ch = ch
-	ch.Watch(h.wireHook)
+	h.ch.Watch(h.wireHook)
 	h.ev.Figure("service replicas", s.Workers, "sharing one data directory")
-	h.ev.Figure("broker ack wait", s.AckWait.String(), "declared on the durable consumer, real time")
-	h.ev.Figure("broker max deliver", s.MaxDeliver, "")
 	h.ev.Figure("service command", strings.Join(s.Args, " "), "")
 	for i := 1; i <= s.Workers; i++ {
 		w, err := h.startReplica(fmt.Sprintf("W%d", i))
@@ -192,7 +208,9 @@ func (h *blackbox) startReplica(name string) (*replica, error) {
 		env[k] = v
 	}
 	env[coservice.EnvAckWait] = h.s.AckWait.String()
-	env[coservice.EnvMaxDeliver] = strconv.Itoa(h.s.MaxDeliver)
+	if h.s.Broker.Kind != coservice.BrokerRedis {
+		env[coservice.EnvMaxDeliver] = strconv.Itoa(h.s.MaxDeliver)
+	}
 	env[coservice.EnvDataDir] = h.data
 	env[coservice.EnvIndexURL] = h.sinks.Base(name) + "/index"
 	env[coservice.EnvNotifyURL] = h.sinks.Base(name) + "/notify"

@@ -195,7 +195,11 @@ func (h *blackbox) deliver(w *replica, ev coservice.Event) {
 	w.cur = kd
 	w.mu.Unlock()
 	h.firstDelivery(e.EventID, &kd.calls)
-	h.rec.Note(w.actor(), "deliver", brokerID, fmt.Sprintf("attempt %d (the broker's delivery count %d)", n, ev.Delivered))
+	count := fmt.Sprintf(" (the broker's delivery count %d)", ev.Delivered)
+	if ev.Delivered == 0 {
+		count = "" // a Redis reply carries no delivery count
+	}
+	h.rec.Note(w.actor(), "deliver", brokerID, fmt.Sprintf("attempt %d%s", n, count))
 	h.waitGate(e.EventID)
 }
 

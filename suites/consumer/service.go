@@ -6,7 +6,8 @@ import (
 
 // Service is a consumer service the kit runs as its own process and checks
 // as a black box (Target.Service): it reads a durable consumer the kit
-// creates on an embedded NATS JetStream server of the rule's own, keeps its
+// creates on an embedded NATS JetStream server of the rule's own (or a
+// stream key and consumer group on the team's broker, Broker), keeps its
 // state in a data directory of its own, writes to sinks that are HTTP
 // services of the kit's, and acks through a proxy of the kit's in front of
 // the broker. The kit kills it with SIGKILL at points it sees from outside
@@ -45,6 +46,22 @@ type Service struct {
 	// Settle (real) bounds each step until every message of it is acked
 	// (default 30 s).
 	Settle time.Duration
+	// Broker is the server each rule's stream is created on (the zero
+	// value: an embedded NATS JetStream server of the rule's own).
+	Broker ServiceBroker
+}
+
+// ServiceBroker is a team's broker server a service reads through the
+// kit's proxy (tck run --broker): each rule creates its scratch stream
+// there and removes it at its end.
+type ServiceBroker struct {
+	// Kind is "nats" (JetStream: a stream and a durable pull consumer) or
+	// "redis" (Redis Streams: a stream key and a consumer group).
+	Kind string
+	// URL reaches the server, credentials included (never shown).
+	URL string
+	// Name is how the evidence names the server (no credentials).
+	Name string
 }
 
 // Envelope says where a service's events carry the kit's fields: each is a

@@ -4,7 +4,9 @@
 It implements the same contract as the Go reference (docs/consumer-service.md)
 to show the contract is language-neutral: it reads the kit's NATS JetStream
 durable pull consumer over a minimal NATS client of its own (NATS's text
-protocol: CONNECT, SUB, PUB, MSG/HMSG, PING/PONG), keeps its state in its own
+protocol: CONNECT, SUB, PUB, MSG/HMSG, PING/PONG), or with ONCEPROOF_BROKER=redis
+the kit's Redis stream and consumer group over a minimal RESP client (XAUTOCLAIM,
+XREADGROUP, XACK), keeps its state in its own
 SQLite database (sqlite3), and writes to the kit's HTTP sinks (urllib).
 
 Per delivery of event (message m, version v), in this order:
@@ -157,6 +159,100 @@ class NATS:
         self.publish(subject, b"+TERM")
 
 
+class Redis:
+    """Just enough RESP2 for a Redis Streams consumer group (ONCEPROOF_BROKER=redis).
+
+    Redis redelivers nothing by itself: each read first claims an entry of
+    the group idle longer than the ack wait (XAUTOCLAIM), whoever held it,
+    then reads a new one (XREADGROUP >). The ack is XACK; Redis has no nak
+    (a failed entry stays pending until it is claimed again after the ack
+    wait) and no terminate (an unreadable entry is acked).
+    """
+
+    def __init__(self, url, key, group, name, idle):
+        u = urllib.parse.urlparse(url)
+        self.sock = socket.create_connection((u.hostname, u.port or 6379), timeout=10)
+        self.buf = b""
+        self.key, self.group, self.name, self.idle_ms = key, group, name, int(idle * 1000)
+        if u.password is not None:
+            user = urllib.parse.unquote(u.username or "default")
+            self.call("AUTH", user, urllib.parse.unquote(u.password))
+        db = (u.path or "/").strip("/")
+        if db and db != "0":
+            self.call("SELECT", db)
+        self.call("CLIENT", "SETNAME", "consumer-service-python-" + (name or "x"))
+
+    def _fill(self):
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("the broker closed the connection")
+        self.buf += chunk
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            self._fill()
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def _reply(self):
+        line = self._line()
+        kind, rest = line[:1], line[1:]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            raise RuntimeError(rest.decode())
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            while len(self.buf) < n + 2:
+                self._fill()
+            data, self.buf = self.buf[:n], self.buf[n + 2:]
+            return data
+        if kind == b"*":
+            n = int(rest)
+            return None if n < 0 else [self._reply() for _ in range(n)]
+        raise RuntimeError(f"not a RESP2 reply: {line!r}")
+
+    def call(self, *args):
+        out = b"*%d\r\n" % len(args)
+        for a in args:
+            b = a if isinstance(a, bytes) else str(a).encode()
+            out += b"$%d\r\n%s\r\n" % (len(b), b)
+        self.sock.sendall(out)
+        return self._reply()
+
+    def next(self, wait):
+        """One entry: (payload, headers, entry id) or None."""
+        self.sock.settimeout(wait + 5)
+        r = self.call("XAUTOCLAIM", self.key, self.group, self.name, self.idle_ms, "0-0", "COUNT", 1)
+        entries = r[1] if r else []
+        if not entries:
+            r = self.call("XREADGROUP", "GROUP", self.group, self.name, "COUNT", 1, "BLOCK", int(wait * 1000),
+                          "STREAMS", self.key, ">")
+            entries = r[0][1] if r else []
+        for entry in entries:
+            eid, fields = entry[0], entry[1]
+            if fields is None:
+                continue  # deleted from the stream while pending
+            f = {fields[i].decode(): fields[i + 1] for i in range(0, len(fields), 2)}
+            headers = {k[2:]: v.decode() for k, v in f.items() if k.startswith("h:")}
+            return f.get("payload", b""), headers, eid.decode()
+        return None
+
+    def ack(self, eid):
+        if self.call("XACK", self.key, self.group, eid) != 1:
+            raise RuntimeError(f"XACK {eid}: the entry was no longer pending")
+
+    def nak(self, eid, delay):
+        pass  # no nak: it is claimed again after the ack wait
+
+    def term(self, eid):
+        self.call("XACK", self.key, self.group, eid)
+
+
 class HTTPStatus(Exception):
     pass
 
@@ -184,7 +280,8 @@ class Service:
         self.worker = os.environ.get("ONCEPROOF_WORKER", "")
         self.owner = f"{self.worker}/{os.getpid()}"
         self.stream = need("ONCEPROOF_STREAM")
-        self.consumer = need("ONCEPROOF_CONSUMER")
+        self.redis = os.environ.get("ONCEPROOF_BROKER") == "redis"
+        self.consumer = need("ONCEPROOF_GROUP") if self.redis else need("ONCEPROOF_CONSUMER")
         self.index = need("ONCEPROOF_INDEX_URL")
         self.notify_url = need("ONCEPROOF_NOTIFY_URL")
         self.lease = go_duration(need("ONCEPROOF_ACK_WAIT"))
@@ -199,36 +296,50 @@ class Service:
             " owner TEXT NOT NULL, claimed_ns INTEGER NOT NULL, PRIMARY KEY (message_id, version))",
         ):
             self.db.execute(q)
-        self.nats = NATS(need("ONCEPROOF_NATS_URL"))
+        if self.redis:
+            self.broker = Redis(need("ONCEPROOF_REDIS_URL"), self.stream, self.consumer,
+                                self.worker or f"svc-{os.getpid()}", self.lease)
+        else:
+            self.broker = NATS(need("ONCEPROOF_NATS_URL"))
+
+    def next(self):
+        """(payload, ack handle, attempt) of the next delivery, or None."""
+        if self.redis:
+            got = self.broker.next(0.1)
+            return None if got is None else (got[0], got[2], "?")
+        got = self.broker.next(self.stream, self.consumer, 2.0)
+        if got is None:
+            return None
+        data, ack = got
+        return data, ack, (ack.split(".")[-5] if len(ack.split(".")) == 9 else "?")
 
     def run(self):
         log(f"{self.worker}: started (pid {os.getpid()}), reading {self.stream}/{self.consumer}")
         while True:
-            got = self.nats.next(self.stream, self.consumer, 2.0)
+            got = self.next()
             if got is None:
                 continue
-            data, ack = got
+            data, ack, attempt = got
             try:
                 e = json.loads(data)
                 if not e.get("eventId") or not e.get("messageId") or int(e.get("version", 0)) <= 0:
                     raise ValueError("missing fields")
             except ValueError as err:
                 log(f"{self.worker}: not an event ({err}); terminating it")
-                self.nats.term(ack)
+                self.broker.term(ack)
                 continue
-            attempt = ack.split(".")[-5] if len(ack.split(".")) == 9 else "?"
             log(f"{self.worker}: {e['eventId']} attempt {attempt}")
             try:
-                self.handle(e, lambda: self.nats.ack(ack))
+                self.handle(e, lambda: self.broker.ack(ack))
             except Busy as err:  # another replica's live claim: come back when its lease runs out
                 print(f"{self.worker}: {e['eventId']}: {err}; nak", file=sys.stderr, flush=True)
                 # Likely done in a moment; if its claimer died, its lease runs
                 # out: back off, at most until then, well under max deliver.
                 n = int(attempt) if attempt.isdigit() else 1
-                self.nats.nak(ack, min(err.wait, 0.2 * n))
+                self.broker.nak(ack, min(err.wait, 0.2 * n))
             except Exception as err:  # any failure before the ack: have it back
                 print(f"{self.worker}: {e['eventId']}: {err}; nak", file=sys.stderr, flush=True)
-                self.nats.nak(ack, 0.2)
+                self.broker.nak(ack, 0.2)
 
     def handle(self, e, ack):
         """The order is the point: projection, index, notification, then the ack."""

@@ -1,5 +1,6 @@
 // Package svc is the reference consumer service in Go: a real process with
-// its own SQLite database, reading a NATS JetStream durable consumer and
+// its own SQLite database, reading a NATS JetStream durable consumer (or a
+// Redis stream's consumer group, ONCEPROOF_BROKER=redis) and
 // writing to a search index and a push notifier over HTTP, configured by the
 // environment the kit documents (docs/consumer-service.md). Run(Defects{})
 // is the reference; each mutant under internal/mutants/coservices is
@@ -97,19 +98,19 @@ func env(name string) (string, error) {
 }
 
 // Run reads deliveries until ctx ends; nested: in the shape -envelope
-// nested names (see Main).
+// nested names (see Main). ONCEPROOF_BROKER=redis reads a Redis stream's
+// consumer group (redis.go); anything else (or nothing) NATS JetStream.
 func Run(ctx context.Context, d Defects, nested bool) error {
-	var cfg [7]string
-	for i, n := range []string{"ONCEPROOF_NATS_URL", "ONCEPROOF_STREAM", "ONCEPROOF_CONSUMER", "ONCEPROOF_DATA_DIR",
-		"ONCEPROOF_INDEX_URL", "ONCEPROOF_NOTIFY_URL", "ONCEPROOF_ACK_WAIT"} {
+	var cfg [4]string
+	for i, n := range []string{"ONCEPROOF_DATA_DIR", "ONCEPROOF_INDEX_URL", "ONCEPROOF_NOTIFY_URL", "ONCEPROOF_ACK_WAIT"} {
 		v, err := env(n)
 		if err != nil {
 			return err
 		}
 		cfg[i] = v
 	}
-	natsURL, stream, durable, dataDir, indexURL, notifyURL := cfg[0], cfg[1], cfg[2], cfg[3], cfg[4], cfg[5]
-	ackWait, err := time.ParseDuration(cfg[6])
+	dataDir, indexURL, notifyURL := cfg[0], cfg[1], cfg[2]
+	ackWait, err := time.ParseDuration(cfg[3])
 	if err != nil {
 		return fmt.Errorf("ONCEPROOF_ACK_WAIT: %w", err)
 	}
@@ -119,7 +120,26 @@ func Run(ctx context.Context, d Defects, nested bool) error {
 		return err
 	}
 	defer db.Close()
-	nc, err := nats.Connect(natsURL, nats.Name("consumer-service "+worker))
+	s := &service{d: d, nested: nested, worker: worker, owner: fmt.Sprintf("%s/%d", worker, os.Getpid()), lease: ackWait, db: db,
+		index: indexURL, notify: notifyURL, http: &http.Client{Timeout: 5 * time.Second}}
+	if os.Getenv("ONCEPROOF_BROKER") == "redis" {
+		return s.runRedis(ctx)
+	}
+	return s.runNATS(ctx)
+}
+
+// runNATS reads the durable pull consumer, one delivery at a time.
+func (s *service) runNATS(ctx context.Context) error {
+	var cfg [3]string
+	for i, n := range []string{"ONCEPROOF_NATS_URL", "ONCEPROOF_STREAM", "ONCEPROOF_CONSUMER"} {
+		v, err := env(n)
+		if err != nil {
+			return err
+		}
+		cfg[i] = v
+	}
+	natsURL, stream, durable := cfg[0], cfg[1], cfg[2]
+	nc, err := nats.Connect(natsURL, nats.Name("consumer-service "+s.worker))
 	if err != nil {
 		return fmt.Errorf("connecting to the broker: %w", err)
 	}
@@ -132,9 +152,7 @@ func Run(ctx context.Context, d Defects, nested bool) error {
 	if err != nil {
 		return fmt.Errorf("opening consumer %s on %s: %w", durable, stream, err)
 	}
-	s := &service{d: d, nested: nested, worker: worker, owner: fmt.Sprintf("%s/%d", worker, os.Getpid()), lease: ackWait, db: db,
-		index: indexURL, notify: notifyURL, http: &http.Client{Timeout: 5 * time.Second}}
-	fmt.Printf("%s: started (pid %d), reading %s/%s\n", worker, os.Getpid(), stream, durable)
+	fmt.Printf("%s: started (pid %d), reading %s/%s\n", s.worker, os.Getpid(), stream, durable)
 	for ctx.Err() == nil {
 		// One delivery at a time: a pull request of one.
 		msg, err := cons.Next(jetstream.FetchMaxWait(2 * time.Second))
@@ -145,13 +163,41 @@ func Run(ctx context.Context, d Defects, nested bool) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			fmt.Fprintf(os.Stderr, "%s: fetch: %v\n", worker, err)
+			fmt.Fprintf(os.Stderr, "%s: fetch: %v\n", s.worker, err)
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
-		s.deliver(ctx, msg)
+		s.deliver(ctx, natsDelivery{msg})
 	}
 	return nil
+}
+
+// delivery is one message as either broker hands it over.
+type delivery interface {
+	Data() []byte
+	Header(name string) string
+	Attempt() string // the broker's delivery count, for the log ("?" where it gives none)
+	Ack() error
+	// Nak hands it back for a redelivery after delay (Redis has no nak:
+	// it stays pending and is claimed again after the ack wait).
+	Nak(delay time.Duration) error
+	Term() error
+}
+
+type natsDelivery struct{ m jetstream.Msg }
+
+func (d natsDelivery) Data() []byte              { return d.m.Data() }
+func (d natsDelivery) Header(name string) string { return d.m.Headers().Get(name) }
+func (d natsDelivery) Ack() error                { return d.m.Ack() }
+func (d natsDelivery) Nak(delay time.Duration) error {
+	return d.m.NakWithDelay(delay)
+}
+func (d natsDelivery) Term() error { return d.m.Term() }
+func (d natsDelivery) Attempt() string {
+	if meta, _ := d.m.Metadata(); meta != nil {
+		return strconv.FormatUint(meta.NumDelivered, 10)
+	}
+	return "?"
 }
 
 func openDB(path string) (*sql.DB, error) {
@@ -176,7 +222,7 @@ func openDB(path string) (*sql.DB, error) {
 
 // decode reads the event from the kit's envelope or, nested, from
 // meta.id, meta.rev, data.text and the Event-Id header.
-func (s *service) decode(msg jetstream.Msg) (co.Event, error) {
+func (s *service) decode(msg delivery) (co.Event, error) {
 	if !s.nested {
 		return co.Decode(msg.Data())
 	}
@@ -192,26 +238,22 @@ func (s *service) decode(msg jetstream.Msg) (co.Event, error) {
 	if err := json.Unmarshal(msg.Data(), &n); err != nil {
 		return co.Event{}, fmt.Errorf("not a nested event: %w", err)
 	}
-	e := co.Event{EventID: msg.Headers().Get("Event-Id"), MessageID: n.Meta.ID, Version: n.Meta.Rev, Body: n.Data.Text}
+	e := co.Event{EventID: msg.Header("Event-Id"), MessageID: n.Meta.ID, Version: n.Meta.Rev, Body: n.Data.Text}
 	if e.EventID == "" || e.MessageID == "" || e.Version <= 0 {
 		return co.Event{}, fmt.Errorf("not a nested event (meta.id, meta.rev and the Event-Id header): %q", msg.Data())
 	}
 	return e, nil
 }
 
-func (s *service) deliver(ctx context.Context, msg jetstream.Msg) {
+func (s *service) deliver(ctx context.Context, msg delivery) {
 	e, err := s.decode(msg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v; terminating it\n", s.worker, err)
 		_ = msg.Term()
 		return
 	}
-	meta, _ := msg.Metadata()
-	attempt := uint64(0)
-	if meta != nil {
-		attempt = meta.NumDelivered
-	}
-	fmt.Printf("%s: %s attempt %d\n", s.worker, e.EventID, attempt)
+	attempt := msg.Attempt()
+	fmt.Printf("%s: %s attempt %s\n", s.worker, e.EventID, attempt)
 	if s.d.AckFirst {
 		_ = msg.Ack()
 		fmt.Printf("%s: %s acked (before its effects)\n", s.worker, e.EventID)
@@ -225,9 +267,10 @@ func (s *service) deliver(ctx context.Context, msg jetstream.Msg) {
 				// Another replica's claim: it is likely done in a moment; if
 				// its claimer died, its lease runs out. Back off, at most
 				// until then, so the redeliveries stay well under max deliver.
-				delay = min(busy.wait, time.Duration(max(attempt, 1))*200*time.Millisecond)
+				n, _ := strconv.Atoi(attempt)
+				delay = min(busy.wait, time.Duration(max(n, 1))*200*time.Millisecond)
 			}
-			_ = msg.NakWithDelay(delay)
+			_ = msg.Nak(delay)
 		}
 		return
 	}

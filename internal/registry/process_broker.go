@@ -1,0 +1,95 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/onceproof/tck/adapters/broker/nats"
+	"github.com/onceproof/tck/adapters/broker/redis"
+	"github.com/onceproof/tck/internal/coservice"
+	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/suites/consumer"
+)
+
+// IsService says whether a consumer kind is a service run as its own
+// process (consumer/process, consumer/process-python, the mutant services).
+func IsService(k target.Kind) bool {
+	return k.Suite == "consumer" && (k.Name == "process" || strings.HasPrefix(k.Name, "process-") || strings.HasPrefix(k.Name, "mutant-process-"))
+}
+
+// ServiceBrokerSupported says whether a consumer service can be run over
+// the broker kind key (tck run --broker): the kit's proxy speaks NATS and
+// RESP. Any other broker is a usage error (exit 3) the CLI words.
+func ServiceBrokerSupported(key string) error {
+	switch key {
+	case "broker/nats", "broker/redis":
+		return nil
+	case "broker/kafka":
+		return errors.New("--broker broker/kafka: a consumer service (consumer/process) over Kafka is not supported yet; the services take broker/nats or broker/redis")
+	}
+	return fmt.Errorf("--broker %s: a consumer service (consumer/process) takes broker/nats or broker/redis", key)
+}
+
+// serviceBroker starts or reaches the broker a service's run names
+// (ref.Opts.Broker): broker/redis (a URL, TCK_REDIS_URL, a redis-server
+// from PATH, or =container) or broker/nats (=URL or =container; the
+// embedded mode keeps one embedded server per rule). The zero
+// ServiceBroker is the per-rule embedded NATS server.
+func serviceBroker(ctx context.Context, ref target.Ref) (consumer.ServiceBroker, string, func() error, error) {
+	none := func() error { return nil }
+	embedded := "NATS JetStream (an embedded server per rule), a durable pull consumer per rule, reached through the kit's proxy"
+	if ref.Opts.Broker == "" {
+		return consumer.ServiceBroker{}, embedded, none, nil
+	}
+	bref, err := ConsumerBroker(Targets(), ref.Opts.Broker)
+	if err != nil {
+		return consumer.ServiceBroker{}, "", nil, err
+	}
+	if err := ServiceBrokerSupported(bref.Key()); err != nil {
+		return consumer.ServiceBroker{}, "", nil, err
+	}
+	switch bref.Key() {
+	case "broker/redis":
+		var rt *redis.Target
+		if bref.Mode() == target.Container {
+			rt, err = redis.ContainerTarget(ctx, redis.Client{})
+		} else {
+			rt, err = redisAt(redis.Client{})(ctx, bref)
+		}
+		if errors.Is(err, redis.ErrNoServerBinary) {
+			return consumer.ServiceBroker{}, "", nil, errors.New("no Redis server: " + RedisURLEnv + " is unset and " + redis.ServerBinary + " is not on PATH; name one (--broker broker/redis=redis://...)")
+		}
+		if err != nil {
+			return consumer.ServiceBroker{}, "", nil, fmt.Errorf("its broker %s: %w", bref, err)
+		}
+		name := rt.Address
+		if name == "" {
+			name = target.Redact(rt.URL)
+		}
+		name = "Redis " + rt.Version + " at " + name
+		return consumer.ServiceBroker{Kind: coservice.BrokerRedis, URL: rt.URL, Name: name},
+			name + ": a stream key and consumer group per rule (removed at its end), reached through the kit's RESP proxy", rt.Stop, nil
+	default: // broker/nats
+		var nt *nats.Target
+		switch bref.Mode() {
+		case target.Embedded:
+			return consumer.ServiceBroker{}, embedded, none, nil
+		case target.Container:
+			nt, err = nats.ContainerTarget(ctx, nats.Client{})
+		default:
+			nt, err = nats.URLTarget(ctx, bref.Address, nats.Client{})
+		}
+		if err != nil {
+			return consumer.ServiceBroker{}, "", nil, fmt.Errorf("its broker %s: %w", bref, err)
+		}
+		name := nt.Address
+		if name == "" {
+			name = target.Redact(nt.URL)
+		}
+		name = "NATS JetStream at " + name
+		return consumer.ServiceBroker{Kind: coservice.BrokerNATS, URL: nt.URL, Name: name},
+			name + ": a stream and durable pull consumer per rule (removed at its end), reached through the kit's proxy", nt.Stop, nil
+	}
+}

@@ -1,0 +1,156 @@
+package registry
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/onceproof/tck/adapters/broker/nats"
+	"github.com/onceproof/tck/adapters/broker/redis"
+	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/internal/verdict"
+)
+
+// runServiceOver runs a consumer/process kind over the broker target b, as
+// `tck run --broker b` does.
+func runServiceOver(t *testing.T, name, b string, rules ...string) []verdict.Result {
+	t.Helper()
+	k, ref, err := Targets().Resolve(target.Ref{Suite: "consumer", Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.Opts.Broker = b
+	st, err := k.Start(context.Background(), ref)
+	if err != nil {
+		t.Fatalf("starting %s over %s: %v", name, b, err)
+	}
+	defer func() {
+		if err := st.Stop(); err != nil {
+			t.Errorf("stopping %s: %v", name, err)
+		}
+	}()
+	return runner.Run(ref.Key(), st.Register, runner.Options{Rules: rules})
+}
+
+// serviceRedis is the Redis server of the test: TCK_REDIS_URL, else a
+// redis-server from PATH (broker/redis starts one); neither is a skip,
+// or a failure with TCK_REQUIRE_REDIS=1.
+func serviceRedis(t *testing.T) {
+	t.Helper()
+	if os.Getenv(RedisURLEnv) == "" && !redis.HaveServerBinary() {
+		if os.Getenv("TCK_REQUIRE_REDIS") == "1" {
+			t.Fatalf("TCK_REQUIRE_REDIS=1 but %s is unset and %s is not on PATH", RedisURLEnv, redis.ServerBinary)
+		}
+		t.Skipf("no Redis: %s is unset and %s is not on PATH (scripts/redis-local.sh starts one)", RedisURLEnv, redis.ServerBinary)
+	}
+}
+
+// Issue 25 item 4: the Python reference service over the team's Redis
+// (--broker broker/redis) passes every rule that applies to a black box;
+// the ack-before-notify mutants, Python and Go, fail CO-2.2 there too; the
+// rules' stream keys are gone from the server afterwards.
+func TestServiceOverRedis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: runs a consumer service through every consumer rule over Redis (about 90 s)")
+	}
+	serviceRedis(t)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(root)
+	t.Setenv("TMPDIR", t.TempDir())
+
+	got, sum := verdicts(runServiceOver(t, "process-python", "broker/redis"))
+	t.Log(sum)
+	for id, v := range got {
+		want := verdict.Pass
+		if id == "CO-3.1" || id == "CO-4.1" || id == "CO-2.6" {
+			want = verdict.NotApplicable
+		}
+		if v != want {
+			t.Errorf("Python reference over Redis: %s is %s, want %s", id, v, want)
+		}
+	}
+	if len(got) < 15 {
+		t.Errorf("%d rules ran, want every consumer rule", len(got))
+	}
+	for _, m := range []string{"mutant-process-python-ack-before-notify", "mutant-process-go-ack-first"} {
+		got, sum := verdicts(runServiceOver(t, m, "broker/redis", "CO-2.2"))
+		t.Log(sum)
+		if got["CO-2.2"] != verdict.Fail {
+			t.Errorf("%s over Redis: CO-2.2 is %s, want fail", m, got["CO-2.2"])
+		}
+	}
+	if url := os.Getenv(RedisURLEnv); url != "" {
+		o, err := goredis.ParseURL(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rdb := goredis.NewClient(o)
+		defer rdb.Close()
+		keys, err := rdb.Keys(context.Background(), redis.KeyPrefix+"co-*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) > 0 {
+			t.Errorf("stream keys left on the server: %v", keys)
+		}
+	}
+}
+
+// Item 3: over the team's NATS server (broker/nats=URL) the rule's stream
+// and durable consumer are created there, the service reads them through
+// the proxy, and they are removed at the rule's end.
+func TestServiceOverNATSURL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: runs a consumer service")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(root)
+	t.Setenv("TMPDIR", t.TempDir())
+	e, err := nats.StartEmbedded(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = e.Stop() }()
+
+	got, sum := verdicts(runServiceOver(t, "process-python", "broker/nats="+e.URL(), "CO-1.1", "CO-2.1"))
+	t.Log(sum)
+	for _, id := range []string{"CO-1.1", "CO-2.1"} {
+		if got[id] != verdict.Pass {
+			t.Errorf("Python reference over broker/nats=URL: %s is %s, want pass", id, got[id])
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nc, err := natsgo.Connect(e.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := js.StreamNames(ctx)
+	for n := range names.Name() {
+		if strings.HasPrefix(n, "CO_") {
+			t.Errorf("the rule's stream %s is still on the server", n)
+		}
+	}
+	if err := names.Err(); err != nil {
+		t.Fatal(err)
+	}
+}

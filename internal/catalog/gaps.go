@@ -30,7 +30,7 @@ const (
 
 var gaps = []Gap{
 	{CapBrokerDedupe, GapUnprotected, "no producer de-dupe",
-		"a producer retry after a lost publish reply is a second entry (the broker does not recognise the same message id)",
+		"a producer's retry of a publish whose reply was lost is a second entry: nothing on the broker recognises the same message id (a client library's retries inside one session aside, where the rule's reason says so)",
 		"producer and consumers", "the producer keeps one stable event id per change and checks the publish result; every consumer de-dupes by (event id, version, side effect)",
 		srcLostAck + "; " + seedBR + ", 四、去重键要带版本和副作用作用域"},
 	{CapBrokerCrashRedelivery, GapUnprotected, "no redelivery of what a dead consumer held",
@@ -38,7 +38,7 @@ var gaps = []Gap{
 		"consumers", "the consumer side finds and replays unfinished work itself (reconciliation against the authoritative store)",
 		srcCrashAck},
 	{CapBrokerAckWait, GapUnprotected, "no ack wait",
-		"an unacknowledged delivery does not come back by itself while its consumer lives: a hung consumer holds it",
+		"an unacknowledged delivery does not come back after an ack wait while its consumer lives: a hung consumer holds it (the rule's reason says what does bring it back)",
 		"consumers", "every consumer bounds its own processing time and settles each delivery; a stuck one must be found and restarted",
 		srcCrashAck},
 	{CapBrokerNakDelay, GapUnprotected, "no negative acknowledgement",

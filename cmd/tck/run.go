@@ -365,7 +365,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stdout, "%s: %s\n", rep.Summary.Conclusion, countsLine(rep.Summary.Counts))
 		return notWritten("run", err)
 	}
-	fmt.Fprintf(stdout, "%s: %s\nreport: %s\n", rep.Summary.Conclusion, countsLine(rep.Summary.Counts), filepath.Join(dir, reports.FileMarkdown))
+	fmt.Fprintf(stdout, "%s: %s\n", rep.Summary.Conclusion, countsLine(rep.Summary.Counts))
+	printGaps(stdout, rep)
+	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(dir, reports.FileMarkdown))
 	return exitError{code: rep.Summary.ExitCode}
 }
 

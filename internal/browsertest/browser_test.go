@@ -366,6 +366,12 @@ func firstScreen(t *testing.T, name string, p *Page, rep *reports.Report) {
 			t.Errorf("%s: %s has no link to its section on the first screen: %+v", name, r.Rule, p.FirstScreenLinks)
 		}
 	}
+	// What a missing mechanism leaves to others is on the first screen too.
+	for _, g := range rep.Gaps {
+		if !strings.Contains(text, g.Label()+" on "+g.Target+": "+g.Missing) {
+			t.Errorf("%s: the gap %s on %s is not on the first screen: %q", name, g.Capability, g.Target, text)
+		}
+	}
 	if len(rep.Hazards) > 0 && !strings.Contains(text, "Hazards found by the run") {
 		t.Errorf("%s: the run's hazards are not on the first screen: %q", name, text)
 	}

@@ -62,3 +62,31 @@ func TestAddRejectsBadMetadata(t *testing.T) {
 		}()
 	}
 }
+
+// TestGapsTable: every entry of the gap table is a capability some rule
+// needs (an entry no rule can make missing would never be shown), is
+// filled in, and rests on seed 002 or a broker's documentation.
+func TestGapsTable(t *testing.T) {
+	needed := map[catalog.Capability]bool{}
+	for _, r := range catalog.All("") {
+		for _, c := range r.Needs {
+			needed[c] = true
+		}
+	}
+	seen := map[catalog.Capability]bool{}
+	for _, g := range catalog.Gaps() {
+		if !needed[g.Capability] {
+			t.Errorf("gap %s: no rule needs this capability", g.Capability)
+		}
+		if seen[g.Capability] {
+			t.Errorf("gap %s: twice", g.Capability)
+		}
+		seen[g.Capability] = true
+		if g.Kind != catalog.GapUnprotected && g.Kind != catalog.GapUnmeasured {
+			t.Errorf("gap %s: kind %q", g.Capability, g.Kind)
+		}
+		if g.Missing == "" || g.Leaves == "" || g.Who == "" || g.Compensate == "" || !strings.Contains(g.Source, "seeds/002") {
+			t.Errorf("gap %s: incomplete or without the seed: %+v", g.Capability, g)
+		}
+	}
+}

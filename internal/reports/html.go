@@ -76,13 +76,14 @@ section.rule{border-top:1px solid #e5e5e5;padding-top:.4em}
 svg.tl{display:block;max-width:100%;height:auto;margin:.5em 0;background:#fff;border:1px solid #eee}
 svg.tl text{font-family:{{mono}};font-size:11px;fill:#222}svg.tl text.tk,svg.tl text.ax{fill:#444}svg.tl text.vm{fill:#b00020;font-weight:bold;paint-order:stroke;stroke:#fff;stroke-width:3px}svg.tl text.nm{font-weight:bold;fill:#37474f}
 .ops td{font-family:{{mono}};font-size:.8em}dl.gl dt{font-weight:bold;margin-top:.5em}dl.gl dd{margin-left:1.2em}
-.fn{font-size:.88em;color:#444}nav ol{columns:2}ul.first{margin:.5em 0 0;padding-left:1.3em}ul.first li{margin:.2em 0}
+.fn{font-size:.88em;color:#444}nav ol{columns:2}ul.first{margin:.5em 0 0;padding-left:1.3em}ul.first li{margin:.2em 0}.gap{color:var(--warn)}
 @media print{details{display:block}summary{display:none}body{max-width:none}}
 </style></head><body>
 <h1>onceproof conformance report</h1>
 <p class="banner{{if eq .R.Summary.ExitCode 1}} bad{{else if .R.Summary.ExitCode}} warn{{end}}"><b>{{.R.Summary.Conclusion}}</b> (exit code {{.R.Summary.ExitCode}}){{if .Rules}}: {{counts .R.Summary.Counts}}{{end}}.
 </p>
 {{if .Failures}}<ul class="first">{{range .Failures}}<li><a href="#{{.Anchor}}"><b class="{{.Verdict}}">MUST {{if eq .Verdict "fail"}}failed{{else}}undecided{{end}}: {{.Rule}}</b> on {{.Target}}</a> ({{.Title}}): {{.OneLine}}</li>{{end}}</ul>{{end}}
+{{if .R.Gaps}}<ul class="first gaps">{{range .R.Gaps}}<li><b class="gap">{{.Label}}</b> on {{.Target}}: <b>{{.Missing}}</b> ({{join .Rules ", "}} not applicable): {{.Leaves}}; left to the {{.Who}}: {{.Compensate}} <span class="src" lang="zh-Hans">({{.Source}})</span></li>{{end}}</ul>{{end}}
 {{if or .TargetHazards .KitHazards}}<h2 id="hazards">Hazards found by the run</h2>
 <p>Each hazard says whose it is. A hazard on a passing rule is not a failure: it is a risk the rule demonstrated or found in the settings.</p>
 {{if .TargetHazards}}<h3>On the target</h3><ul>{{range .TargetHazards}}<li><a href="#{{.Anchor}}"><b>{{.Rule}}</b> on {{.Target}}</a> <span class="who target">{{.Whose}}</span>: {{.Text}}</li>{{end}}</ul>{{end}}

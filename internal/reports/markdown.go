@@ -30,6 +30,9 @@ func Markdown(w io.Writer, r *Report) error {
 		}
 		p("- MUST %s: **%s** on %s (%s): %s\n", what, md(f.Rule), md(f.Target), md(f.Title), md(f.OneLine()))
 	}
+	for _, g := range r.Gaps {
+		p("- %s on %s: **%s** (%s not applicable): %s; left to the %s: %s (%s)\n", g.Label(), md(g.Target), md(g.Missing), md(strings.Join(g.Rules, ", ")), md(g.Leaves), md(g.Who), md(g.Compensate), md(g.Source))
+	}
 	p("- Command: %s\n", codeSpan(r.Run.Command))
 	if len(r.Results) > 0 {
 		p("- Started: %s, took %s\n", r.Run.Started.Format("2006-01-02 15:04:05 MST"), runDuration(float64(r.Run.DurationMs)))

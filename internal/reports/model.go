@@ -6,7 +6,9 @@ package reports
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/onceproof/tck/internal/catalog"
@@ -88,6 +90,11 @@ type Report struct {
 	Targets []Target `json:"targets"`
 	Summary Summary  `json:"summary"`
 	Hazards []Hazard `json:"hazards,omitempty"`
+	// Gaps are what the targets' missing mechanisms leave to the producer,
+	// the consumers or the operator, lifted to the first screen: a target
+	// is "conformant" with its not-applicable rules, and the reader must
+	// still learn who does the broker's job there.
+	Gaps []Gap `json:"gaps,omitempty"`
 	// Plan is the static analysis of the pipeline profile the run was given
 	// (tck run --profile), nil without one.
 	Plan    *profile.Plan    `json:"plan,omitempty"`
@@ -121,6 +128,7 @@ func (r *Report) Finish() {
 		}
 	}
 	sort.SliceStable(r.Hazards, func(i, j int) bool { return r.Hazards[i].Target < r.Hazards[j].Target })
+	r.Gaps = gapsOf(r.Results)
 	// Empty lists, never null: a reader iterates without a nil check.
 	if r.Results == nil {
 		r.Results = []verdict.Result{}
@@ -205,4 +213,67 @@ func Summarize(results []verdict.Result, targets []Target) Summary {
 		s.ExitCode, s.Conclusion = ExitConformant, "conformant: every MUST rule that applies passed"
 	}
 	return s
+}
+
+// Gap is one target's missing mechanism with what it leaves to others
+// (catalog.Gap) and the not-applicable rules that needed it.
+type Gap struct {
+	Target string `json:"target"`
+	catalog.Gap
+	Rules []string `json:"rules"`
+}
+
+// Label heads the gap's line: "not protected" for a mechanism the target
+// lacks, "not measured" for one the kit could not exercise.
+func (g Gap) Label() string {
+	if g.Kind == catalog.GapUnmeasured {
+		return "not measured"
+	}
+	return "not protected"
+}
+
+// Line is the gap in one line, as the CLI's closing summary says it.
+func (g Gap) Line() string {
+	return fmt.Sprintf("%s on %s: %s (%s not applicable): %s; left to the %s: %s", g.Label(), g.Target, g.Missing, strings.Join(g.Rules, ", "), g.Leaves, g.Who, g.Compensate)
+}
+
+// gapsOf reads the gaps from the not-applicable results' missing
+// capabilities: by target, then in the catalog's table order.
+func gapsOf(results []verdict.Result) []Gap {
+	var out []Gap
+	at := map[[2]string]int{}
+	for _, res := range results {
+		if res.Verdict != verdict.NotApplicable {
+			continue
+		}
+		for _, c := range res.Missing {
+			g, ok := catalog.GapOf(catalog.Capability(c))
+			if !ok {
+				continue
+			}
+			k := [2]string{res.Target, c}
+			if i, seen := at[k]; seen {
+				if !slices.Contains(out[i].Rules, res.Rule) {
+					out[i].Rules = append(out[i].Rules, res.Rule)
+				}
+				continue
+			}
+			at[k] = len(out)
+			out = append(out, Gap{Target: res.Target, Gap: g, Rules: []string{res.Rule}})
+		}
+	}
+	order := map[catalog.Capability]int{}
+	for i, g := range catalog.Gaps() {
+		order[g.Capability] = i
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Target != out[j].Target {
+			return out[i].Target < out[j].Target
+		}
+		return order[out[i].Capability] < order[out[j].Capability]
+	})
+	for i := range out {
+		sort.Slice(out[i].Rules, func(a, b int) bool { return catalog.Less(out[i].Rules[a], out[i].Rules[b]) })
+	}
+	return out
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/onceproof/tck/adapters/eventstore/memory"
 	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/reports"
 	"github.com/onceproof/tck/internal/runner"
@@ -92,7 +93,24 @@ func TestResultsSchema(t *testing.T) {
 		eventstore.Check(t, tg, eventstore.ReportTo(author), eventstore.UnknownIsSkip())
 	})
 
-	for name, dir := range map[string]string{"run": run, "plan": plan, "author": author} {
+	// A broker run with a rule not applicable for a missing mechanism: its
+	// missing capability and the report's gap.
+	m := catalog.MustLookup("BR-1.1")
+	gapRep := &reports.Report{Kit: kit,
+		Run:     reports.Run{Command: "tck run --suite broker --target broker/redis", Started: started, Finished: time.Now(), Suites: []string{"broker"}},
+		Targets: []reports.Target{{Info: target.Info{Name: "broker/redis", Suite: "broker", Mode: target.External, Address: "redis://127.0.0.1:6379"}, Status: "ran"}},
+		Results: []verdict.Result{{Rule: m.ID, Suite: m.Suite, Target: "broker/redis", Level: string(m.Level), Kind: string(m.Kind), Title: m.Title,
+			Verdict: verdict.NotApplicable, Reason: "the target does not declare the capability dedupe-window", Missing: []string{string(catalog.CapBrokerDedupe)}}}}
+	gapRep.Finish()
+	if len(gapRep.Gaps) != 1 {
+		t.Fatalf("gaps %+v, want the de-dupe one", gapRep.Gaps)
+	}
+	gaps := t.TempDir()
+	if err := reports.WriteAll(gaps, gapRep); err != nil {
+		t.Fatal(err)
+	}
+
+	for name, dir := range map[string]string{"run": run, "plan": plan, "author": author, "gaps": gaps} {
 		if err := validate(t, s, filepath.Join(dir, reports.FileJSON)); err != nil {
 			t.Errorf("%s: results.json does not satisfy docs/results.schema.json: %v", name, err)
 		}

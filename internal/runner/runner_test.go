@@ -65,6 +65,13 @@ func TestVerdictMapping(t *testing.T) {
 			t.Errorf("%s: level %q target %q", id, r.Level, r.Target)
 		}
 	}
+	// The missing capability is data too: the report's gaps are read from it.
+	if m := got["ES-3.1"].Missing; len(m) != 1 || m[0] != string(catalog.CapPreCheck) {
+		t.Errorf("ES-3.1 missing %q, want [%s]", m, catalog.CapPreCheck)
+	}
+	if m := got["ES-1.1"].Missing; m != nil {
+		t.Errorf("ES-1.1 (applies) missing %q", m)
+	}
 	if len(got["ES-1.7"].Evidence.Figures) != 1 {
 		t.Errorf("ES-1.7 evidence lost its figure: %+v", got["ES-1.7"].Evidence)
 	}

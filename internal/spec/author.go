@@ -94,6 +94,6 @@ func resultOf(ru rule, targetName string, out outcome, d time.Duration) verdict.
 	}
 	return verdict.Result{
 		Rule: ru.id, Suite: ru.meta.Suite, Target: targetName, Level: string(ru.meta.Level), Kind: string(ru.meta.Kind),
-		Title: ru.meta.Title, Verdict: out.v, Reason: out.reason, DurationMs: float64(d.Microseconds()) / 1000, Evidence: ev,
+		Title: ru.meta.Title, Verdict: out.v, Reason: out.reason, Missing: out.missing, DurationMs: float64(d.Microseconds()) / 1000, Evidence: ev,
 	}
 }

@@ -121,7 +121,8 @@ func (s *Set) runGinkgo(ctx context.Context, ru rule, opts Option) {
 		failed(r.fail(message, caller(skip...)))
 	})
 	if why := ru.notApplicable(); why != "" {
-		r.NotApplicable("%s", why)
+		ginkgo.AddReportEntry(EntryVerdict, Override{Verdict: verdict.NotApplicable, Reason: why, Missing: ru.missing}, ginkgo.ReportEntryVisibilityNever)
+		ginkgo.Skip(string(verdict.NotApplicable) + ": " + why)
 	}
 	defer watch(r, func(line string) { fmt.Fprintln(ginkgo.GinkgoWriter, line) })()
 	ru.body(r)

@@ -24,9 +24,17 @@ func TestReasons(t *testing.T) {
 			if out.v != verdict.NotApplicable || !strings.HasPrefix(out.reason, "this store has no request-id index (") || !strings.Contains(out.reason, string(catalog.CapPreCheck)) {
 				t.Errorf("ES-3.1: %s %q", out.v, out.reason)
 			}
+			// The report reads the missing capability from the result, not
+			// from the reason's words.
+			if res := resultOf(ru, "t", out, 0); len(res.Missing) != 1 || res.Missing[0] != string(catalog.CapPreCheck) {
+				t.Errorf("ES-3.1 result missing %q, want [%s]", res.Missing, catalog.CapPreCheck)
+			}
 		case "ES-1.1":
 			if out.v != verdict.Pass || !ran {
 				t.Errorf("ES-1.1: %s %q, ran %v", out.v, out.reason, ran)
+			}
+			if res := resultOf(ru, "t", out, 0); res.Missing != nil {
+				t.Errorf("ES-1.1 (applies) result missing %q", res.Missing)
 			}
 		}
 	}

@@ -60,7 +60,7 @@ func ResultOf(target string, r types.SpecReport, focus []string) verdict.Result 
 	case types.SpecStateSkipped, types.SpecStatePending:
 		switch {
 		case override != nil:
-			res.Verdict, res.Reason = override.Verdict, override.Reason
+			res.Verdict, res.Reason, res.Missing = override.Verdict, override.Reason, override.Missing
 		case msg != "":
 			res.Verdict, res.Reason = verdict.Skipped, msg
 		case len(focus) > 0 && !slices.Contains(focus, id):

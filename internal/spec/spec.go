@@ -52,6 +52,8 @@ const Grace = 2 * time.Second
 type Override struct {
 	Verdict verdict.Verdict `json:"verdict"`
 	Reason  string          `json:"reason"`
+	// Missing: the capabilities a not-applicable rule lacked.
+	Missing []string `json:"missing,omitempty"`
 }
 
 // Body is a rule's check.

@@ -76,7 +76,7 @@ func (s *Set) Test(t *testing.T, opts ...Option) {
 		})
 		if !ran && dir != "" {
 			mu.Lock()
-			results = append(results, resultOf(ru, s.suite+"/"+t.Name(), outcome{verdict.Skipped, "not selected by go test -run", nil}, 0))
+			results = append(results, resultOf(ru, s.suite+"/"+t.Name(), outcome{v: verdict.Skipped, reason: "not selected by go test -run"}, 0))
 			mu.Unlock()
 		}
 	}
@@ -93,15 +93,16 @@ func parentName(t *testing.T) string {
 
 // outcome is how one body ended.
 type outcome struct {
-	v      verdict.Verdict
-	reason string
-	ev     *verdict.Evidence
+	v       verdict.Verdict
+	reason  string
+	ev      *verdict.Evidence
+	missing []string // a not-applicable rule's missing capabilities
 }
 
 func (s *Set) runOne(ru rule, out ...func(line string)) outcome {
 	ev := &verdict.Evidence{}
 	if why := ru.notApplicable(); why != "" {
-		return outcome{verdict.NotApplicable, why, ev}
+		return outcome{v: verdict.NotApplicable, reason: why, ev: ev, missing: ru.missing}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
 	defer cancel()
@@ -123,7 +124,7 @@ func (s *Set) runOne(ru rule, out ...func(line string)) outcome {
 			say = out[0]
 		}
 		defer watch(r, say)()
-		out := outcome{verdict.Pass, "all checks held", ev}
+		out := outcome{v: verdict.Pass, reason: "all checks held", ev: ev}
 		func() {
 			defer func() {
 				for i := len(cleanups) - 1; i >= 0; i-- {
@@ -156,7 +157,7 @@ func (s *Set) runOne(ru rule, out ...func(line string)) outcome {
 	case out := <-done:
 		return out
 	case <-time.After(s.Timeout + Grace):
-		return outcome{verdict.Unknown, fmt.Sprintf("the rule did not finish within %s of its deadline %s (the target may hang)", Grace, s.Timeout), ev}
+		return outcome{v: verdict.Unknown, reason: fmt.Sprintf("the rule did not finish within %s of its deadline %s (the target may hang)", Grace, s.Timeout), ev: ev}
 	}
 }
 

@@ -142,14 +142,18 @@ func (e *Evidence) Snapshot() *Evidence {
 
 // Result is one row of a report.
 type Result struct {
-	Rule       string    `json:"rule"`
-	Suite      string    `json:"suite"`
-	Target     string    `json:"target"`
-	Level      string    `json:"level"`
-	Kind       string    `json:"kind"`
-	Title      string    `json:"title"`
-	Verdict    Verdict   `json:"verdict"`
-	Reason     string    `json:"reason"`
+	Rule    string  `json:"rule"`
+	Suite   string  `json:"suite"`
+	Target  string  `json:"target"`
+	Level   string  `json:"level"`
+	Kind    string  `json:"kind"`
+	Title   string  `json:"title"`
+	Verdict Verdict `json:"verdict"`
+	Reason  string  `json:"reason"`
+	// Missing are the capabilities a not-applicable rule needed and the
+	// target lacked, as the catalog names them (the report's "not protected"
+	// lines are read from them, not from the reason's words).
+	Missing    []string  `json:"missing,omitempty"`
 	DurationMs float64   `json:"durationMs"`
 	Evidence   *Evidence `json:"evidence"`
 }

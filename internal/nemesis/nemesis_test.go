@@ -13,7 +13,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -250,14 +252,9 @@ func logQueue(t *testing.T, what string, r verdict.Result) {
 // store wrapped by wrap (a mutant) when set.
 func pgRun(t *testing.T, k nemesis.Kind, wrap func(es.EventStore) es.EventStore) map[string]verdict.Result {
 	t.Helper()
-	containers.Need(t, containers.PostgresImage())
+	p := sharedPostgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p, err := containers.StartPostgres(ctx, containers.PostgresOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Remove(context.Background()) })
 	db, err := pgstore.Open(ctx, p.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -279,6 +276,40 @@ func pgRun(t *testing.T, k nemesis.Kind, wrap func(es.EventStore) es.EventStore)
 		},
 	}
 	return byRule(runner.Run("eventstore/postgres=container", func() { eventstore.Register(tg) }, runner.Options{Rules: raceRules}))
+}
+
+// pg is the one PostgreSQL container of the package's race runs: each run
+// restarts or kills it in the middle of its rules and waits until it is
+// ready again, and the race rules' streams are unique to the rule and trial
+// (suites/eventstore), so no run needs a fresh database; initdb costs
+// seconds per container. TestMain removes it (after TestNATSClusterLeaderKill,
+// which runs first and asserts that no container of the process is left).
+var pg struct {
+	once sync.Once
+	p    *containers.Postgres
+	err  error
+}
+
+func sharedPostgres(t *testing.T) *containers.Postgres {
+	t.Helper()
+	containers.Need(t, containers.PostgresImage())
+	pg.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		pg.p, pg.err = containers.StartPostgres(ctx, containers.PostgresOptions{})
+	})
+	if pg.err != nil {
+		t.Fatal(pg.err)
+	}
+	return pg.p
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if pg.p != nil {
+		_ = pg.p.Remove(context.Background())
+	}
+	os.Exit(code)
 }
 
 var raceRules = []string{"ES-2.1", "ES-2.2", "ES-2.3", "ES-2.4", "ES-2.5", "ES-2.6"}

@@ -250,7 +250,7 @@ func logQueue(t *testing.T, what string, r verdict.Result) {
 // pgRun runs the ES-2 race rules on a PostgreSQL container with fault k as
 // their Disrupt (each rule restarts the server once, in its middle), the
 // store wrapped by wrap (a mutant) when set.
-func pgRun(t *testing.T, k nemesis.Kind, wrap func(es.EventStore) es.EventStore) map[string]verdict.Result {
+func pgRun(t *testing.T, k nemesis.Kind, wrap func(es.EventStore) es.EventStore, rules []string) map[string]verdict.Result {
 	t.Helper()
 	p := sharedPostgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -275,7 +275,7 @@ func pgRun(t *testing.T, k nemesis.Kind, wrap func(es.EventStore) es.EventStore)
 			return nemesis.New(log).Apply(ctx, k, victim, time.Second)
 		},
 	}
-	return byRule(runner.Run("eventstore/postgres=container", func() { eventstore.Register(tg) }, runner.Options{Rules: raceRules}))
+	return byRule(runner.Run("eventstore/postgres=container", func() { eventstore.Register(tg) }, runner.Options{Rules: rules}))
 }
 
 // pg is the one PostgreSQL container of the package's race runs: each run
@@ -315,9 +315,9 @@ func TestMain(m *testing.M) {
 var raceRules = []string{"ES-2.1", "ES-2.2", "ES-2.3", "ES-2.4", "ES-2.5", "ES-2.6"}
 
 // logRaces logs each race rule's fault figures and table row.
-func logRaces(t *testing.T, what string, rs map[string]verdict.Result) {
+func logRaces(t *testing.T, what string, rs map[string]verdict.Result, rules []string) {
 	t.Helper()
-	for _, id := range raceRules {
+	for _, id := range rules {
 		r, ok := rs[id]
 		if !ok {
 			t.Errorf("%s: no result", id)
@@ -337,8 +337,8 @@ func logRaces(t *testing.T, what string, rs map[string]verdict.Result) {
 func TestPostgresRacesUnderFault(t *testing.T) {
 	for _, k := range []nemesis.Kind{nemesis.Restart, nemesis.Kill} {
 		t.Run(string(k), func(t *testing.T) {
-			rs := pgRun(t, k, nil)
-			logRaces(t, string(k), rs)
+			rs := pgRun(t, k, nil, raceRules)
+			logRaces(t, string(k), rs, raceRules)
 			for _, id := range raceRules {
 				r := rs[id]
 				if r.Verdict != verdict.Pass {
@@ -365,12 +365,19 @@ func (s swallow) Append(ctx context.Context, st es.Stream) error {
 }
 
 // Under a kill, the swallowing store's phantom successes fail the real
-// race rules: proof that the fault run can fail.
+// race rules: proof that the fault run can fail. ES-2.5 is the rule that
+// must fail; the other five run (each with a kill of its own) only for the
+// table of docs/containers.md, when scripts/fault-matrix.sh asks
+// (TCK_FAULT_MATRIX=1).
 func TestPostgresRacesCatchPhantomSuccess(t *testing.T) {
-	rs := pgRun(t, nemesis.Kill, func(s es.EventStore) es.EventStore { return swallow{s} })
-	logRaces(t, "kill-start, errors swallowed (mutant)", rs)
+	rules := []string{"ES-2.5"}
+	if os.Getenv("TCK_FAULT_MATRIX") == "1" {
+		rules = raceRules
+	}
+	rs := pgRun(t, nemesis.Kill, func(s es.EventStore) es.EventStore { return swallow{s} }, rules)
+	logRaces(t, "kill-start, errors swallowed (mutant)", rs, rules)
 	var failed []string
-	for _, id := range raceRules {
+	for _, id := range rules {
 		if rs[id].Verdict == verdict.Fail {
 			failed = append(failed, id)
 		}

@@ -19,12 +19,14 @@ build:
 run: build
 	$(TCK_BIN) run
 
-# Packages run one at a time (-p 1): several suites measure timing windows and
-# races on a 2-core machine, and a neighbouring test binary stealing a core
-# would make their figures noisy.
+# Two packages at a time (-p 2, CI has 2 cores): a verdict must hold on a
+# loaded host anyway (make stress runs the default run beside two CPU
+# burners), so a neighbouring test binary is load the kit has to stand, not
+# noise to avoid. The race-power and benchmark figures, which do need quiet
+# cores, are not part of this target (make race-rate, make bench).
 test:
 	$(GO) vet ./...
-	$(GO) test -count=1 -p 1 -timeout 40m ./...
+	$(GO) test -count=1 -p 2 -timeout 40m ./...
 
 # Hygiene CI checks before the tests: formatting, a tidy go.mod, staticcheck
 # at a pinned version (through the module proxy), no exported identifier of a

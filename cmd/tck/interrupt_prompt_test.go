@@ -20,10 +20,7 @@ func TestInterruptIsPrompt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped with -short: builds the CLI")
 	}
-	bin := filepath.Join(t.TempDir(), "tck")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("building tck: %v\n%s", err, out)
-	}
+	bin := tckBinary(t)
 	for _, c := range []struct {
 		sig   syscall.Signal
 		delay time.Duration

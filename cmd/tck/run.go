@@ -463,7 +463,7 @@ func cmdSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprintf(stdout, "selftest: %d problems\n", problems)
 		return exitError{code: reports.ExitMustFailed}
 	}
-	fmt.Fprintln(stdout, "selftest: the reference passes every rule, every mutant fails at least one, every rule is failed by a mutant")
+	fmt.Fprintln(stdout, "selftest: the reference passes every rule, every mutant fails each rule it is registered to fail (so at least one), every rule is failed by a mutant")
 	return nil
 }
 

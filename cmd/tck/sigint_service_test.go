@@ -27,10 +27,7 @@ func TestInterruptLeavesNoService(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 is not installed")
 	}
-	bin := filepath.Join(t.TempDir(), "tck")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("building tck: %v\n%s", err, out)
-	}
+	bin := tckBinary(t)
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)

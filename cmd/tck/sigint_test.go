@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,23 +25,30 @@ import (
 // half report, and left nothing behind: no file in its own TMPDIR (the
 // kit's temporary folders and child servers' stores), no child process, no
 // container, network or volume labelled with its pid.
+//
+// The points are sampled, not exhausted: every point before the first
+// target starts (up to 150 ms, each run is short), then one point from
+// each consecutive group of three later ones (six of eighteen, from 250 ms
+// to 12 s) and one container point from each group of two (three of six),
+// so each run covers the whole span and CI runs cover every point. The
+// seed and the points run are logged; ONCEPROOF_INTERRUPT_SEED=N replays a
+// sample, ONCEPROOF_INTERRUPT_ALL=1 runs every point.
 func TestInterruptLeavesNothing(t *testing.T) {
 	if testing.Short() {
-		t.Skip("skipped with -short: about 30 runs of the CLI")
+		t.Skip("skipped with -short: about 13 runs of the CLI")
 	}
-	bin := filepath.Join(t.TempDir(), "tck")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building tck: %v\n%s", err, out)
-	}
+	bin := tckBinary(t)
 	type run struct {
 		args  []string
 		delay time.Duration
 	}
 	var runs []run
+	pick := interruptSample(t)
 	// The default run: delays from before the first target starts to deep
 	// into the broker and consumer suites.
-	for _, ms := range []int{0, 30, 80, 150, 250, 400, 600, 800, 1000, 1300, 1600, 2000, 2500, 3000, 3600, 4300, 5000, 6000, 7000, 8500, 10000, 12000} {
+	early := []int{0, 30, 80, 150}
+	late := []int{250, 400, 600, 800, 1000, 1300, 1600, 2000, 2500, 3000, 3600, 4300, 5000, 6000, 7000, 8500, 10000, 12000}
+	for _, ms := range append(early, pick(late, 3)...) {
 		runs = append(runs, run{[]string{"run", "--quiet"}, time.Duration(ms) * time.Millisecond})
 	}
 	docker := containers.Available(context.Background()) == nil
@@ -48,7 +56,7 @@ func TestInterruptLeavesNothing(t *testing.T) {
 		t.Fatal("Docker is not available and TCK_REQUIRE_DOCKER=1")
 	}
 	if docker {
-		for _, ms := range []int{100, 700, 1500, 2500, 3500, 5000} {
+		for _, ms := range pick([]int{100, 700, 1500, 2500, 3500, 5000}, 2) {
 			runs = append(runs, run{[]string{"run", "--quiet", "--suite", "broker", "--target", "broker/nats=container"}, time.Duration(ms) * time.Millisecond})
 		}
 	} else {
@@ -60,6 +68,35 @@ func TestInterruptLeavesNothing(t *testing.T) {
 			name = "default@" + r.delay.String()
 		}
 		t.Run(name, func(t *testing.T) { interruptOnce(t, bin, r.args, r.delay) })
+	}
+}
+
+// interruptSample returns the sampler of TestInterruptLeavesNothing: one
+// point (ms) from each consecutive group of size, with the seed logged.
+func interruptSample(t *testing.T) func(points []int, size int) []int {
+	t.Helper()
+	all := os.Getenv("ONCEPROOF_INTERRUPT_ALL") == "1"
+	seed, err := strconv.ParseInt(os.Getenv("ONCEPROOF_INTERRUPT_SEED"), 10, 64)
+	if err != nil {
+		seed = time.Now().UnixNano()
+	}
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	if all {
+		t.Log("interrupt points: every point (ONCEPROOF_INTERRUPT_ALL=1)")
+	} else {
+		t.Logf("interrupt points: sampled with ONCEPROOF_INTERRUPT_SEED=%d (ONCEPROOF_INTERRUPT_ALL=1 runs every point)", seed)
+	}
+	return func(points []int, size int) []int {
+		if all {
+			return points
+		}
+		var out []int
+		for i := 0; i < len(points); i += size {
+			group := points[i:min(i+size, len(points))]
+			out = append(out, group[rng.IntN(len(group))])
+		}
+		t.Logf("interrupt points: %v of %v", out, points)
+		return out
 	}
 }
 

@@ -161,33 +161,3 @@ func TestDriverProtocolErrorIsUnknownWithLastOutput(t *testing.T) {
 		})
 	}
 }
-
-// Each mutant adapter fails the rules it is listed with (the self-test's
-// assertion, for the driver mutants alone). A race rule gets three runs.
-func TestDriverMutantsFailTheirRules(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipped with -short: runs the mutant adapters")
-	}
-	needPython(t)
-	inRoot(t)
-	for _, k := range Targets().Kinds("eventstore", true) {
-		if !k.Mutant || !strings.HasPrefix(k.Name, "mutant-driver-") {
-			continue
-		}
-		t.Run(k.Name, func(t *testing.T) {
-			for _, id := range k.MustFail {
-				var got verdict.Result
-				for run := 1; run <= 3 && got.Verdict != verdict.Fail; run++ {
-					for _, r := range runDriver(t, k.Name, "", id) {
-						if r.Rule == id {
-							got = r
-						}
-					}
-				}
-				if got.Verdict != verdict.Fail {
-					t.Errorf("%s: %s %q, want fail", id, got.Verdict, got.Reason)
-				}
-			}
-		})
-	}
-}

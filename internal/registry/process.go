@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/co"
@@ -50,14 +51,14 @@ func services() []row {
 			Needs:      "the service's command (a `go run` is built once), or a local image and Docker",
 			TakesImage: true, OverBroker: true,
 		},
-		modes: []mode{{target.Command, serviceStarted("")}, {target.Container, serviceStarted("")}},
+		modes: []mode{{target.Command, serviceStarted("", 0)}, {target.Container, serviceStarted("", 0)}},
 	}, {
 		Kind: target.Kind{
 			Suite: "consumer", Name: "process-python",
 			Summary: "the reference consumer service in Python (standard library only) as its own process",
 			Needs:   "python3", OverBroker: true,
 		},
-		modes: []mode{{target.Embedded, serviceStarted("python3 examples/consumer-service/python/consumer.py")}},
+		modes: []mode{{target.Embedded, serviceStarted("python3 examples/consumer-service/python/consumer.py", 0)}},
 	}}
 	for _, m := range serviceMutants {
 		rows = append(rows, row{
@@ -67,15 +68,24 @@ func services() []row {
 				Needs:   "the go toolchain or python3",
 				Mutant:  true, MustFail: m.mustFail, OverBroker: true,
 			},
-			modes: []mode{{target.Embedded, serviceStarted(m.command)}},
+			modes: []mode{{target.Embedded, serviceStarted(m.command, mutantAckWait)}},
 		})
 	}
 	return rows
 }
 
+// mutantAckWait is the ack wait of the mutant services (the suite's
+// default, 2 s, for every other service): the self-test runs a mutant only
+// on the rules it is registered to fail, and a shorter ack wait only brings
+// a redelivery sooner, which can add a duplicate to a broken service's run
+// but never hide the defect it is registered for (a lost effect, a missing
+// claim, an unversioned write). Each wait for a redelivery is 1 s shorter.
+const mutantAckWait = time.Second
+
 // serviceStarted starts embedded NATS and binds the service given by the
-// ref's command (or fixed, relative to the module root) to the suite.
-func serviceStarted(fixed string) start {
+// ref's command (or fixed, relative to the module root) to the suite, with
+// ackWait declared on its durable consumer (0: the suite's default).
+func serviceStarted(fixed string, ackWait time.Duration) start {
 	return func(ctx context.Context, ref target.Ref) (*target.Started, error) {
 		if ref.Mode() == target.Container {
 			return containerStarted(ctx, ref)
@@ -107,7 +117,7 @@ func serviceStarted(fixed string) start {
 				return nil, target.Unavailable(ref, err)
 			}
 		}
-		svc := &consumer.Service{Args: args, Dir: dir}
+		svc := &consumer.Service{Args: args, Dir: dir, AckWait: ackWait}
 		if fixed != "" {
 			// The kit's own examples write nothing into the source tree.
 			svc.Env = map[string]string{"PYTHONDONTWRITEBYTECODE": "1"}
@@ -167,7 +177,7 @@ func bindService(ctx context.Context, ref target.Ref, svc *consumer.Service, add
 				"broker":       brokerInfo,
 				"scopes":       strings.Join(t.Declared.Scopes, ", "),
 				"replicas":     "2, sharing the data directory",
-				"ackWait":      "2s real (declared on the durable consumer; on Redis, the services' XAUTOCLAIM min-idle-time)",
+				"ackWait":      ackWaitString(svc.AckWait) + " real (declared on the durable consumer; on Redis, the services' XAUTOCLAIM min-idle-time)",
 				"maxDeliver":   maxDeliver,
 				"crashes":      "SIGKILL at sink calls (before / after applying) and acks (before / after forwarding), then a restart with the same configuration",
 				"sinks":        "HTTP on loopback: a search index with external versions (409 when not newer), a notifier that counts every call",
@@ -280,4 +290,13 @@ func lookPath(prog, dir string) (string, error) {
 		return p, nil
 	}
 	return exec.LookPath(prog)
+}
+
+// ackWaitString is the ack wait a service's consumer declares (0: the
+// suite's default, 2 s).
+func ackWaitString(d time.Duration) string {
+	if d <= 0 {
+		d = 2 * time.Second
+	}
+	return d.String()
 }

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,13 +49,20 @@ func TestServiceEnvelopeMapping(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(root)
+	// One build for the three runs (a `go run` command would link the
+	// service at each start; TestServiceReferencePassesEveryRule covers
+	// that path).
+	svc := filepath.Join(t.TempDir(), "consumer-service")
+	if out, err := exec.Command("go", "build", "-o", svc, "./examples/consumer-service/go").CombinedOutput(); err != nil {
+		t.Fatalf("building the service: %v\n%s", err, out)
+	}
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	prof, err := profile.Load("examples/profiles/consumer-envelope.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	const nested = "cmd:go run ./examples/consumer-service/go -envelope nested"
+	nested := "cmd:" + svc + " -envelope nested"
 	rules := []string{"CO-1.1", "CO-2.2"}
 
 	got, sum := verdicts(runServiceProfile(t, nested, prof, rules...))
@@ -70,7 +78,7 @@ func TestServiceEnvelopeMapping(t *testing.T) {
 		p          *profile.Profile
 	}{
 		{"the nested service without the mapping", nested, nil},
-		{"the reference (documented envelope) with the mapping", "cmd:go run ./examples/consumer-service/go", prof},
+		{"the reference (documented envelope) with the mapping", "cmd:" + svc, prof},
 	} {
 		rs := runServiceProfile(t, c.addr, c.p, rules...)
 		got, sum := verdicts(rs)

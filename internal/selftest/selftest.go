@@ -60,6 +60,7 @@ func Run(ctx context.Context, reg *target.Registry, suite string, opts Options) 
 	for _, r := range catalog.All(suite) {
 		m.Rules = append(m.Rules, r.ID)
 	}
+	plan := planFor(m.Rules, reg.Kinds(suite, true))
 	for _, k := range reg.Kinds(suite, true) {
 		if !k.Reference && !k.Mutant {
 			continue
@@ -80,12 +81,20 @@ func Run(ctx context.Context, reg *target.Registry, suite string, opts Options) 
 			m.Rows = append(m.Rows, row)
 			continue
 		}
+		rules := plan.rules(k)
 		var progress func(verdict.Result)
 		if opts.Progress != nil {
-			progress = func(res verdict.Result) { opts.Progress(k.Key(), res) }
+			progress = func(res verdict.Result) {
+				if ran(rules, res.Rule) {
+					opts.Progress(k.Key(), res)
+				}
+			}
 		}
-		results := runner.Run(k.Key(), started.Register, runner.Options{Progress: progress, Log: opts.Log})
+		results := runner.Run(k.Key(), started.Register, runner.Options{Rules: rules, Progress: progress, Log: opts.Log})
 		for _, res := range results {
+			if !ran(rules, res.Rule) {
+				continue // filtered out: a blank cell, not a skip
+			}
 			row.Verdicts[res.Rule] = res.Verdict
 			row.Reasons[res.Rule] = res.Reason
 		}
@@ -99,6 +108,54 @@ func Run(ctx context.Context, reg *target.Registry, suite string, opts Options) 
 	sort.SliceStable(m.Rows, func(i, j int) bool { return m.Rows[i].Reference && !m.Rows[j].Reference })
 	return m
 }
+
+// plan says which rules each target of the matrix runs. The reference runs
+// every rule (claim 1: it passes every rule). A mutant runs the rules it is
+// registered to fail (its MustFail: claim 2, it fails each of them, so at
+// least one) and every rule no mutant is registered to fail (so claim 3,
+// every rule is failed by some mutant, rests on a run, never on a
+// registration alone). Running a mutant on the rest would only find
+// incidental failures, which none of the three claims needs: the cells it
+// did not run are blank in the matrix. A mutant registered to fail nothing
+// runs every rule.
+type plan struct {
+	unregistered []string // rules in no mutant's MustFail
+}
+
+func planFor(rules []string, kinds []target.Kind) plan {
+	registered := map[string]bool{}
+	for _, k := range kinds {
+		if k.Mutant {
+			for _, id := range k.MustFail {
+				registered[id] = true
+			}
+		}
+	}
+	var p plan
+	for _, id := range rules {
+		if !registered[id] {
+			p.unregistered = append(p.unregistered, id)
+		}
+	}
+	return p
+}
+
+// rules is the runner's rule selection for k: nil runs every rule.
+func (p plan) rules(k target.Kind) []string {
+	if k.Reference || len(k.MustFail) == 0 {
+		return nil
+	}
+	out := slices.Clone(k.MustFail)
+	for _, id := range p.unregistered {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// ran: the selection (nil: every rule) includes id.
+func ran(rules []string, id string) bool { return rules == nil || slices.Contains(rules, id) }
 
 // stochasticRuns is how many runs in all a stochastic rule gets to show
 // what the self-test expects of it.
@@ -207,7 +264,8 @@ func orMissing(v verdict.Verdict) string {
 }
 
 // Text renders the matrix: one line per target, one column per rule;
-// X = failed (killed), . = passed, ? = unknown, - = not applicable, s = skipped.
+// X = failed (killed), . = passed, ? = unknown, - = not applicable, s = skipped,
+// blank = not run (a mutant runs only its registered rules, see plan).
 func (m Matrix) Text() string {
 	var b strings.Builder
 	width := 0
@@ -216,7 +274,7 @@ func (m Matrix) Text() string {
 			width = len(row.Target)
 		}
 	}
-	fmt.Fprintf(&b, "kill matrix, suite %s (X failed, . passed, ? unknown, - not applicable, s skipped, ! could not run)\n", m.Suite)
+	fmt.Fprintf(&b, "kill matrix, suite %s (X failed, . passed, ? unknown, - not applicable, s skipped, ! could not run, blank not run: a mutant runs the rules it is registered to fail)\n", m.Suite)
 	// Column headers, written vertically so the matrix stays narrow.
 	maxLen := 0
 	for _, id := range m.Rules {

@@ -1,8 +1,11 @@
+// The self-test of these mutants (the reference passes every CO rule,
+// each mutant fails its MustFail, every rule is failed by one) is
+// internal/selftest's TestConsumerKillMatrix, through the registry as
+// `tck selftest` runs it; this package keeps only the power measurement.
 package comutants_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -10,8 +13,6 @@ import (
 
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/adapters/consumer/reference"
-	"github.com/onceproof/tck/co"
-	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/mutants/comutants"
 	"github.com/onceproof/tck/internal/outbox"
 	"github.com/onceproof/tck/internal/runner"
@@ -30,70 +31,6 @@ func embedded(t *testing.T) func(context.Context) (mq.Broker, error) {
 	}
 	t.Cleanup(func() { _ = e.Stop() })
 	return func(ctx context.Context) (mq.Broker, error) { return nats.Connect(ctx, e.URL(), nats.Options{}) }
-}
-
-// run runs the suite, as the CLI does (Register under the kit's runner),
-// against a design behind an outbox (nil: the reference outbox).
-func run(t *testing.T, broker func(context.Context) (mq.Broker, error), name string, d reference.Design, box co.Outbox) []verdict.Result {
-	t.Helper()
-	if box == nil {
-		box = outbox.Factory
-	}
-	tgt := consumer.Target{Broker: broker, New: d.Factory(), Declared: d.Declared(), Outbox: box}
-	return runner.Run("consumer/"+name, func() { consumer.Register(tgt) }, runner.Options{})
-}
-
-func summary(rs []verdict.Result) string {
-	var b strings.Builder
-	for _, r := range rs {
-		fmt.Fprintf(&b, "\n  %-7s %-8s %6.0fms %s", r.Rule, r.Verdict, r.DurationMs, r.Reason)
-	}
-	return b.String()
-}
-
-func TestReferencePassesEveryRule(t *testing.T) {
-	rs := run(t, embedded(t), "reference", reference.Reference(), nil)
-	t.Log(summary(rs))
-	got := map[string]verdict.Verdict{}
-	for _, r := range rs {
-		got[r.Rule] = r.Verdict
-	}
-	for _, rule := range catalog.All("consumer") {
-		if got[rule.ID] != verdict.Pass {
-			t.Errorf("reference: %s is %q, want pass", rule.ID, got[rule.ID])
-		}
-	}
-}
-
-func TestEveryMutantFailsItsRules(t *testing.T) {
-	if os.Getenv("ONCEPROOF_SKIP_MUTANTS") != "" {
-		t.Skip("ONCEPROOF_SKIP_MUTANTS is set")
-	}
-	broker := embedded(t)
-	killed := map[string]bool{}
-	for _, m := range comutants.All() {
-		t.Run(m.Name, func(t *testing.T) {
-			rs := run(t, broker, "mutant-"+m.Name, m.Build.Design, m.Build.Outbox)
-			t.Log(summary(rs))
-			failed := map[string]bool{}
-			for _, r := range rs {
-				if r.Verdict == verdict.Fail {
-					failed[r.Rule] = true
-					killed[r.Rule] = true
-				}
-			}
-			for _, id := range m.MustFail {
-				if !failed[id] {
-					t.Errorf("mutant-%s must fail %s", m.Name, id)
-				}
-			}
-		})
-	}
-	for _, rule := range catalog.All("consumer") {
-		if !killed[rule.ID] {
-			t.Errorf("no mutant fails %s", rule.ID)
-		}
-	}
 }
 
 // TestPower runs one rule against one mutant ONCEPROOF_POWER_RUNS times

@@ -26,7 +26,7 @@ import (
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/suites/broker"
+	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/suites/eventstore"
 )
 

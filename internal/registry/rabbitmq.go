@@ -12,7 +12,7 @@ import (
 	"github.com/onceproof/tck/internal/mutants/rabbitmutants"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/suites/broker"
+	"github.com/onceproof/tck/internal/suites/broker"
 )
 
 // RabbitMQURLEnv names the variable holding the RabbitMQ the RabbitMQ

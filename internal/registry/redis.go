@@ -10,7 +10,7 @@ import (
 	redismutants "github.com/onceproof/tck/internal/mutants/redismutants"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/suites/broker"
+	"github.com/onceproof/tck/internal/suites/broker"
 )
 
 // RedisURLEnv names the variable holding the Redis server the Redis

@@ -13,7 +13,7 @@ import (
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
-	"github.com/onceproof/tck/suites/broker"
+	"github.com/onceproof/tck/internal/suites/broker"
 )
 
 // startContainer starts broker/kafka=container through the registry, as

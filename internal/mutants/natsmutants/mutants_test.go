@@ -12,7 +12,7 @@ import (
 	"github.com/onceproof/tck/internal/mutants/natsmutants"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/verdict"
-	"github.com/onceproof/tck/suites/broker"
+	"github.com/onceproof/tck/internal/suites/broker"
 )
 
 // run starts an embedded NATS target reached through client and runs the

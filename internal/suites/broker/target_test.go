@@ -7,7 +7,7 @@ import (
 	"github.com/onceproof/tck/internal/registry"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
-	"github.com/onceproof/tck/suites/broker"
+	"github.com/onceproof/tck/internal/suites/broker"
 )
 
 // embedded starts the kit's embedded NATS target with client and binds the

@@ -11,7 +11,7 @@ import (
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/verdict"
-	"github.com/onceproof/tck/suites/broker"
+	"github.com/onceproof/tck/internal/suites/broker"
 )
 
 // queueRun runs BR-2.9 alone against tg through Register.

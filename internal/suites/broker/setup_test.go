@@ -15,7 +15,7 @@ import (
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/suites/broker"
+	"github.com/onceproof/tck/internal/suites/broker"
 )
 
 // TestSetupErrorsAreUnknown forces each kind of failure of the kit's own

@@ -10,7 +10,7 @@ import (
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/verdict"
-	"github.com/onceproof/tck/suites/broker"
+	"github.com/onceproof/tck/internal/suites/broker"
 )
 
 // register runs the suite's Ginkgo entry point against tg, as the CLI does.

@@ -16,7 +16,7 @@ import (
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/verdict"
-	"github.com/onceproof/tck/suites/broker"
+	"github.com/onceproof/tck/internal/suites/broker"
 )
 
 // The team's stream and consumer of the certification test, at small

@@ -15,7 +15,7 @@ import (
 	"github.com/onceproof/tck/internal/containers"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/verdict"
-	"github.com/onceproof/tck/suites/broker"
+	"github.com/onceproof/tck/internal/suites/broker"
 )
 
 func br17(t *testing.T, tg broker.Target) verdict.Result {

@@ -273,3 +273,7 @@ func runSafely(f *fixture, work workload) (j judge) {
 	}
 	return f.stallAware(work(f))
 }
+
+// NewSet is newSet for the public suites/broker, whose Check and Register
+// pass it to spec.Entry themselves so Ginkgo's locations stay the author's.
+func NewSet(t Target) *spec.Set { return newSet(t) }

@@ -24,9 +24,9 @@ import (
 	"github.com/onceproof/tck/internal/nemesis"
 	"github.com/onceproof/tck/internal/precheck"
 	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/suites/eventstore"
 )
 

@@ -11,9 +11,9 @@ import (
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/mutants/natsmutants"
+	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/internal/suites/broker"
 )
 
 const natsNeeds = "Docker and the image " + nats.DefaultImage + " (" + nats.ImageEnv + "; `make images` builds it)"

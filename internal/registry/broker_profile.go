@@ -8,9 +8,9 @@ import (
 
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/profile"
+	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/internal/suites/broker"
 )
 
 // DefaultMaxWait is how long a rule may wait by definition in a run with a

@@ -8,9 +8,9 @@ import (
 	"github.com/onceproof/tck/adapters/broker/kafka"
 	"github.com/onceproof/tck/internal/catalog"
 	kafkamutants "github.com/onceproof/tck/internal/mutants/kafkamutants"
+	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/internal/suites/broker"
 )
 
 const kafkaNeeds = "nothing (embedded kfake, an emulator); a Kafka cluster at kafka://[user:password@]host:port[?bootstrap=host:port,...] for a URL; a local image named by " + kafka.ImageEnv + " for =container"

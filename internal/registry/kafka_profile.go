@@ -10,9 +10,9 @@ import (
 
 	"github.com/onceproof/tck/adapters/broker/kafka"
 	"github.com/onceproof/tck/internal/profile"
+	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/internal/suites/broker"
 )
 
 // ms is a duration as Kafka writes one in a config: whole milliseconds.

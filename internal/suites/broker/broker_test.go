@@ -9,8 +9,8 @@ import (
 
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/runner"
-	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/internal/suites/broker"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 // register runs the suite's Ginkgo entry point against tg, as the CLI does.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/runner"
-	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/internal/suites/broker"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 // queueRun runs BR-2.9 alone against tg through Register.

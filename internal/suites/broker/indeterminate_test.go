@@ -10,9 +10,9 @@ import (
 
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/internal/suites/broker"
 )
 
 // TestIndeterminateIsUnknown: an operation of the kit's whose outcome it

@@ -15,8 +15,8 @@ import (
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/registry"
-	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/internal/suites/broker"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 // The team's stream and consumer of the certification test, at small

@@ -14,8 +14,8 @@ import (
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/containers"
 	"github.com/onceproof/tck/internal/runner"
-	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/internal/suites/broker"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 func br17(t *testing.T, tg broker.Target) verdict.Result {

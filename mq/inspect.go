@@ -1,7 +1,6 @@
 package mq
 
 import (
-	"context"
 	"errors"
 )
 
@@ -42,20 +41,6 @@ type ConsumerInfo struct {
 type ServerInfo struct {
 	Version  string            `json:"version"`  // as the server reports it
 	Settings map[string]string `json:"settings"` // each setting as read
-}
-
-// Inspector reads settings from the broker by name and changes nothing: it
-// is how the kit certifies a team's own topics and consumers, which it may
-// only read.
-type Inspector interface {
-	// Topic reads the topic the broker calls name.
-	Topic(ctx context.Context, name string) (TopicInfo, error)
-	// Consumer reads consumer group name on topic.
-	Consumer(ctx context.Context, topic, name string) (ConsumerInfo, error)
-	// Server reads the server's version and settings.
-	Server(ctx context.Context) (ServerInfo, error)
-	// Close releases the view.
-	Close() error
 }
 
 // ErrNotFound is returned by an Inspector for a topic or consumer the

@@ -1,9 +1,6 @@
 package mq
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 // This file holds optional interfaces any broker with a per-group pending
 // list may implement beyond Broker: the list itself, read back, and a cut
@@ -24,14 +21,6 @@ type Pending struct {
 	Deliveries int `json:"deliveries"`
 }
 
-// PendingInspector is implemented by brokers that keep, per consumer group,
-// the list of delivered, unacknowledged entries and let the kit read it
-// (Capabilities.PendingList).
-type PendingInspector interface {
-	// Pending returns the pending list of group on topic, in position order.
-	Pending(ctx context.Context, topic, group string) ([]Pending, error)
-}
-
 // Trim is what a broker said about a cut of a topic.
 type Trim struct {
 	// Command is the command the broker was sent, e.g. "XTRIM <key> MAXLEN = 2";
@@ -43,11 +32,4 @@ type Trim struct {
 	// message still pending in a group (Redis 7's XTRIM does not keep
 	// them).
 	KeepsPending bool `json:"keepsPending"`
-}
-
-// Trimmer is implemented by brokers that can cut a topic to its newest
-// messages on request (Capabilities.Trim).
-type Trimmer interface {
-	// Trim keeps the newest keep messages of topic and removes the rest.
-	Trim(ctx context.Context, topic string, keep int) (Trim, error)
 }

@@ -23,22 +23,3 @@ type Producer interface {
 	// Close ends the session, as a producer process restart does.
 	Close() error
 }
-
-// SessionBroker is a broker whose producers have sessions.
-type SessionBroker interface {
-	// Producer starts a new producer session (Kafka: a new producer id).
-	Producer(ctx context.Context) (Producer, error)
-}
-
-// GroupOffsets is a broker whose consumer group keeps a read position per
-// topic that can be read and set.
-type GroupOffsets interface {
-	// Committed is group's committed position on topic: the Position of
-	// the next message a member of the group reads ("" when nothing was
-	// committed).
-	Committed(ctx context.Context, topic, group string) (string, error)
-	// Reset sets group's position on topic to position (a Position the
-	// broker gave a stored message); the group's next member reads from
-	// there. No member of the group may be open.
-	Reset(ctx context.Context, topic, group, position string) error
-}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/onceproof/tck/adapters/broker/kafka"
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/mqx"
 	kafkamutants "github.com/onceproof/tck/internal/mutants/kafkamutants"
 	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/target"
@@ -132,7 +133,7 @@ func KafkaBrokerTarget(kt *kafka.Target) broker.Target {
 		if err != nil {
 			return nil, nil, err
 		}
-		sb, ok := b.(mq.SessionBroker)
+		sb, ok := b.(mqx.SessionBroker)
 		if !ok {
 			_ = b.Close()
 			return nil, nil, fmt.Errorf("the handle (%T) starts no producer session", b)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/broker/kafka"
+	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/target"
@@ -106,7 +107,7 @@ func bindKafkaProfile(kt *kafka.Target, ref target.Ref, t *broker.Target, info *
 	}
 	t.Declared = d
 	opts := kt.Client.Options
-	t.Inspect = func(ctx context.Context) (mq.Inspector, error) { return kafka.Inspect(ctx, opts) }
+	t.Inspect = func(ctx context.Context) (mqx.Inspector, error) { return kafka.Inspect(ctx, opts) }
 	t.Progress = ref.Opts.Progress
 	t.Budget = DefaultMaxWait
 	if ref.Opts.MaxWait > 0 {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/onceproof/tck/adapters/broker/redis"
+	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/target"
@@ -112,7 +113,7 @@ func bindRedisProfile(rt *redis.Target, ref target.Ref, t *broker.Target, info *
 	}
 	t.Declared = d
 	url := rt.URL
-	t.Inspect = func(ctx context.Context) (mq.Inspector, error) { return redis.Inspect(ctx, url) }
+	t.Inspect = func(ctx context.Context) (mqx.Inspector, error) { return redis.Inspect(ctx, url) }
 	t.Progress = ref.Opts.Progress
 	t.Budget = DefaultMaxWait
 	if ref.Opts.MaxWait > 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -36,7 +37,7 @@ type Inspector struct {
 	close func()
 }
 
-var _ mq.Inspector = (*Inspector)(nil)
+var _ mqx.Inspector = (*Inspector)(nil)
 
 // Inspect connects an Inspector to the cluster at opts.Seeds.
 func Inspect(ctx context.Context, opts Options) (*Inspector, error) {

@@ -10,6 +10,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -22,7 +23,7 @@ type Inspector struct {
 	js jetstream.JetStream
 }
 
-var _ mq.Inspector = (*Inspector)(nil)
+var _ mqx.Inspector = (*Inspector)(nil)
 
 // Inspect connects an Inspector to the server at url.
 func Inspect(ctx context.Context, url string, opts Options) (*Inspector, error) {

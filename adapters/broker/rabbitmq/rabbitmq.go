@@ -49,6 +49,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -169,11 +170,11 @@ func (q *queueSet) list() []string {
 }
 
 var (
-	_ mq.Broker              = (*Broker)(nil)
-	_ mq.MaxDeliverWatcher   = (*Broker)(nil)
-	_ mq.UnroutablePublisher = (*Broker)(nil)
-	_ mq.BoundedTopics       = (*Broker)(nil)
-	_ mq.DeadLetterReader    = (*Broker)(nil)
+	_ mq.Broker               = (*Broker)(nil)
+	_ mqx.MaxDeliverWatcher   = (*Broker)(nil)
+	_ mqx.UnroutablePublisher = (*Broker)(nil)
+	_ mqx.BoundedTopics       = (*Broker)(nil)
+	_ mqx.DeadLetterReader    = (*Broker)(nil)
 )
 
 // Connect opens a handle on the server at url and checks it answers.
@@ -500,10 +501,10 @@ func (b *Broker) publish(ctx context.Context, x, key string, p amqp.Publishing) 
 			default:
 			}
 			if ret != nil && !b.opts.IgnoreReturns {
-				return mq.PublishAck{}, fmt.Errorf("%w (basic.return %d %s, exchange %s, routing key %s, before a positive confirm #%d)", mq.ErrReturned, ret.ReplyCode, ret.ReplyText, ret.Exchange, ret.RoutingKey, seq)
+				return mq.PublishAck{}, fmt.Errorf("%w (basic.return %d %s, exchange %s, routing key %s, before a positive confirm #%d)", mqx.ErrReturned, ret.ReplyCode, ret.ReplyText, ret.Exchange, ret.RoutingKey, seq)
 			}
 			if !c.Ack && !b.opts.NackIsAck {
-				return mq.PublishAck{}, fmt.Errorf("%w (basic.nack of publish #%d)", mq.ErrNacked, seq)
+				return mq.PublishAck{}, fmt.Errorf("%w (basic.nack of publish #%d)", mqx.ErrNacked, seq)
 			}
 			return mq.PublishAck{Position: fmt.Sprintf("confirm #%d", seq)}, nil
 		}
@@ -557,7 +558,7 @@ func (b *Broker) ReadAll(ctx context.Context, topic string) ([]mq.Stored, error)
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, mq.ErrReturned) && !errors.Is(err, mq.ErrNacked) {
+		if !errors.Is(err, mqx.ErrReturned) && !errors.Is(err, mqx.ErrNacked) {
 			return nil, fmt.Errorf("appending the read marker to %s: %w", log, err)
 		}
 		t := time.NewTimer(100 * time.Millisecond)

@@ -8,6 +8,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -21,7 +22,7 @@ type Inspector struct {
 	url string
 }
 
-var _ mq.Inspector = (*Inspector)(nil)
+var _ mqx.Inspector = (*Inspector)(nil)
 
 // Inspect connects an Inspector to the server at url.
 func Inspect(ctx context.Context, url string) (*Inspector, error) {

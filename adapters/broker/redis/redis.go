@@ -38,6 +38,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -109,9 +110,9 @@ type Broker struct {
 }
 
 var (
-	_ mq.Broker           = (*Broker)(nil)
-	_ mq.PendingInspector = (*Broker)(nil)
-	_ mq.Trimmer          = (*Broker)(nil)
+	_ mq.Broker            = (*Broker)(nil)
+	_ mqx.PendingInspector = (*Broker)(nil)
+	_ mqx.Trimmer          = (*Broker)(nil)
 )
 
 // Connect opens a handle on the server at url and checks it answers. It

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
 )
@@ -82,7 +83,7 @@ type Target struct {
 	// Inspect, when set, opens a read-only view of the broker's own
 	// settings (the capability "inspect"): BR-6.1 compares what is
 	// declared with what the server holds.
-	Inspect func(ctx context.Context) (mq.Inspector, error)
+	Inspect func(ctx context.Context) (mqx.Inspector, error)
 	// Declared, when set, is a team's configuration to certify (tck run
 	// --profile): BR-6.1 compares it with the server's, and the other rules
 	// run on scratch topics with its settings at their real durations (see

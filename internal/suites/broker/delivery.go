@@ -8,6 +8,7 @@ import (
 
 	"github.com/onsi/gomega"
 
+	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
@@ -172,7 +173,7 @@ func registerDelivery(p *plan) {
 			return f.failed(err, "setting up")
 		}
 		var signals <-chan string
-		watcher, canWatch := f.b.(mq.MaxDeliverWatcher)
+		watcher, canWatch := f.b.(mqx.MaxDeliverWatcher)
 		if canWatch {
 			if err := f.kitStep("watch-max-deliver", topic+" group="+group, func() (err error) {
 				signals, err = watcher.WatchMaxDeliver(f.ctx, topic, group)

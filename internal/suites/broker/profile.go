@@ -10,6 +10,7 @@ import (
 
 	"github.com/onsi/gomega"
 
+	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
@@ -188,7 +189,7 @@ func registerProfile(p *plan) {
 // settings through the client under test and read those back.
 func certify(f *fixture) judge {
 	f.notTimed() // settings read from the server
-	var in mq.Inspector
+	var in mqx.Inspector
 	if err := f.kitStep("open-inspector", "read-only view of the server's settings", func() (err error) {
 		in, err = f.t.Inspect(f.ctx)
 		return err
@@ -302,7 +303,7 @@ func (f *fixture) scratchCopy() (DeclaredStream, error) {
 // comparison per setting; it returns the differences. A stream or consumer
 // the server does not have is a difference; an error reading it is the
 // kit's.
-func (f *fixture) compareStream(in mq.Inspector, s DeclaredStream) ([]string, error) {
+func (f *fixture) compareStream(in mqx.Inspector, s DeclaredStream) ([]string, error) {
 	var diffs []string
 	cmp := func(setting, declared, actual string) {
 		ok := declared == actual

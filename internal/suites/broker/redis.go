@@ -8,6 +8,7 @@ import (
 
 	"github.com/onsi/gomega"
 
+	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/mq"
 )
@@ -17,7 +18,7 @@ import (
 // nothing (BR-4.1), the ack wait is the min-idle-time of a claim by another
 // member that raises the delivery counter (BR-4.2), and a trim cuts entries
 // still pending (BR-4.3, a hazard, measured). The kit reads the list
-// through mq.PendingInspector and cuts through mq.Trimmer; a target that
+// through mqx.PendingInspector and cuts through mqx.Trimmer; a target that
 // declares the capability without the interface fails: it says what it
 // does not do.
 
@@ -28,7 +29,7 @@ func registerRedis(p *plan) {
 }
 
 // pendingOf reads group's pending list on topic and records the read.
-func (f *fixture) pendingOf(insp mq.PendingInspector, topic, group string) ([]mq.Pending, error) {
+func (f *fixture) pendingOf(insp mqx.PendingInspector, topic, group string) ([]mq.Pending, error) {
 	h := f.rec.Invoke("checker", "pending-list", topic+" group="+group)
 	ps, err := insp.Pending(f.ctx, topic, group)
 	if err != nil {
@@ -66,13 +67,13 @@ func findPending(ps []mq.Pending, pos string) (mq.Pending, bool) {
 
 // inspector is the handle's pending-list reader, or a judge failing the
 // rule: the target declares a pending list its handle does not expose.
-func (f *fixture) inspector() (mq.PendingInspector, judge) {
-	insp, ok := f.b.(mq.PendingInspector)
+func (f *fixture) inspector() (mqx.PendingInspector, judge) {
+	insp, ok := f.b.(mqx.PendingInspector)
 	if ok {
 		return insp, nil
 	}
 	return nil, func(r *spec.R) {
-		r.Expect(ok).To(gomega.BeTrue(), "the target declares a pending list (pendingList) but its handle (%T) has no Pending method (mq.PendingInspector)", f.b)
+		r.Expect(ok).To(gomega.BeTrue(), "the target declares a pending list (pendingList) but its handle (%T) has no Pending method (mqx.PendingInspector)", f.b)
 	}
 }
 
@@ -187,10 +188,10 @@ func trimDropsPending(f *fixture) judge {
 	if fail != nil {
 		return fail
 	}
-	trimmer, ok := f.b.(mq.Trimmer)
+	trimmer, ok := f.b.(mqx.Trimmer)
 	if !ok {
 		return func(r *spec.R) {
-			r.Expect(ok).To(gomega.BeTrue(), "the target declares trim but its handle (%T) has no Trim method (mq.Trimmer)", f.b)
+			r.Expect(ok).To(gomega.BeTrue(), "the target declares trim but its handle (%T) has no Trim method (mqx.Trimmer)", f.b)
 		}
 	}
 	aw, tol := f.w.AckWait, f.w.Tolerance

@@ -194,3 +194,7 @@ type Capabilities struct {
 
 // ErrUnsupported is returned for an operation the broker does not have.
 var ErrUnsupported = errors.New("not supported by this broker")
+
+// ErrNotFound is what ReadAll wraps for a topic the broker does not
+// have (and an inspector for a topic or consumer it does not have).
+var ErrNotFound = errors.New("not found on the broker")

@@ -49,7 +49,7 @@ type BoundedTopics interface {
 // (Capabilities.DeadLetter; RabbitMQ: the queue's x-dead-letter-exchange).
 type DeadLetterReader interface {
 	// DeadLetters returns what group on topic dead-lettered so far.
-	DeadLetters(ctx context.Context, topic, group string) ([]mq.DeadLetter, error)
+	DeadLetters(ctx context.Context, topic, group string) ([]DeadLetter, error)
 }
 
 // NamedProducers is a broker whose producers de-dupe by name and sequence
@@ -57,7 +57,7 @@ type DeadLetterReader interface {
 type NamedProducers interface {
 	// NamedProducer starts producer name on topic; a new producer of the
 	// same name (a restart) continues where the last one stopped.
-	NamedProducer(ctx context.Context, topic, name string) (mq.SequencedProducer, error)
+	NamedProducer(ctx context.Context, topic, name string) (SequencedProducer, error)
 }
 
 // Inspector reads settings from the broker by name and changes nothing: it
@@ -65,11 +65,11 @@ type NamedProducers interface {
 // only read.
 type Inspector interface {
 	// Topic reads the topic the broker calls name.
-	Topic(ctx context.Context, name string) (mq.TopicInfo, error)
+	Topic(ctx context.Context, name string) (TopicInfo, error)
 	// Consumer reads consumer group name on topic.
-	Consumer(ctx context.Context, topic, name string) (mq.ConsumerInfo, error)
+	Consumer(ctx context.Context, topic, name string) (ConsumerInfo, error)
 	// Server reads the server's version and settings.
-	Server(ctx context.Context) (mq.ServerInfo, error)
+	Server(ctx context.Context) (ServerInfo, error)
 	// Close releases the view.
 	Close() error
 }
@@ -88,20 +88,20 @@ type MaxDeliverWatcher interface {
 // (Capabilities.PendingList).
 type PendingInspector interface {
 	// Pending returns the pending list of group on topic, in position order.
-	Pending(ctx context.Context, topic, group string) ([]mq.Pending, error)
+	Pending(ctx context.Context, topic, group string) ([]Pending, error)
 }
 
 // Trimmer is implemented by brokers that can cut a topic to its newest
 // messages on request (Capabilities.Trim).
 type Trimmer interface {
 	// Trim keeps the newest keep messages of topic and removes the rest.
-	Trim(ctx context.Context, topic string, keep int) (mq.Trim, error)
+	Trim(ctx context.Context, topic string, keep int) (Trim, error)
 }
 
 // SessionBroker is a broker whose producers have sessions.
 type SessionBroker interface {
 	// Producer starts a new producer session (Kafka: a new producer id).
-	Producer(ctx context.Context) (mq.Producer, error)
+	Producer(ctx context.Context) (Producer, error)
 }
 
 // GroupOffsets is a broker whose consumer group keeps a read position per

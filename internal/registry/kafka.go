@@ -119,7 +119,7 @@ func KafkaBrokerTarget(kt *kafka.Target) broker.Target {
 	}
 	t.Private = privateOf(kt.Private)
 	e := kt.Embedded
-	t.LoseProduceReply = func(ctx context.Context, topic string) (mq.Producer, broker.LostReply, error) {
+	t.LoseProduceReply = func(ctx context.Context, topic string) (mqx.Producer, broker.LostReply, error) {
 		if e == nil {
 			// Any cluster: the reply is swallowed in the kit's own client.
 			d, err := kafka.DropNextProduceReply(ctx, client.Options)
@@ -167,7 +167,7 @@ func (l lostReply) Seen() []string {
 
 // sessionOn is a producer session that closes its handle with it.
 type sessionOn struct {
-	mq.Producer
+	mqx.Producer
 	b mq.Broker
 }
 

@@ -77,10 +77,10 @@ func DeclaredKafka(p *profile.Profile, onServer bool) (*broker.Declared, error) 
 		if t.Partitions > 0 {
 			set["partitions"] = fmt.Sprint(t.Partitions)
 		}
-		ds := broker.DeclaredStream{ClientSide: true, Noun: "topic", Topic: mq.TopicInfo{Name: s.Name, Settings: set,
+		ds := broker.DeclaredStream{ClientSide: true, Noun: "topic", Topic: mqx.TopicInfo{Name: s.Name, Settings: set,
 			Config: mq.TopicConfig{Retention: mq.Limits, MaxAge: s.MaxAge.D(), Replicas: s.Replicas}}}
 		for _, c := range s.Consumers {
-			ds.Consumers = append(ds.Consumers, mq.ConsumerInfo{Config: mq.ConsumerConfig{Group: c.Name, AckWait: kafkaRedeliveryBound}})
+			ds.Consumers = append(ds.Consumers, mqx.ConsumerInfo{Config: mq.ConsumerConfig{Group: c.Name, AckWait: kafkaRedeliveryBound}})
 		}
 		d.Streams = append(d.Streams, ds)
 	}

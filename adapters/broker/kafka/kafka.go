@@ -306,7 +306,7 @@ func (b *Broker) Publish(ctx context.Context, topic string, m mq.Message) (mq.Pu
 
 // Producer starts a new producer session: a client of its own, so a new
 // producer id.
-func (b *Broker) Producer(context.Context) (mq.Producer, error) { return b.newProducer() }
+func (b *Broker) Producer(context.Context) (Producer, error) { return b.newProducer() }
 
 func (b *Broker) newProducer() (*producer, error) {
 	opts, err := b.opts.baseOpts()

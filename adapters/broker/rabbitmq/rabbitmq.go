@@ -697,7 +697,7 @@ func (b *Broker) WatchMaxDeliver(ctx context.Context, topic, group string) (<-ch
 // DeadLetters reads the topic's dead-letter queue (each message fetched
 // and put back, so a later read sees it again) and keeps what group's
 // queue dead-lettered, with its x-death reason and count.
-func (b *Broker) DeadLetters(ctx context.Context, topic, group string) ([]mq.DeadLetter, error) {
+func (b *Broker) DeadLetters(ctx context.Context, topic, group string) ([]DeadLetter, error) {
 	ch, err := b.channel(ctx)
 	if err != nil {
 		return nil, err
@@ -705,7 +705,7 @@ func (b *Broker) DeadLetters(ctx context.Context, topic, group string) ([]mq.Dea
 	// Closing the channel puts back every message fetched on it.
 	defer ch.Close()
 	dq, from := b.deadQueue(topic), b.groupQueue(topic, group)
-	var out []mq.DeadLetter
+	var out []DeadLetter
 	for {
 		d, ok, err := ch.Get(dq, false)
 		if err != nil {
@@ -717,7 +717,7 @@ func (b *Broker) DeadLetters(ctx context.Context, topic, group string) ([]mq.Dea
 		if !ok {
 			return out, nil
 		}
-		dl := mq.DeadLetter{Stored: mq.Stored{Message: decode(d.MessageId, d.Body, d.Headers), Position: "dead-letter " + d.MessageId}}
+		dl := DeadLetter{Stored: mq.Stored{Message: decode(d.MessageId, d.Body, d.Headers), Position: "dead-letter " + d.MessageId}}
 		deaths, _ := d.Headers["x-death"].([]any)
 		for _, x := range deaths {
 			t, _ := x.(amqp.Table)

@@ -25,7 +25,7 @@ var _ mqx.NamedProducers = (*Broker)(nil)
 
 // NamedProducer starts producer name on topic's log over the stream
 // protocol.
-func (b *Broker) NamedProducer(ctx context.Context, topic, name string) (mq.SequencedProducer, error) {
+func (b *Broker) NamedProducer(ctx context.Context, topic, name string) (SequencedProducer, error) {
 	if b.opts.StreamURL == "" {
 		return nil, fmt.Errorf("%w: the stream protocol port of this server is not known to the kit", mq.ErrUnsupported)
 	}

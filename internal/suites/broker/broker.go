@@ -79,7 +79,7 @@ type Target struct {
 	// produce to topic the broker stores while its reply is lost, so the
 	// client retries (BR-5.1; Kafka: kfake's request controls embedded, the
 	// reply swallowed in the kit's own client connection elsewhere).
-	LoseProduceReply func(ctx context.Context, topic string) (mq.Producer, LostReply, error)
+	LoseProduceReply func(ctx context.Context, topic string) (mqx.Producer, LostReply, error)
 	// Inspect, when set, opens a read-only view of the broker's own
 	// settings (the capability "inspect"): BR-6.1 compares what is
 	// declared with what the server holds.

@@ -93,8 +93,8 @@ func (f *fixture) sessions() (mqx.SessionBroker, judge) {
 }
 
 // producer starts a producer session of the rule's own.
-func (f *fixture) producer(sb mqx.SessionBroker, actor string) (mq.Producer, error) {
-	var p mq.Producer
+func (f *fixture) producer(sb mqx.SessionBroker, actor string) (mqx.Producer, error) {
+	var p mqx.Producer
 	if err := f.kitStep("start-producer", actor+": a new producer session", func() (err error) {
 		p, err = sb.Producer(f.ctx)
 		return err
@@ -106,7 +106,7 @@ func (f *fixture) producer(sb mqx.SessionBroker, actor string) (mq.Producer, err
 }
 
 // publishVia publishes on a producer session and records it.
-func (f *fixture) publishVia(p mq.Producer, actor, topic string, m mq.Message) (mq.PublishAck, error) {
+func (f *fixture) publishVia(p mqx.Producer, actor, topic string, m mq.Message) (mq.PublishAck, error) {
 	h := f.rec.Invoke(actor, "publish", fmt.Sprintf("%s id=%s %q", topic, m.ID, m.Payload))
 	ack, err := p.Publish(f.ctx, topic, m)
 	if err != nil {
@@ -126,7 +126,7 @@ func idempotentRetry(f *fixture) judge {
 	if err != nil {
 		return f.failed(err, "creating the topic")
 	}
-	var p mq.Producer
+	var p mqx.Producer
 	var lr LostReply
 	if err := f.kitStep("lose-produce-reply", topic+": a producer session whose next produce is stored and its reply lost", func() (err error) {
 		p, lr, err = f.t.LoseProduceReply(f.ctx, topic)

@@ -91,8 +91,8 @@ func (d *Declared) freshIDHazard(r *spec.R, copies int) {
 
 // DeclaredStream is one declared stream and its consumers.
 type DeclaredStream struct {
-	Topic     mq.TopicInfo      // the stream's declared settings
-	Consumers []mq.ConsumerInfo // its declared consumer groups
+	Topic     mqx.TopicInfo      // the stream's declared settings
+	Consumers []mqx.ConsumerInfo // its declared consumer groups
 	// ClientSide: the consumers' ack wait, back-off and max deliver are
 	// the workers' own settings (Redis: XAUTOCLAIM's min-idle time), not
 	// the server's, so only Settings are compared (Redis stream keys).
@@ -296,7 +296,7 @@ func (f *fixture) scratchCopy() (DeclaredStream, error) {
 		cc.AckWait = cc.Backoff[0]
 	}
 	f.ev.Notef("no declared stream on this server: a scratch stream %s and consumer %s were created through the client under test with the settings the rules use, and read back from the server", topic, group)
-	return DeclaredStream{Topic: mq.TopicInfo{Name: topic, Config: cfg}, Consumers: []mq.ConsumerInfo{{Config: cc, AckPolicy: mq.AckExplicit}}}, nil
+	return DeclaredStream{Topic: mqx.TopicInfo{Name: topic, Config: cfg}, Consumers: []mqx.ConsumerInfo{{Config: cc, AckPolicy: mqx.AckExplicit}}}, nil
 }
 
 // compareStream reads one declared stream and its consumers and records a
@@ -313,7 +313,7 @@ func (f *fixture) compareStream(in mqx.Inspector, s DeclaredStream) ([]string, e
 		}
 	}
 	name := s.Topic.Name
-	var got mq.TopicInfo
+	var got mqx.TopicInfo
 	h := f.rec.Invoke("kit", "stream-info", name)
 	got, err := in.Topic(f.ctx, name)
 	if errors.Is(err, mq.ErrNotFound) {

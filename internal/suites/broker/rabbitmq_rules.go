@@ -219,7 +219,7 @@ func deadLettered(f *fixture) judge {
 		_ = f.settle("member-1", "nak", d.d, func(ctx ctxT) error { return d.d.Nak(ctx, 0) })
 	}
 	// Dead-lettering follows the last return; it gets a moment.
-	var found *mq.DeadLetter
+	var found *mqx.DeadLetter
 	var readErr error
 	deadline := time.Now().Add(aw)
 	for found == nil && time.Now().Before(deadline) {
@@ -318,7 +318,7 @@ func namedProducerDedupe(f *fixture) judge {
 	name := f.name("p")
 	payload := func(seq int64) string { return fmt.Sprintf("%s-E%d", topic, seq) }
 	run := func(actor string, seqs ...int64) error {
-		var p mq.SequencedProducer
+		var p mqx.SequencedProducer
 		if err := f.kitStep("start-producer", actor+" name="+name, func() (err error) {
 			p, err = np.NamedProducer(f.ctx, topic, name)
 			return err

@@ -29,7 +29,7 @@ func registerRedis(p *plan) {
 }
 
 // pendingOf reads group's pending list on topic and records the read.
-func (f *fixture) pendingOf(insp mqx.PendingInspector, topic, group string) ([]mq.Pending, error) {
+func (f *fixture) pendingOf(insp mqx.PendingInspector, topic, group string) ([]mqx.Pending, error) {
 	h := f.rec.Invoke("checker", "pending-list", topic+" group="+group)
 	ps, err := insp.Pending(f.ctx, topic, group)
 	if err != nil {
@@ -40,7 +40,7 @@ func (f *fixture) pendingOf(insp mqx.PendingInspector, topic, group string) ([]m
 	return ps, nil
 }
 
-func describePending(ps []mq.Pending) string {
+func describePending(ps []mqx.Pending) string {
 	if len(ps) == 0 {
 		return "empty"
 	}
@@ -56,13 +56,13 @@ func describePending(ps []mq.Pending) string {
 	return b.String()
 }
 
-func findPending(ps []mq.Pending, pos string) (mq.Pending, bool) {
+func findPending(ps []mqx.Pending, pos string) (mqx.Pending, bool) {
 	for _, p := range ps {
 		if p.Position == pos {
 			return p, true
 		}
 	}
-	return mq.Pending{}, false
+	return mqx.Pending{}, false
 }
 
 // inspector is the handle's pending-list reader, or a judge failing the
@@ -142,7 +142,7 @@ func idleClaim(f *fixture) judge {
 	held, errHeld := f.pendingOf(insp, topic, group)
 	// member-1 stays connected and idle: only a claim moves the entry.
 	again, errAgain := f.next("member-2", c2, first.at.Add(aw+4*tol))
-	var claimed []mq.Pending
+	var claimed []mqx.Pending
 	var errClaimed error
 	if again != nil {
 		claimed, errClaimed = f.pendingOf(insp, topic, group)

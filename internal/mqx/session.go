@@ -1,6 +1,10 @@
-package mq
+package mqx
 
-import "context"
+import (
+	"context"
+
+	"github.com/onceproof/tck/mq"
+)
 
 // This file holds the optional parts of a broker that have no NATS or Redis
 // counterpart: producer sessions and a group's stored read position. A
@@ -19,7 +23,7 @@ import "context"
 type Producer interface {
 	// Publish stores m; a retry the client makes on its own, inside the
 	// session, is de-duped by the broker where it can.
-	Publish(ctx context.Context, topic string, m Message) (PublishAck, error)
+	Publish(ctx context.Context, topic string, m mq.Message) (mq.PublishAck, error)
 	// Close ends the session, as a producer process restart does.
 	Close() error
 }

@@ -7,8 +7,8 @@ import (
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/mutants/esmutants"
 	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/suites/eventstore"
 	"github.com/onceproof/tck/internal/verdict"
-	"github.com/onceproof/tck/suites/eventstore"
 )
 
 // Every mutant fails the rules it lists, run as the registry runs it (a

@@ -14,7 +14,7 @@ import (
 	"github.com/onceproof/tck/adapters/eventstore/memory"
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/precheck"
-	"github.com/onceproof/tck/suites/eventstore"
+	"github.com/onceproof/tck/internal/suites/eventstore"
 )
 
 // Every goroutine a rule starts (race writers, the fault) ends before its

@@ -12,7 +12,7 @@ import (
 
 	"github.com/onceproof/tck/adapters/eventstore/memory"
 	"github.com/onceproof/tck/es"
-	"github.com/onceproof/tck/suites/eventstore"
+	"github.com/onceproof/tck/internal/suites/eventstore"
 )
 
 // deadlined is a correct store behind a client deadline, as a network

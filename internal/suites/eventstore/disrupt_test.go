@@ -12,8 +12,8 @@ import (
 	"github.com/onceproof/tck/adapters/eventstore/memory"
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/suites/eventstore"
 	"github.com/onceproof/tck/internal/verdict"
-	"github.com/onceproof/tck/suites/eventstore"
 )
 
 // faulty is the reference store with a switchable fault, the in-process

@@ -8,6 +8,7 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/internal/eskit"
 	"github.com/onceproof/tck/internal/gen"
 	"github.com/onceproof/tck/internal/spec"
 )
@@ -32,7 +33,7 @@ func registerBasics(s *spec.Set, t Target) {
 	s.It("ES-1.2", func(r *spec.R) {
 		f := open(r, t)
 		agg := f.aggregate("unknown")
-		got, err := f.load(agg, es.InitialVersion, es.MaxVersion)
+		got, err := f.load(agg, es.InitialVersion, eskit.MaxVersion)
 		r.Expect(err).NotTo(gomega.HaveOccurred(), "loading an aggregate that was never written")
 		r.Expect(got).To(gomega.BeEmpty(), "loading an aggregate that was never written")
 	})
@@ -215,7 +216,7 @@ func registerBasics(s *spec.Set, t Target) {
 		r.Expect(oerr).NotTo(gomega.HaveOccurred(), "opening a second handle")
 		r.Expect(closed.Close()).To(gomega.Succeed(), "closing the second handle")
 		// Every later call fails (es.EventStore.Close), not Append alone.
-		const closedWant = "an error that is not a conflict (es.EventStore.Close; es.Handle returns es.ErrClosed)"
+		const closedWant = "an error that is not a conflict (es.EventStore.Close; eskit.Handle returns es.ErrClosed)"
 		r.Check(func() {
 			err := f.appendWith(r.Context(), closed, "closed-handle", stream(agg, 3, f.req("3")))
 			r.Expect(err).To(gomega.HaveOccurred(), "Append through a closed handle must return %s", closedWant)
@@ -233,8 +234,8 @@ func registerBasics(s *spec.Set, t Target) {
 		})
 		r.Check(func() {
 			err := f.append("bad-input", es.Stream{Aggregate: agg, Version: 3, RequestID: f.req("3")})
-			r.Expect(err).To(gomega.HaveOccurred(), "Append of a stream without events must return es.ErrInvalidArgument (es.Validate)")
-			r.Expect(isConflict(err)).To(gomega.BeFalse(), "Append of a stream without events must return es.ErrInvalidArgument (es.Validate), not a conflict, got %v", err)
+			r.Expect(err).To(gomega.HaveOccurred(), "Append of a stream without events must return es.ErrInvalidArgument (eskit.Validate)")
+			r.Expect(isConflict(err)).To(gomega.BeFalse(), "Append of a stream without events must return es.ErrInvalidArgument (eskit.Validate), not a conflict, got %v", err)
 		})
 	})
 
@@ -276,8 +277,8 @@ func registerBasics(s *spec.Set, t Target) {
 		for _, rg := range [][2]int{{3, 2}, {0, 2}, {-1, 5}} {
 			r.Check(func() {
 				_, err := f.load(agg, rg[0], rg[1])
-				r.Expect(err).To(gomega.HaveOccurred(), "Load [%d,%d] must return es.ErrInvalidArgument (es.ValidateRange)", rg[0], rg[1])
-				r.Expect(errors.Is(err, es.ErrInvalidArgument)).To(gomega.BeTrue(), "Load [%d,%d] must return es.ErrInvalidArgument (es.ValidateRange), got %v", rg[0], rg[1], err)
+				r.Expect(err).To(gomega.HaveOccurred(), "Load [%d,%d] must return es.ErrInvalidArgument (eskit.ValidateRange)", rg[0], rg[1])
+				r.Expect(errors.Is(err, es.ErrInvalidArgument)).To(gomega.BeTrue(), "Load [%d,%d] must return es.ErrInvalidArgument (eskit.ValidateRange), got %v", rg[0], rg[1], err)
 				r.Expect(isConflict(err)).To(gomega.BeFalse(), "Load [%d,%d] must return es.ErrInvalidArgument, not a conflict, got %v", rg[0], rg[1], err)
 			})
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/internal/eskit"
 	"github.com/onceproof/tck/internal/gen"
 	"github.com/onceproof/tck/internal/history"
 	"github.com/onceproof/tck/internal/spec"
@@ -277,7 +278,7 @@ func (f *fixture) load(agg es.AggregateID, from, to int) ([]es.Stream, error) {
 
 // history loads everything and requires no error.
 func (f *fixture) history(agg es.AggregateID) []es.Stream {
-	got, err := f.load(agg, es.InitialVersion, es.MaxVersion)
+	got, err := f.load(agg, es.InitialVersion, eskit.MaxVersion)
 	f.r.Expect(err).NotTo(gomega.HaveOccurred(), "loading %s", agg.ID)
 	return got
 }
@@ -304,7 +305,7 @@ func (f *fixture) existsWith(store es.EventStore, actor string, agg es.Aggregate
 // loadWith loads agg's whole history through store on the timeline.
 func (f *fixture) loadWith(store es.EventStore, actor string, agg es.AggregateID) ([]es.Stream, error) {
 	h := f.rec.Invoke(actor, "load", short(agg.ID))
-	got, err := store.Load(f.ctx, agg, es.InitialVersion, es.MaxVersion)
+	got, err := store.Load(f.ctx, agg, es.InitialVersion, eskit.MaxVersion)
 	if err != nil {
 		h.Info(err.Error())
 	} else {

@@ -12,6 +12,7 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/internal/eskit"
 	"github.com/onceproof/tck/internal/gen"
 	"github.com/onceproof/tck/internal/history"
 	"github.com/onceproof/tck/internal/spec"
@@ -326,7 +327,7 @@ func (p *player) audit() string {
 			continue
 		}
 		call := p.rec.Invoke(fmt.Sprintf("h%d", i%len(p.handles)+1), "load", "audit: "+aggLabel(agg))
-		got, err := h.Load(p.ctx, agg, es.InitialVersion, es.MaxVersion)
+		got, err := h.Load(p.ctx, agg, es.InitialVersion, eskit.MaxVersion)
 		if err != nil {
 			call.Info(err.Error())
 			p.setup = fmt.Errorf("the final load of %s failed: %w", agg, err)
@@ -362,7 +363,7 @@ func (p *player) step(st gen.Step[genOp]) string {
 		from := 1 + op.Pick%(m.tail()+1)
 		to := from + (op.Pick>>4)%(m.tail()+2)
 		if op.Pick%3 == 0 {
-			from, to = es.InitialVersion, es.MaxVersion
+			from, to = es.InitialVersion, eskit.MaxVersion
 		}
 		call := p.rec.Invoke(actor, "load", fmt.Sprintf("%s [%d,%d]", aggLabel(agg), from, to))
 		got, err := h.Load(p.ctx, agg, from, to)

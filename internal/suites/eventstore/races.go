@@ -14,6 +14,7 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/internal/eskit"
 	"github.com/onceproof/tck/internal/history"
 	"github.com/onceproof/tck/internal/poll"
 	"github.com/onceproof/tck/internal/spec"
@@ -240,7 +241,7 @@ const (
 func (f *fixture) loader(ctx context.Context, rec *history.Recorder) loader {
 	return func(agg es.AggregateID) ([]es.Stream, error) {
 		h := rec.Invoke("checker", "load", agg.ID)
-		got, err := f.store.Load(ctx, agg, es.InitialVersion, es.MaxVersion)
+		got, err := f.store.Load(ctx, agg, es.InitialVersion, eskit.MaxVersion)
 		if err != nil {
 			h.Info(err.Error())
 			return nil, err

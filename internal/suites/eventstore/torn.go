@@ -12,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/internal/eskit"
 	"github.com/onceproof/tck/internal/gen"
 	"github.com/onceproof/tck/internal/history"
 	"github.com/onceproof/tck/internal/spec"
@@ -230,7 +231,7 @@ func tornRound(ctx context.Context, f *fixture, handles []es.EventStore, src *ge
 				if i%2 == 0 {
 					end := h.Begin(2+rd, tornIn{Kind: "load"})
 					call := rec.Invoke(actor, "load", short(agg.ID))
-					got, err := store.Load(ctx, agg, es.InitialVersion, es.MaxVersion)
+					got, err := store.Load(ctx, agg, es.InitialVersion, eskit.MaxVersion)
 					if err != nil {
 						call.Info(err.Error())
 						continue // not in the history: an error says nothing about what is stored

@@ -62,4 +62,3 @@ func (e *DuplicateAggregateIDError) Error() string {
 
 // Is makes errors.Is(err, ErrConflict) hold: a conflict, typed.
 func (e *DuplicateAggregateIDError) Is(target error) bool { return target == ErrConflict }
-

@@ -62,27 +62,3 @@ func (e *DuplicateAggregateIDError) Error() string {
 
 // Is makes errors.Is(err, ErrConflict) hold: a conflict, typed.
 func (e *DuplicateAggregateIDError) Is(target error) bool { return target == ErrConflict }
-
-// Validate checks a stream's shape; stores call it before touching storage so
-// that a malformed stream is an argument error, never a conflict.
-func Validate(s Stream) error {
-	switch {
-	case s.Aggregate.ID == "" || s.Aggregate.Name == "":
-		return fmt.Errorf("%w: aggregate name and id are required", ErrInvalidArgument)
-	case s.Version < InitialVersion:
-		return fmt.Errorf("%w: version %d is below the initial version %d", ErrInvalidArgument, s.Version, InitialVersion)
-	case s.RequestID == "":
-		return fmt.Errorf("%w: request id is required", ErrInvalidArgument)
-	case len(s.Events) == 0:
-		return fmt.Errorf("%w: a stream needs at least one event", ErrInvalidArgument)
-	}
-	return nil
-}
-
-// ValidateRange checks Load's inclusive range.
-func ValidateRange(from, to int) error {
-	if from < InitialVersion || to < from {
-		return fmt.Errorf("%w: version range [%d, %d]", ErrInvalidArgument, from, to)
-	}
-	return nil
-}

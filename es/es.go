@@ -66,9 +66,6 @@ type EventStore interface {
 	Close() error
 }
 
-// MaxVersion is a convenient upper bound for Load.
-const MaxVersion = int(^uint32(0) >> 1)
-
 // Capabilities is what an adapter declares about itself. The suite measures
 // the declared properties and fails a characterization rule only where the
 // measurement contradicts the declaration.

@@ -192,14 +192,9 @@ type Capabilities struct {
 	DedupeAfterRestart []Retention `json:"dedupeAfterRestart,omitempty"`
 }
 
-// MaxDeliverWatcher is implemented by brokers that announce when a message
-// has used up its max-deliver attempts (NATS: the
-// $JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES advisory).
-type MaxDeliverWatcher interface {
-	// WatchMaxDeliver sends the position of every message of topic that
-	// group gave up on, until ctx ends.
-	WatchMaxDeliver(ctx context.Context, topic, group string) (<-chan string, error)
-}
-
 // ErrUnsupported is returned for an operation the broker does not have.
 var ErrUnsupported = errors.New("not supported by this broker")
+
+// ErrNotFound is what ReadAll wraps for a topic the broker does not
+// have (and an inspector for a topic or consumer it does not have).
+var ErrNotFound = errors.New("not found on the broker")

@@ -36,6 +36,7 @@ import (
 	"github.com/onceproof/tck/adapters/eventstore/sqlite"
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/apidesc"
+	"github.com/onceproof/tck/internal/eskit"
 	"github.com/onceproof/tck/internal/leftovers"
 )
 
@@ -399,7 +400,7 @@ func (e *engine) repeat(w http.ResponseWriter, r *http.Request, agg es.Aggregate
 
 // latest is the order's current record and version (0: none).
 func (e *engine) latest(ctx context.Context, agg es.AggregateID) (record, int, error) {
-	streams, err := e.store.Load(ctx, agg, es.InitialVersion, es.MaxVersion)
+	streams, err := e.store.Load(ctx, agg, es.InitialVersion, eskit.MaxVersion)
 	if err != nil || len(streams) == 0 {
 		return record{}, 0, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/onceproof/tck/adapters/eventstore/memory"
 	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/internal/eskit"
 )
 
 // The test binary is its own adapter: with ESDRIVER_FAKE set it speaks the
@@ -210,7 +211,7 @@ func TestAnswersMapToTheContractErrors(t *testing.T) {
 	if err := h1.Append(ctx, es.Stream{Aggregate: agg, Version: 2, RequestID: "x"}); !errors.Is(err, es.ErrInvalidArgument) {
 		t.Errorf("no events: %v", err)
 	}
-	got, err := h1.Load(ctx, agg, 1, es.MaxVersion)
+	got, err := h1.Load(ctx, agg, 1, eskit.MaxVersion)
 	if err != nil || len(got) != 1 || got[0].Aggregate != agg || string(got[0].Events[0].Body) != "\x00\xff\n" || len(got[0].Events[1].Body) != 0 {
 		t.Errorf("load: %+v %v", got, err)
 	}

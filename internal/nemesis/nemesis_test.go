@@ -26,10 +26,10 @@ import (
 	"github.com/onceproof/tck/internal/nemesis"
 	"github.com/onceproof/tck/internal/precheck"
 	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/suites/broker"
+	"github.com/onceproof/tck/internal/suites/eventstore"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/suites/broker"
-	"github.com/onceproof/tck/suites/eventstore"
 )
 
 // queueMessages is BR-2.9's workload size in the fault runs (the suite's

@@ -10,10 +10,11 @@ import (
 
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/mutants/natsmutants"
+	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/suites/broker"
 )
 
 const natsNeeds = "Docker and the image " + nats.DefaultImage + " (" + nats.ImageEnv + "; `make images` builds it)"
@@ -115,7 +116,7 @@ func BrokerTarget(nt *nats.Target) broker.Target {
 		Budget: nt.Budget,
 		// Read past the client under test (a mutant's wrap): the server's
 		// own settings.
-		Inspect: func(ctx context.Context) (mq.Inspector, error) { return nats.Inspect(ctx, url, client.Options) },
+		Inspect: func(ctx context.Context) (mqx.Inspector, error) { return nats.Inspect(ctx, url, client.Options) },
 	}
 	if p := nt.Proxy; p != nil {
 		t.Fault = &broker.Fault{

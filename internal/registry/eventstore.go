@@ -13,8 +13,8 @@ import (
 	"github.com/onceproof/tck/internal/mutants/esmutants"
 	"github.com/onceproof/tck/internal/precheck"
 	"github.com/onceproof/tck/internal/redact"
+	"github.com/onceproof/tck/internal/suites/eventstore"
 	"github.com/onceproof/tck/internal/target"
-	"github.com/onceproof/tck/suites/eventstore"
 )
 
 func eventStores() []row {

@@ -7,10 +7,11 @@ import (
 
 	"github.com/onceproof/tck/adapters/broker/kafka"
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/mqx"
 	kafkamutants "github.com/onceproof/tck/internal/mutants/kafkamutants"
+	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/suites/broker"
 )
 
 const kafkaNeeds = "nothing (embedded kfake, an emulator); a Kafka cluster at kafka://[user:password@]host:port[?bootstrap=host:port,...] for a URL; a local image named by " + kafka.ImageEnv + " for =container"
@@ -118,7 +119,7 @@ func KafkaBrokerTarget(kt *kafka.Target) broker.Target {
 	}
 	t.Private = privateOf(kt.Private)
 	e := kt.Embedded
-	t.LoseProduceReply = func(ctx context.Context, topic string) (mq.Producer, broker.LostReply, error) {
+	t.LoseProduceReply = func(ctx context.Context, topic string) (mqx.Producer, broker.LostReply, error) {
 		if e == nil {
 			// Any cluster: the reply is swallowed in the kit's own client.
 			d, err := kafka.DropNextProduceReply(ctx, client.Options)
@@ -132,7 +133,7 @@ func KafkaBrokerTarget(kt *kafka.Target) broker.Target {
 		if err != nil {
 			return nil, nil, err
 		}
-		sb, ok := b.(mq.SessionBroker)
+		sb, ok := b.(mqx.SessionBroker)
 		if !ok {
 			_ = b.Close()
 			return nil, nil, fmt.Errorf("the handle (%T) starts no producer session", b)
@@ -166,7 +167,7 @@ func (l lostReply) Seen() []string {
 
 // sessionOn is a producer session that closes its handle with it.
 type sessionOn struct {
-	mq.Producer
+	mqx.Producer
 	b mq.Broker
 }
 

@@ -10,9 +10,9 @@ import (
 	"github.com/onceproof/tck/adapters/broker/rabbitmq"
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/mutants/rabbitmutants"
+	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/suites/broker"
 )
 
 // RabbitMQURLEnv names the variable holding the RabbitMQ the RabbitMQ

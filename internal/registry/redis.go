@@ -8,9 +8,9 @@ import (
 
 	"github.com/onceproof/tck/adapters/broker/redis"
 	redismutants "github.com/onceproof/tck/internal/mutants/redismutants"
+	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/suites/broker"
 )
 
 // RedisURLEnv names the variable holding the Redis server the Redis

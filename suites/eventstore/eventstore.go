@@ -8,8 +8,9 @@
 //
 // runs every rule as a subtest named by its id (`go test -run 'TestMyStore/ES-1.5'`
 // runs one). An author who keeps a Ginkgo suite calls Register before
-// RunSpecs instead. See examples/eventstore; the tck CLI registers the
-// adapters it ships the same way.
+// RunSpecs instead. See examples/eventstore; the tck CLI runs the adapters
+// it ships through the same rules (internal/suites/eventstore, whose Target
+// also carries the kit's faults).
 //
 // Every rule opens its own handle through the factory and works on aggregates
 // whose ids are unique to the rule and trial, so a shared database needs no
@@ -18,15 +19,12 @@ package eventstore
 
 import (
 	"context"
-	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/onceproof/tck/es"
-	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/spec"
-	"github.com/onceproof/tck/internal/verdict"
+	kit "github.com/onceproof/tck/internal/suites/eventstore"
 )
 
 // Factory opens a handle on the store under test. Handles opened by one
@@ -46,38 +44,13 @@ type Target struct {
 	// the seed is the figure "seed" in the rule's evidence, and setting it
 	// (tck run --seed) replays the same values and schedule.
 	Seed int64
-	// MaxWait, when longer than the default (1.5 s), is the time horizon of
-	// the ES-4.1 schedule: how long after a write its retries and queries
-	// may come (tck run --max-wait).
-	MaxWait time.Duration
 	// OneHandle, when set, says why the factory cannot open a second
 	// handle on the same data; the rules then use one handle and the
 	// multi-instance rules say so in their evidence.
 	OneHandle string
-	// Timeout bounds each rule (default 60 s). A fault run sets it to cover
-	// the race budget, the fault and the store's recovery.
+	// Timeout bounds each rule (default 60 s).
 	Timeout time.Duration
-	// Disrupt, when set, applies a fault (a restart, a kill) while each ES-2
-	// race rule runs. The rule calls it once, in a goroutine of its own,
-	// after its first trials, goes on racing while it lasts (its cap is
-	// extended by the fault's duration, and it does not stop on its power
-	// target before the fault is over), and waits for it to return before
-	// judging. Trials from the fault on may see errors that are not conflicts:
-	// those appends are indeterminate and the trial is judged on what is
-	// stored once the store answers again (every reported success is stored,
-	// no refused stream is stored, no version is stored twice). An error
-	// from Disrupt means the fault could not be applied: the rule is unknown
-	// unless it failed anyway. A rule that fails before the fault is due
-	// ends without calling Disrupt. ctx is the rule's: Disrupt must return
-	// when it is cancelled.
-	Disrupt func(ctx context.Context, rule string, log Log) error
 }
-
-// Log is where a fault writes what it did while a rule ran: Step (a step on
-// the rule's timeline, failed when err is not nil), Note (an informational
-// step), Figure (a measured value in the evidence) and Notef (a line of
-// explanation). Every suite's and adapter's fault takes this one interface.
-type Log = verdict.Log
 
 // RaceConfig sizes the barrier-started race trials of the ES-2 rules.
 //
@@ -99,42 +72,22 @@ type RaceConfig struct {
 	MaxTrials int
 }
 
-func (c RaceConfig) withDefaults() RaceConfig {
-	if c.Writers < 2 {
-		// Two rivals per processor: measured on two cores, 4 writers catch
-		// a tight check-then-write far sooner than 2 (too few rivals in
-		// flight) or 8 (the writers queue behind each other).
-		c.Writers = min(max(defaultWriters, 2*runtime.GOMAXPROCS(0)), 16)
+// kit is the suite's whole target with only the author's fields set.
+func (t Target) kit() kit.Target {
+	return kit.Target{
+		Open:      kit.Factory(t.Open),
+		Caps:      t.Caps,
+		Race:      kit.RaceConfig(t.Race),
+		Seed:      t.Seed,
+		OneHandle: t.OneHandle,
+		Timeout:   t.Timeout,
 	}
-	if c.Power <= 0 || c.Power >= 1 {
-		c.Power = defaultPower
-	}
-	if c.Cap <= 0 {
-		c.Cap = 15 * time.Second
-	}
-	if c.MaxTrials <= 0 {
-		c.MaxTrials = 1_000_000
-	}
-	return c
 }
 
-// writerRange is the writer counts the trials cycle through.
-func (c RaceConfig) writerRange() string {
-	return fmt.Sprintf("%d-%d", max(2, c.Writers-1), c.Writers+1)
-}
-
-// The defaults, chosen by measurement on two cores (docs/eventstore.md,
-// "Races"); scripts/race-power.sh measures them again.
-var (
-	defaultWriters = 4
-	defaultPower   = 0.01
-)
+func newSet(t Target) *spec.Set { return kit.NewSet(t.kit()) }
 
 // Option tunes Check and Register.
 type Option = spec.Option
-
-// RegisterOption is the name Register's options had first.
-type RegisterOption = Option
 
 // ReportTo writes the report bundle of Check or Register into dir, as the
 // environment variable TCK_REPORT_DIR does without a code change. The
@@ -168,24 +121,6 @@ func Check(t *testing.T, target Target, opts ...Option) {
 //
 // TCK_REPORT_DIR (or ReportTo) writes the report bundle as Check does,
 // after each rule, the target named by the containers around the call.
-func Register(target Target, opts ...RegisterOption) {
+func Register(target Target, opts ...Option) {
 	spec.Entry[Target](newSet).Register(target, opts...)
-}
-
-// newSet is the one place both entry points get their rules from.
-func newSet(t Target) *spec.Set {
-	t.Race = t.Race.withDefaults()
-	var caps []catalog.Capability
-	if t.Caps.PreCheck != nil {
-		caps = append(caps, catalog.CapPreCheck)
-	}
-	s := spec.New("eventstore", caps...)
-	if t.Timeout > 0 {
-		s.Timeout = t.Timeout
-	}
-	registerBasics(s, t)
-	registerRaces(s, t)
-	registerPreCheck(s, t)
-	registerGenerated(s, t)
-	return s
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -36,7 +37,7 @@ type Inspector struct {
 	close func()
 }
 
-var _ mq.Inspector = (*Inspector)(nil)
+var _ mqx.Inspector = (*Inspector)(nil)
 
 // Inspect connects an Inspector to the cluster at opts.Seeds.
 func Inspect(ctx context.Context, opts Options) (*Inspector, error) {
@@ -65,21 +66,21 @@ var BrokerSettings = []string{"producer.id.expiration.ms", "transactional.id.exp
 // Topic reads topic name: partitions, replication factor and every config
 // DescribeConfigs answers (retention.ms, cleanup.policy,
 // min.insync.replicas, ...), by Kafka's names.
-func (in *Inspector) Topic(ctx context.Context, name string) (mq.TopicInfo, error) {
+func (in *Inspector) Topic(ctx context.Context, name string) (TopicInfo, error) {
 	td, err := in.adm.ListTopics(ctx, name)
 	if err != nil {
-		return mq.TopicInfo{}, fmt.Errorf("metadata of topic %s: %w", name, err)
+		return TopicInfo{}, fmt.Errorf("metadata of topic %s: %w", name, err)
 	}
 	d, ok := td[name]
 	if !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
-		return mq.TopicInfo{}, fmt.Errorf("topic %s: %w", name, mq.ErrNotFound)
+		return TopicInfo{}, fmt.Errorf("topic %s: %w", name, mq.ErrNotFound)
 	}
 	if d.Err != nil {
-		return mq.TopicInfo{}, fmt.Errorf("metadata of topic %s: %w", name, d.Err)
+		return TopicInfo{}, fmt.Errorf("metadata of topic %s: %w", name, d.Err)
 	}
 	rcs, err := in.adm.DescribeTopicConfigs(ctx, name)
 	if err != nil {
-		return mq.TopicInfo{}, fmt.Errorf("DescribeConfigs of topic %s: %w", name, err)
+		return TopicInfo{}, fmt.Errorf("DescribeConfigs of topic %s: %w", name, err)
 	}
 	s := map[string]string{"partitions": fmt.Sprint(len(d.Partitions))}
 	rf := 0
@@ -89,13 +90,13 @@ func (in *Inspector) Topic(ctx context.Context, name string) (mq.TopicInfo, erro
 	s["replication.factor"] = fmt.Sprint(rf)
 	for _, rc := range rcs {
 		if rc.Err != nil {
-			return mq.TopicInfo{}, fmt.Errorf("DescribeConfigs of topic %s: %w", name, rc.Err)
+			return TopicInfo{}, fmt.Errorf("DescribeConfigs of topic %s: %w", name, rc.Err)
 		}
 		for _, c := range rc.Configs {
 			s[c.Key] = c.MaybeValue()
 		}
 	}
-	ti := mq.TopicInfo{Name: name, Settings: s, Config: mq.TopicConfig{Replicas: rf, Retention: mq.Limits}}
+	ti := TopicInfo{Name: name, Settings: s, Config: mq.TopicConfig{Replicas: rf, Retention: mq.Limits}}
 	if ms, err := strconv.ParseInt(s["retention.ms"], 10, 64); err == nil && ms > 0 {
 		ti.Config.MaxAge = time.Duration(ms) * time.Millisecond
 	}
@@ -104,24 +105,24 @@ func (in *Inspector) Topic(ctx context.Context, name string) (mq.TopicInfo, erro
 
 // Consumer reads group name: its state and members (DescribeGroups). A
 // group the cluster does not know is not found (Kafka answers Dead).
-func (in *Inspector) Consumer(ctx context.Context, topic, name string) (mq.ConsumerInfo, error) {
+func (in *Inspector) Consumer(ctx context.Context, topic, name string) (ConsumerInfo, error) {
 	dg, err := in.adm.DescribeGroups(ctx, name)
 	if err != nil {
-		return mq.ConsumerInfo{}, fmt.Errorf("DescribeGroups %s: %w", name, err)
+		return ConsumerInfo{}, fmt.Errorf("DescribeGroups %s: %w", name, err)
 	}
 	g, ok := dg[name]
 	if !ok || g.State == "Dead" || errors.Is(g.Err, kerr.GroupIDNotFound) {
-		return mq.ConsumerInfo{}, fmt.Errorf("group %s: %w", name, mq.ErrNotFound)
+		return ConsumerInfo{}, fmt.Errorf("group %s: %w", name, mq.ErrNotFound)
 	}
 	if g.Err != nil {
-		return mq.ConsumerInfo{}, fmt.Errorf("DescribeGroups %s: %w", name, g.Err)
+		return ConsumerInfo{}, fmt.Errorf("DescribeGroups %s: %w", name, g.Err)
 	}
 	var members []string
 	for _, m := range g.Members {
 		members = append(members, m.ClientID)
 	}
 	sort.Strings(members)
-	return mq.ConsumerInfo{Config: mq.ConsumerConfig{Group: name}, Settings: map[string]string{
+	return ConsumerInfo{Config: mq.ConsumerConfig{Group: name}, Settings: map[string]string{
 		"state": g.State, "protocol": g.Protocol, "members": strings.Join(members, ", "),
 	}}, nil
 }
@@ -130,8 +131,8 @@ func (in *Inspector) Consumer(ctx context.Context, topic, name string) (mq.Consu
 // every broker, the first answer's value; brokers that disagree say so).
 // A config the cluster does not serve says so: kfake, an emulator, serves
 // no producer.id.expiration.ms and no unclean.leader.election.enable.
-func (in *Inspector) Server(ctx context.Context) (mq.ServerInfo, error) {
-	si := mq.ServerInfo{Version: "kafka (version not announced by the protocol)", Settings: map[string]string{}}
+func (in *Inspector) Server(ctx context.Context) (ServerInfo, error) {
+	si := ServerInfo{Version: "kafka (version not announced by the protocol)", Settings: map[string]string{}}
 	if v, err := in.adm.ApiVersions(ctx); err == nil {
 		v.Each(func(b kadm.BrokerApiVersions) {
 			if guess := b.VersionGuess(); guess != "" {

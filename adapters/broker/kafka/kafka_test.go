@@ -17,9 +17,9 @@ import (
 	"github.com/onceproof/tck/adapters/broker/kafka"
 	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
-	"github.com/onceproof/tck/suites/broker"
 )
 
 // TestEmbedded runs every BR rule against an embedded kfake cluster: the

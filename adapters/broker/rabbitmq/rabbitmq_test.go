@@ -11,8 +11,8 @@ import (
 	"github.com/onceproof/tck/adapters/broker/rabbitmq"
 	"github.com/onceproof/tck/internal/leftovers"
 	"github.com/onceproof/tck/internal/registry"
+	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/mq"
-	"github.com/onceproof/tck/suites/broker"
 )
 
 // needServer skips, saying why, when no rabbitmq-server is on PATH; with

@@ -38,6 +38,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -109,9 +110,9 @@ type Broker struct {
 }
 
 var (
-	_ mq.Broker           = (*Broker)(nil)
-	_ mq.PendingInspector = (*Broker)(nil)
-	_ mq.Trimmer          = (*Broker)(nil)
+	_ mq.Broker            = (*Broker)(nil)
+	_ mqx.PendingInspector = (*Broker)(nil)
+	_ mqx.Trimmer          = (*Broker)(nil)
 )
 
 // Connect opens a handle on the server at url and checks it answers. It
@@ -252,8 +253,8 @@ func (b *Broker) ReadAll(ctx context.Context, topic string) ([]mq.Stored, error)
 }
 
 // Pending reads the group's pending entries list (XPENDING extended form).
-func (b *Broker) Pending(ctx context.Context, topic, group string) ([]mq.Pending, error) {
-	var out []mq.Pending
+func (b *Broker) Pending(ctx context.Context, topic, group string) ([]Pending, error) {
+	var out []Pending
 	start := "-"
 	for {
 		ps, err := b.rdb.XPendingExt(ctx, &goredis.XPendingExtArgs{Stream: b.Key(topic), Group: group, Start: start, End: "+", Count: 1000}).Result()
@@ -261,7 +262,7 @@ func (b *Broker) Pending(ctx context.Context, topic, group string) ([]mq.Pending
 			return nil, err
 		}
 		for _, p := range ps {
-			out = append(out, mq.Pending{Position: p.ID, Member: p.Consumer, Idle: p.Idle, Deliveries: int(p.RetryCount)})
+			out = append(out, Pending{Position: p.ID, Member: p.Consumer, Idle: p.Idle, Deliveries: int(p.RetryCount)})
 		}
 		if len(ps) < 1000 {
 			return out, nil
@@ -272,10 +273,10 @@ func (b *Broker) Pending(ctx context.Context, topic, group string) ([]mq.Pending
 
 // Trim cuts the stream to its newest keep entries with exact trimming
 // (XTRIM MAXLEN =), pending or not.
-func (b *Broker) Trim(ctx context.Context, topic string, keep int) (mq.Trim, error) {
+func (b *Broker) Trim(ctx context.Context, topic string, keep int) (Trim, error) {
 	key := b.Key(topic)
 	n, err := b.rdb.XTrimMaxLen(ctx, key, int64(keep)).Result()
-	t := mq.Trim{Command: fmt.Sprintf("XTRIM %s MAXLEN = %d", key, keep), Removed: int(n)}
+	t := Trim{Command: fmt.Sprintf("XTRIM %s MAXLEN = %d", key, keep), Removed: int(n)}
 	return t, err
 }
 

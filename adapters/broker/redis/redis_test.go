@@ -9,7 +9,7 @@ import (
 	"github.com/onceproof/tck/adapters/broker/redis"
 	"github.com/onceproof/tck/internal/leftovers"
 	"github.com/onceproof/tck/internal/registry"
-	"github.com/onceproof/tck/suites/broker"
+	"github.com/onceproof/tck/internal/suites/broker"
 )
 
 // serverURL is the Redis server the tests use: TCK_REDIS_URL. Without it

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/internal/eskit"
 )
 
 // DB is the shared in-memory state; handles opened on it see the same data.
@@ -26,10 +27,14 @@ func NewDB() *DB {
 // Open returns a handle on db.
 func (db *DB) Open() *Store { return &Store{db: db} }
 
+// handle is embedded under an unexported name: an outside user of Store
+// sees its Close and Usable, not a type of the kit's internal/eskit.
+type handle = eskit.Handle
+
 // Store is a handle; it implements es.EventStore.
 type Store struct {
-	db        *DB
-	es.Handle // closed flag; Close
+	db     *DB
+	handle // closed flag; Close (eskit.Handle)
 }
 
 // Append implements es.EventStore.
@@ -37,7 +42,7 @@ func (s *Store) Append(ctx context.Context, st es.Stream) error {
 	if err := s.Usable(ctx); err != nil {
 		return err
 	}
-	if err := es.Validate(st); err != nil {
+	if err := eskit.Validate(st); err != nil {
 		return err
 	}
 	db := s.db
@@ -76,7 +81,7 @@ func (s *Store) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]e
 	if err := s.Usable(ctx); err != nil {
 		return nil, err
 	}
-	if err := es.ValidateRange(from, to); err != nil {
+	if err := eskit.ValidateRange(from, to); err != nil {
 		return nil, err
 	}
 	s.db.mu.Lock()

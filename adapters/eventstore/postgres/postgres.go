@@ -27,6 +27,7 @@ import (
 
 	"github.com/onceproof/tck/adapters/eventstore/internal/sqlrows"
 	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/internal/eskit"
 	"github.com/onceproof/tck/internal/redact"
 )
 
@@ -187,10 +188,14 @@ func (db *DB) Close() error {
 	return nil
 }
 
+// handle is embedded under an unexported name: an outside user of Store
+// sees its Close and Usable, not a type of the kit's internal/eskit.
+type handle = eskit.Handle
+
 // Store is a handle on a DB; it implements es.EventStore.
 type Store struct {
-	db        *DB
-	es.Handle // closed flag; Close
+	db     *DB
+	handle // closed flag; Close (eskit.Handle)
 }
 
 var _ es.EventStore = (*Store)(nil)
@@ -201,7 +206,7 @@ func (s *Store) Append(ctx context.Context, st es.Stream) error {
 	if err := s.Usable(ctx); err != nil {
 		return err
 	}
-	if err := es.Validate(st); err != nil {
+	if err := eskit.Validate(st); err != nil {
 		return err
 	}
 	names := make([]string, len(st.Events))
@@ -261,7 +266,7 @@ func (s *Store) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]e
 	if err := s.Usable(ctx); err != nil {
 		return nil, err
 	}
-	if err := es.ValidateRange(from, to); err != nil {
+	if err := eskit.ValidateRange(from, to); err != nil {
 		return nil, err
 	}
 	rows, err := s.db.pool.Query(ctx, selectStreams, agg.Context, agg.Name, agg.Tenant, agg.ID, clamp(from), clamp(to))
@@ -284,11 +289,11 @@ func (s *Store) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]e
 	return out, rows.Err()
 }
 
-// clamp keeps a range bound inside the integer column's domain (es.MaxVersion
+// clamp keeps a range bound inside the integer column's domain (eskit.MaxVersion
 // is 2^31-1 already; a larger caller value means "no upper bound").
 func clamp(v int) int32 {
-	if v > es.MaxVersion {
-		return int32(es.MaxVersion)
+	if v > eskit.MaxVersion {
+		return int32(eskit.MaxVersion)
 	}
 	return int32(v)
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/onceproof/tck/adapters/eventstore/internal/sqlrows"
 	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/internal/eskit"
 	"github.com/onceproof/tck/internal/leftovers"
 )
 
@@ -162,10 +163,14 @@ func (db *DB) Close() error {
 	return errors.Join(db.w.Close(), db.r.Close())
 }
 
+// handle is embedded under an unexported name: an outside user of Store
+// sees its Close and Usable, not a type of the kit's internal/eskit.
+type handle = eskit.Handle
+
 // Store is a handle on a DB; it implements es.EventStore.
 type Store struct {
-	db        *DB
-	es.Handle // closed flag; Close
+	db     *DB
+	handle // closed flag; Close (eskit.Handle)
 }
 
 var _ es.EventStore = (*Store)(nil)
@@ -176,7 +181,7 @@ func (s *Store) Append(ctx context.Context, st es.Stream) (err error) {
 	if err := s.Usable(ctx); err != nil {
 		return err
 	}
-	if err := es.Validate(st); err != nil {
+	if err := eskit.Validate(st); err != nil {
 		return err
 	}
 	tx, err := s.db.w.BeginTx(ctx, nil)
@@ -267,7 +272,7 @@ func (s *Store) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]e
 	if err := s.Usable(ctx); err != nil {
 		return nil, err
 	}
-	if err := es.ValidateRange(from, to); err != nil {
+	if err := eskit.ValidateRange(from, to); err != nil {
 		return nil, err
 	}
 	rows, err := s.db.r.QueryContext(ctx, selectStreams, agg.Context, agg.Name, agg.Tenant, agg.ID, from, to)

@@ -11,11 +11,12 @@ import (
 	"github.com/onceproof/tck/adapters/eventstore/sqlite"
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/eskit"
 	"github.com/onceproof/tck/internal/precheck"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/selftest"
+	"github.com/onceproof/tck/internal/suites/eventstore"
 	"github.com/onceproof/tck/internal/verdict"
-	"github.com/onceproof/tck/suites/eventstore"
 )
 
 // runSuite runs the whole eventstore suite against a database at path (a
@@ -126,7 +127,7 @@ func TestLockedDatabaseIsNotAConflict(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.Load(ctx, agg, 1, es.MaxVersion); err != nil || len(got) != 0 {
+	if got, err := s.Load(ctx, agg, 1, eskit.MaxVersion); err != nil || len(got) != 0 {
 		t.Fatalf("after the refused append: %d streams, %v", len(got), err)
 	}
 }

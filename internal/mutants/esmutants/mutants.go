@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/internal/eskit"
 	"github.com/onceproof/tck/internal/mutants"
 	"github.com/onceproof/tck/internal/precheck"
 )
@@ -148,8 +149,8 @@ func (db *DB) Open() es.EventStore {
 }
 
 type store struct {
-	db        *DB
-	es.Handle // closed flag; Close
+	db           *DB
+	eskit.Handle // closed flag; Close
 	// What the per-handle mutants cache (under db.mu).
 	tails map[string]int
 	wrote map[string]bool
@@ -213,7 +214,7 @@ func (s *store) append(ctx context.Context, st es.Stream) error {
 	if err := s.Usable(ctx); err != nil {
 		return err
 	}
-	if err := es.Validate(st); err != nil {
+	if err := eskit.Validate(st); err != nil {
 		return err
 	}
 	db := s.db
@@ -489,7 +490,7 @@ func (s *store) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]e
 	if err := s.usable(ctx); err != nil {
 		return nil, s.db.mapError(err)
 	}
-	if err := es.ValidateRange(from, to); err != nil {
+	if err := eskit.ValidateRange(from, to); err != nil {
 		return nil, s.db.mapError(err)
 	}
 	db := s.db

@@ -11,8 +11,8 @@ import (
 	"github.com/onceproof/tck/internal/mutants/kafkamutants"
 	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/verdict"
-	"github.com/onceproof/tck/suites/broker"
 )
 
 // run starts an embedded kfake target reached through client and runs the

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
+	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/mutants"
 	"github.com/onceproof/tck/mq"
 )
@@ -216,7 +217,7 @@ func (b *broker) Consumer(ctx context.Context, topic string, cfg mq.ConsumerConf
 
 // WatchMaxDeliver passes the broker's signal through untouched.
 func (b *broker) WatchMaxDeliver(ctx context.Context, topic, group string) (<-chan string, error) {
-	if w, ok := b.Broker.(mq.MaxDeliverWatcher); ok {
+	if w, ok := b.Broker.(mqx.MaxDeliverWatcher); ok {
 		return w.WatchMaxDeliver(ctx, topic, group)
 	}
 	return nil, mq.ErrUnsupported

@@ -16,6 +16,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/onceproof/tck/adapters/broker/redis"
+	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/mutants"
 	"github.com/onceproof/tck/mq"
 )
@@ -73,7 +74,7 @@ func All() []Mutant {
 			Name: "trim-claims-safe", Defect: "says its XTRIM keeps entries still pending (it does not: Redis 7 trims them with the rest)",
 			MustFail: []string{"BR-4.3"},
 			Build: redis.Client{
-				Wrap: with(hooks{trim: func(t mq.Trim) mq.Trim {
+				Wrap: with(hooks{trim: func(t mqx.Trim) mqx.Trim {
 					t.KeepsPending = true
 					return t
 				}}),
@@ -83,7 +84,7 @@ func All() []Mutant {
 			Name: "trim-count-mixup", Defect: "reports the MAXLEN it asked for as the number of entries its trim removed",
 			MustFail: []string{"BR-4.3"},
 			Build: redis.Client{
-				Wrap: with(hooks{trimKeep: func(t mq.Trim, keep int) mq.Trim {
+				Wrap: with(hooks{trimKeep: func(t mqx.Trim, keep int) mqx.Trim {
 					t.Removed = keep
 					return t
 				}}),
@@ -118,8 +119,8 @@ type hooks struct {
 	ack        func(ctx context.Context, b *redis.Broker, topic string, d mq.Delivery) error
 	inProgress func(ctx context.Context, b *redis.Broker, topic string, d mq.Delivery) error
 	consumer   func(mq.ConsumerConfig) mq.ConsumerConfig
-	trim       func(mq.Trim) mq.Trim
-	trimKeep   func(mq.Trim, int) mq.Trim
+	trim       func(mqx.Trim) mqx.Trim
+	trimKeep   func(mqx.Trim, int) mqx.Trim
 }
 
 func with(h hooks) func(*redis.Broker) mq.Broker {
@@ -144,7 +145,7 @@ func (b *broker) Consumer(ctx context.Context, topic string, cfg mq.ConsumerConf
 	return &consumer{Consumer: c, b: b, topic: topic}, nil
 }
 
-func (b *broker) Trim(ctx context.Context, topic string, keep int) (mq.Trim, error) {
+func (b *broker) Trim(ctx context.Context, topic string, keep int) (mqx.Trim, error) {
 	t, err := b.Broker.Trim(ctx, topic, keep)
 	if err != nil {
 		return t, err

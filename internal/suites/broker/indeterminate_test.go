@@ -1,0 +1,188 @@
+package broker_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onceproof/tck/adapters/broker/nats"
+	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/suites/broker"
+	"github.com/onceproof/tck/internal/verdict"
+	"github.com/onceproof/tck/mq"
+)
+
+// TestIndeterminateIsUnknown: an operation of the kit's whose outcome it
+// never learned (a publish whose reply was lost, a read-back that timed
+// out), a set-up step of the kit's that failed, and a workload cut short
+// by its deadline leave the rule unknown with the error's text, never fail
+// and never "lost" or "missing". An ack that took effect while its reply
+// was lost is no loss either.
+func TestIndeterminateIsUnknown(t *testing.T) {
+	ref := embedded(t, nats.Client{})
+	wrap := func(w func(mq.Broker) mq.Broker) func() broker.Target {
+		return func() broker.Target {
+			tg := ref
+			open := ref.Open
+			tg.Open = func(ctx context.Context) (mq.Broker, error) {
+				b, err := open(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return w(b), nil
+			}
+			return tg
+		}
+	}
+	errEOF := errors.New("read tcp 127.0.0.1:4222: EOF")
+	for _, tc := range []struct {
+		name    string
+		rule    string
+		target  func() broker.Target
+		verdict verdict.Verdict
+		want    []string // in the reason
+	}{
+		{
+			name: "scratch topic refused", rule: "BR-2.8", verdict: verdict.Unknown,
+			target: wrap(func(b mq.Broker) mq.Broker { return refuseTopics{b} }),
+			want:   []string{"set-up failed", "create-topic", "topic creation refused by policy"},
+		},
+		{
+			name: "publish reply lost", rule: "BR-2.1", verdict: verdict.Unknown,
+			target: wrap(func(b mq.Broker) mq.Broker { return flaky{Broker: b, publish: errEOF} }),
+			want:   []string{"outcome is unknown", "publishing", "EOF"},
+		},
+		{
+			name: "read-back timed out", rule: "BR-1.1", verdict: verdict.Unknown,
+			target: wrap(func(b mq.Broker) mq.Broker { return flaky{Broker: b, read: context.DeadlineExceeded} }),
+			want:   []string{"reading the topic back", "outcome is unknown", "deadline exceeded"},
+		},
+		{
+			name: "read-back after a restart timed out", rule: "BR-3.1", verdict: verdict.Unknown,
+			target: func() broker.Target {
+				tg := ref
+				private := ref.Private
+				tg.Private = func(ctx context.Context) (broker.Server, error) {
+					srv, err := private(ctx)
+					if err != nil {
+						return nil, err
+					}
+					return flakyServer{srv}, nil
+				}
+				return tg
+			},
+			want: []string{"reading the topic back", "unknown, not a loss", "deadline exceeded"},
+		},
+		{
+			name: "total queue cut by its deadline", rule: "BR-2.9", verdict: verdict.Unknown,
+			target: func() broker.Target {
+				tg := ref
+				tg.Budget = 2 * time.Second
+				tg.Windows.Messages = 300000 // far more than the budget and its margin allow
+				return tg
+			},
+			want: []string{"ended at its deadline", "unknown, not a loss"},
+		},
+		{
+			name: "ack replies lost, acks applied", rule: "BR-2.9", verdict: verdict.Unknown,
+			target: func() broker.Target {
+				tg := wrap(func(b mq.Broker) mq.Broker { return flaky{Broker: b, ackReply: errEOF} })()
+				tg.Windows.Messages = 30
+				return tg
+			},
+			want: []string{"every acknowledged publish was delivered", "confirmed none of the 30 acks"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := tc.target()
+			res := runner.Run("broker/indeterminate", func() { broker.Register(tg) }, runner.Options{Rules: []string{tc.rule}})
+			i := slices.IndexFunc(res, func(r verdict.Result) bool { return r.Rule == tc.rule })
+			if i < 0 {
+				t.Fatalf("no %s in %+v", tc.rule, res)
+			}
+			r := res[i]
+			t.Logf("%s: %s: %s", tc.rule, r.Verdict, r.Reason)
+			if r.Verdict != tc.verdict {
+				t.Fatalf("%s is %s, want %s: %s", tc.rule, r.Verdict, tc.verdict, r.Reason)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.Reason, w) {
+					t.Errorf("reason %q lacks %q", r.Reason, w)
+				}
+			}
+			for _, bad := range []string{"lost:", "missing"} {
+				if strings.Contains(r.Reason, bad) {
+					t.Errorf("reason %q speaks of a loss", r.Reason)
+				}
+			}
+		})
+	}
+}
+
+// flaky is a broker whose publishes, read-backs or ack replies fail with
+// the given errors (nil: they work). An ack whose reply fails was applied.
+type flaky struct {
+	mq.Broker
+	publish, read, ackReply error
+}
+
+func (f flaky) Publish(ctx context.Context, topic string, m mq.Message) (mq.PublishAck, error) {
+	if f.publish != nil {
+		return mq.PublishAck{}, f.publish
+	}
+	return f.Broker.Publish(ctx, topic, m)
+}
+
+func (f flaky) ReadAll(ctx context.Context, topic string) ([]mq.Stored, error) {
+	if f.read != nil {
+		return nil, f.read
+	}
+	return f.Broker.ReadAll(ctx, topic)
+}
+
+func (f flaky) Consumer(ctx context.Context, topic string, cfg mq.ConsumerConfig) (mq.Consumer, error) {
+	c, err := f.Broker.Consumer(ctx, topic, cfg)
+	if err != nil || f.ackReply == nil {
+		return c, err
+	}
+	return lostAckReplies{c, f.ackReply}, nil
+}
+
+type lostAckReplies struct {
+	mq.Consumer
+	err error
+}
+
+func (c lostAckReplies) Fetch(ctx context.Context, max int, wait time.Duration) ([]mq.Delivery, error) {
+	ds, err := c.Consumer.Fetch(ctx, max, wait)
+	for i, d := range ds {
+		ds[i] = lostAckReply{d, c.err}
+	}
+	return ds, err
+}
+
+type lostAckReply struct {
+	mq.Delivery
+	err error
+}
+
+func (d lostAckReply) Ack(ctx context.Context) error {
+	if err := d.Delivery.Ack(ctx); err != nil {
+		return err
+	}
+	return d.err
+}
+
+// flakyServer is a rule's own server whose handles cannot read back.
+type flakyServer struct{ broker.Server }
+
+func (s flakyServer) Open(ctx context.Context) (mq.Broker, error) {
+	b, err := s.Server.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return flaky{Broker: b, read: context.DeadlineExceeded}, nil
+}

@@ -1,0 +1,279 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/mq"
+)
+
+// Check runs every BR rule against target as a subtest of t named by its id,
+// so `go test -run 'TestMyBroker/BR-2.1'` runs one rule. A fail or unknown
+// verdict fails the subtest with its reason; not-applicable and skipped
+// verdicts skip it with theirs. The subtests run in parallel, each starting
+// its own workload, so the rules' waits overlap. Check touches no Ginkgo
+// state.
+//
+// With the environment variable TCK_REPORT_DIR set (or the ReportTo
+// option) it also writes the report bundle `tck run` writes (results.json,
+// report.md, report.html, junit.xml, histories) into that folder; every
+// Check and Register of one test binary goes into the one report there.
+func Check(t *testing.T, target Target, opts ...Option) {
+	t.Helper()
+	spec.Entry[Target](newSet).Check(t, target, opts...)
+}
+
+// Option tunes Check and Register.
+type Option = spec.Option
+
+// RegisterOption is the name Register's options had first.
+type RegisterOption = Option
+
+// ReportTo writes the report bundle of Check or Register into dir, as the
+// environment variable TCK_REPORT_DIR does without a code change. The
+// folder must be new, empty or one the kit wrote before (it is cleared
+// first); every Check and Register of one test binary adds to one report
+// in it.
+func ReportTo(dir string) Option { return spec.ReportTo(dir) }
+
+// UnknownIsSkip makes Check and Register report an undecided rule as a
+// skip instead of a failure. The verdict stays unknown in a report; without
+// this option an undecided rule fails the author's test.
+func UnknownIsSkip() Option { return spec.UnknownIsSkip() }
+
+// Register registers every BR rule against target as Ginkgo specs, one It
+// per rule labelled with its id, "broker" and its level. Call it inside a
+// Ginkgo suite, before RunSpecs, once per target.
+//
+// The first rule to run starts the workload of every rule the label filter
+// selected, each in its own goroutine on its own topics, so the waits
+// overlap; each spec then waits for its own workload and judges it. A rule
+// that was filtered out, or needs a capability the target lacks, starts
+// nothing. After the last rule, anything still running is stopped.
+//
+// TCK_REPORT_DIR (or ReportTo) writes the report bundle as Check does,
+// after each rule, the target named by the containers around the call.
+func Register(target Target, opts ...RegisterOption) {
+	spec.Entry[Target](newSet).Register(target, opts...)
+}
+
+// newSet builds the suite's rules against t: the one set both entry points
+// run.
+func newSet(t Target) *spec.Set {
+	if t.Declared != nil {
+		t = t.Declared.apply(t)
+	}
+	t.Windows = t.Windows.withDefaults()
+	if t.Budget <= 0 {
+		t.Budget = 60 * time.Second
+	}
+	if t.Seed == 0 {
+		// Below 2^53, so the seed survives a round trip through a JSON
+		// number in results.json and can be given back.
+		t.Seed = int64(rand.Uint64N(1<<53-1)) + 1
+	}
+	s := spec.New("broker", capsOf(t)...)
+	s.Reasons = t.NotApplicable
+	s.Lacks = map[catalog.Capability]string{}
+	for c, why := range t.Lacks {
+		s.Lacks[catalog.Capability(c)] = why
+	}
+	// Under go test the rules run as parallel subtests, each starting its
+	// own workload, so their waits overlap (Ginkgo runs specs in order and
+	// overlaps them through Prepare instead).
+	s.Parallel = true
+	s.Timeout = t.Timeout
+	if s.Timeout <= 0 {
+		s.Timeout = t.Budget + workloadMargin + 15*time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &plan{t: t, set: s, ctx: ctx, cancel: cancel}
+	s.Prepare = p.reportProgress
+	s.Finish = p.finish
+	registerDedupe(p)
+	registerDelivery(p)
+	registerQueue(p)
+	registerDurability(p)
+	registerRedis(p)
+	registerProfile(p)
+	registerKafka(p)
+	registerRabbit(p)
+	return s
+}
+
+// capsOf maps what the target declares to catalog capabilities.
+func capsOf(t Target) []catalog.Capability {
+	c := t.Caps
+	var out []catalog.Capability
+	add := func(ok bool, cp catalog.Capability) {
+		if ok {
+			out = append(out, cp)
+		}
+	}
+	add(c.DedupeWindow > 0, catalog.CapBrokerDedupe)
+	add(c.AckWait, catalog.CapBrokerAckWait)
+	add(c.NakDelay, catalog.CapBrokerNakDelay)
+	add(c.Term, catalog.CapBrokerTerm)
+	add(c.MaxDeliver, catalog.CapBrokerMaxDeliver)
+	add(c.InProgress, catalog.CapBrokerInProgress)
+	add(t.Private != nil, catalog.CapBrokerRestart)
+	add(t.Fault != nil, catalog.CapBrokerFaultProxy)
+	add(c.PendingList, catalog.CapBrokerPendingList)
+	add(c.Trim, catalog.CapBrokerTrim)
+	add(t.Inspect != nil, catalog.CapBrokerInspect)
+	out = append(out, kafkaCaps(t)...)
+	out = append(out, rabbitCaps(t)...)
+	return out
+}
+
+// A waiting rule is split in two (spec.Workload). Its workload runs in the
+// background, measures, and returns its judge; it must not touch the rule's
+// R. The judge runs in the spec: it turns what was measured into
+// expectations on r, and may still wait on what the workload left running
+// (a watch for a redelivery) through r.Eventually and r.Consistently.
+type (
+	workload func(f *fixture) judge
+	judge    func(r *spec.R)
+)
+
+// plan is the suite's context over one set of rules: every workload's
+// context derives from it, and the set's finish cancels it.
+type plan struct {
+	t      Target
+	set    *spec.Set
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// liveOnce guards readLive, which may set t.Windows.DedupeWindow.
+	liveOnce sync.Once
+	// progressDone is closed when the progress reporter ended (nil: none
+	// started).
+	progressDone chan struct{}
+}
+
+// workload is rule id's spec.Workload: wait is its waiting by definition
+// (the denominator of the overhead ratio), work what runs in the
+// background on a fixture of its own.
+func (p *plan) workload(id string, wait func(w Windows, c mq.Capabilities) time.Duration, work workload) spec.Workload {
+	waits := func() time.Duration {
+		p.readLive()
+		return wait(p.t.Windows, p.t.Caps)
+	}
+	return spec.Workload{
+		Wait: waits,
+		Ready: func() bool {
+			_, na := p.t.NotApplicable[id]
+			return !na && waits() <= p.t.Budget
+		},
+		Gate: func(r *spec.R) {
+			if why, ok := p.t.NotApplicable[id]; ok {
+				r.NotApplicable("%s", why)
+			}
+			w := waits()
+			r.Ev.Figure("wait by definition", w.Seconds(), "s")
+			if w > p.t.Budget && p.t.Declared != nil {
+				r.Unknown("%s must wait %s by definition at the declared settings (%s), longer than the run's limit %s (tck run --max-wait): the kit neither shortens a declared window nor guesses its outcome; raise --max-wait to measure it", id, w, p.t.declaredWaits(), p.t.Budget)
+			}
+			if w > p.t.Budget {
+				r.Skipped("the rule must wait %s by definition, longer than the run's time budget %s; it is not shortened", w, p.t.Budget)
+			}
+		},
+		Start: func() spec.Job { return p.start(id, work) },
+	}
+}
+
+// readLive reads, once and before any workload starts, the de-dupe window
+// the first declared stream really has on the team's server: the rules'
+// scratch topics get it (Windows.DedupeWindow) and are judged against the
+// declaration, so a window changed on the server fails the BR-1 rules as
+// measured, not only BR-6.1 as read. Without a declaration on the server
+// nothing is read; a read that fails leaves the declared window, noted.
+func (p *plan) readLive() {
+	p.liveOnce.Do(func() {
+		d := p.t.Declared
+		if d == nil || !d.OnServer || len(d.Streams) == 0 || p.t.Inspect == nil || p.t.Caps.DedupeWindow <= 0 {
+			return
+		}
+		name := d.Streams[0].Topic.Name
+		ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
+		defer cancel()
+		in, err := p.t.Inspect(ctx)
+		if err != nil {
+			p.t.Windows.dedupeNote = fmt.Sprintf("the server's window of stream %s could not be read (%v): the scratch topic has the declared window", name, err)
+			return
+		}
+		defer in.Close()
+		ti, err := in.Topic(ctx, name)
+		if err != nil {
+			p.t.Windows.dedupeNote = fmt.Sprintf("the server's window of stream %s could not be read (%v): the scratch topic has the declared window", name, err)
+			return
+		}
+		if w := ti.Config.DedupeWindow; w > 0 && w != p.t.Caps.DedupeWindow {
+			p.t.Windows.DedupeWindow = w
+			p.t.Windows.dedupeNote = fmt.Sprintf("the team's stream %s has a de-dupe window of %s on the server, not the declared %s: the scratch topic was created with the server's window and judged against the declaration", name, w, p.t.Caps.DedupeWindow)
+		}
+	})
+}
+
+// finish stops the suite's context, so every workload ends, and waits for
+// the progress reporter; the set then stops what is left.
+func (p *plan) finish() {
+	p.cancel()
+	if p.progressDone != nil {
+		<-p.progressDone
+	}
+}
+
+// workloadMargin is what a workload gets past the budget: the budget says
+// which rules' waits by definition fit in the run, and a rule that fits
+// still needs its set-up, its read-backs and its tolerance around the
+// wait. A workload cut at exactly the budget would judge a redelivery due
+// just after it as missing.
+const workloadMargin = 10 * time.Second
+
+// start runs id's workload on a fixture of its own, in its own goroutine,
+// bounded by the budget and the margin.
+func (p *plan) start(id string, work workload) spec.Job {
+	ctx, cancel := context.WithTimeout(p.ctx, p.t.Budget+workloadMargin)
+	f := newFixture(ctx, cancel, p.t, id)
+	judged := make(chan spec.Body, 1)
+	f.spawn(func() {
+		j := runSafely(f, work)
+		judged <- func(r *spec.R) {
+			f.merge(r.Ev)
+			j(r)
+			f.repanic()
+		}
+	})
+	return spec.Job{Judged: judged, End: f.end, Stop: f.stop}
+}
+
+// runSafely runs a workload; a panic in it (the target's code panicked)
+// becomes a judge that panics the same way in the spec, so the verdict is
+// the one a panicking body gets.
+func runSafely(f *fixture, work workload) (j judge) {
+	defer func() {
+		if p := recover(); p != nil {
+			stack := string(debug.Stack())
+			j = func(r *spec.R) {
+				r.Ev.Notef("panic in the workload: %v\n%s", p, stack)
+				panic(p)
+			}
+		}
+	}()
+	if err := f.open(); err != nil {
+		return f.failed(err, "opening the broker")
+	}
+	return f.stallAware(work(f))
+}
+
+// NewSet is newSet for the public suites/broker, whose Check and Register
+// pass it to spec.Entry themselves so Ginkgo's locations stay the author's.
+func NewSet(t Target) *spec.Set { return newSet(t) }

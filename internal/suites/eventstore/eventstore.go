@@ -1,0 +1,188 @@
+// Package eventstore is the ES rules behind the public suites/eventstore,
+// with the whole Target the kit fills (a fault to apply during the races,
+// the ES-4.1 horizon of tck run --max-wait). An outside author uses
+// suites/eventstore; internal/registry and the kit's tests use this.
+//
+// Every rule opens its own handle through the factory and works on aggregates
+// whose ids are unique to the rule and trial, so a shared database needs no
+// cleaning between rules.
+package eventstore
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/verdict"
+)
+
+// Factory opens a handle on the store under test. Handles opened by one
+// factory must see the same data.
+type Factory func(ctx context.Context) (es.EventStore, error)
+
+// Target is the store under test and what it declares.
+type Target struct {
+	// Open opens a handle on the store; each rule opens its own.
+	Open Factory
+	// Caps is what the store declares about itself.
+	Caps es.Capabilities
+	// Race tunes the ES-2 race rules; zero values take the defaults.
+	Race RaceConfig
+	// Seed seeds every generated value and schedule (the adversarial ids
+	// of every rule, the ES-4 histories). 0 picks one per rule; either way
+	// the seed is the figure "seed" in the rule's evidence, and setting it
+	// (tck run --seed) replays the same values and schedule.
+	Seed int64
+	// MaxWait, when longer than the default (1.5 s), is the time horizon of
+	// the ES-4.1 schedule: how long after a write its retries and queries
+	// may come (tck run --max-wait).
+	MaxWait time.Duration
+	// OneHandle, when set, says why the factory cannot open a second
+	// handle on the same data; the rules then use one handle and the
+	// multi-instance rules say so in their evidence.
+	OneHandle string
+	// Timeout bounds each rule (default 60 s). A fault run sets it to cover
+	// the race budget, the fault and the store's recovery.
+	Timeout time.Duration
+	// Disrupt, when set, applies a fault (a restart, a kill) while each ES-2
+	// race rule runs. The rule calls it once, in a goroutine of its own,
+	// after its first trials, goes on racing while it lasts (its cap is
+	// extended by the fault's duration, and it does not stop on its power
+	// target before the fault is over), and waits for it to return before
+	// judging. Trials from the fault on may see errors that are not conflicts:
+	// those appends are indeterminate and the trial is judged on what is
+	// stored once the store answers again (every reported success is stored,
+	// no refused stream is stored, no version is stored twice). An error
+	// from Disrupt means the fault could not be applied: the rule is unknown
+	// unless it failed anyway. A rule that fails before the fault is due
+	// ends without calling Disrupt. ctx is the rule's: Disrupt must return
+	// when it is cancelled.
+	Disrupt func(ctx context.Context, rule string, log Log) error
+}
+
+// Log is where a fault writes what it did while a rule ran: Step (a step on
+// the rule's timeline, failed when err is not nil), Note (an informational
+// step), Figure (a measured value in the evidence) and Notef (a line of
+// explanation). Every suite's and adapter's fault takes this one interface.
+type Log = verdict.Log
+
+// RaceConfig sizes the barrier-started race trials of the ES-2 rules.
+//
+// A trial is contended when at least two of its calls overlapped in time; a
+// rule runs until it has the contended trials its power target needs (or a
+// violation shows), and is unknown if it reaches a cap first.
+type RaceConfig struct {
+	// Writers released together per trial; trials cycle through
+	// Writers-1, Writers and Writers+1 (default 4).
+	Writers int
+	// Power is the violation rate per contended trial that a pass rules
+	// out with 99% probability (default 0.01, which takes 459 contended
+	// trials). Smaller is stronger and slower.
+	Power float64
+	// Cap is the hard limit in wall time per rule (default 15s; a fault
+	// run's cap is extended by the fault's duration).
+	Cap time.Duration
+	// MaxTrials is the hard limit in trials per rule (default 1,000,000).
+	MaxTrials int
+}
+
+func (c RaceConfig) withDefaults() RaceConfig {
+	if c.Writers < 2 {
+		// Two rivals per processor: measured on two cores, 4 writers catch
+		// a tight check-then-write far sooner than 2 (too few rivals in
+		// flight) or 8 (the writers queue behind each other).
+		c.Writers = min(max(defaultWriters, 2*runtime.GOMAXPROCS(0)), 16)
+	}
+	if c.Power <= 0 || c.Power >= 1 {
+		c.Power = defaultPower
+	}
+	if c.Cap <= 0 {
+		c.Cap = 15 * time.Second
+	}
+	if c.MaxTrials <= 0 {
+		c.MaxTrials = 1_000_000
+	}
+	return c
+}
+
+// writerRange is the writer counts the trials cycle through.
+func (c RaceConfig) writerRange() string {
+	return fmt.Sprintf("%d-%d", max(2, c.Writers-1), c.Writers+1)
+}
+
+// The defaults, chosen by measurement on two cores (docs/eventstore.md,
+// "Races"); scripts/race-power.sh measures them again.
+var (
+	defaultWriters = 4
+	defaultPower   = 0.01
+)
+
+// Option tunes Check and Register.
+type Option = spec.Option
+
+// RegisterOption is the name Register's options had first.
+type RegisterOption = Option
+
+// ReportTo writes the report bundle of Check or Register into dir, as the
+// environment variable TCK_REPORT_DIR does without a code change. The
+// folder must be new, empty or one the kit wrote before (it is cleared
+// first); every Check and Register of one test binary adds to one report
+// in it.
+func ReportTo(dir string) Option { return spec.ReportTo(dir) }
+
+// UnknownIsSkip makes Check and Register report an undecided rule as a
+// skip instead of a failure. The verdict stays unknown in a report; without
+// this option an undecided rule fails the author's test.
+func UnknownIsSkip() Option { return spec.UnknownIsSkip() }
+
+// Check runs every ES rule against target as a subtest of t named by its id.
+// A fail or unknown verdict fails the subtest with its reason;
+// not-applicable skips it. It touches no Ginkgo state, so it can live beside
+// a Ginkgo suite in the same package.
+//
+// With the environment variable TCK_REPORT_DIR set (or the ReportTo
+// option) it also writes the report bundle `tck run` writes (results.json,
+// report.md, report.html, junit.xml, histories) into that folder; every
+// Check and Register of one test binary goes into the one report there.
+func Check(t *testing.T, target Target, opts ...Option) {
+	t.Helper()
+	spec.Entry[Target](newSet).Check(t, target, opts...)
+}
+
+// Register registers every ES rule against target as a Ginkgo spec labelled
+// with its id, suite and level. Call it inside a Ginkgo suite (at the top
+// level or in a container, before RunSpecs), once per target.
+//
+// TCK_REPORT_DIR (or ReportTo) writes the report bundle as Check does,
+// after each rule, the target named by the containers around the call.
+func Register(target Target, opts ...RegisterOption) {
+	spec.Entry[Target](newSet).Register(target, opts...)
+}
+
+// newSet is the one place both entry points get their rules from.
+func newSet(t Target) *spec.Set {
+	t.Race = t.Race.withDefaults()
+	var caps []catalog.Capability
+	if t.Caps.PreCheck != nil {
+		caps = append(caps, catalog.CapPreCheck)
+	}
+	s := spec.New("eventstore", caps...)
+	if t.Timeout > 0 {
+		s.Timeout = t.Timeout
+	}
+	registerBasics(s, t)
+	registerRaces(s, t)
+	registerPreCheck(s, t)
+	registerGenerated(s, t)
+	return s
+}
+
+// NewSet is newSet for the public suites/eventstore, whose Check and
+// Register pass it to spec.Entry themselves so Ginkgo's locations stay the
+// author's.
+func NewSet(t Target) *spec.Set { return newSet(t) }

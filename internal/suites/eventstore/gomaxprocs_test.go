@@ -1,0 +1,48 @@
+package eventstore_test
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onceproof/tck/adapters/eventstore/memory"
+	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/suites/eventstore"
+	"github.com/onceproof/tck/internal/verdict"
+)
+
+// With one processor an in-memory append runs to its end before the next
+// writer starts, so trials are rarely contended. A race rule must then say
+// unknown, naming the contended trials it reached and its target, or pass
+// with the target reached: never pass short of it, never fail.
+func TestOneProcessorIsUnknownNotPass(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	db := memory.NewDB()
+	target := eventstore.Target{
+		Open: func(context.Context) (es.EventStore, error) { return db.Open(), nil },
+		Race: eventstore.RaceConfig{Cap: 300 * time.Millisecond},
+	}
+	for _, r := range runner.Run("memory", func() { eventstore.Register(target) }, runner.Options{Rules: raceRules}) {
+		if r.Verdict == verdict.Skipped {
+			continue
+		}
+		contended, _ := figure(r, "contended trials")
+		needed, _ := figure(r, "contended trials needed")
+		t.Logf("%s: %s (contended %v of %v) %q", r.Rule, r.Verdict, contended, needed, r.Reason)
+		switch r.Verdict {
+		case verdict.Unknown:
+			if !strings.Contains(r.Reason, "contended trials of the") {
+				t.Errorf("%s: unknown without the contended trials and the target: %q", r.Rule, r.Reason)
+			}
+		case verdict.Pass:
+			if c, n := contended.(int), needed.(int); c < n {
+				t.Errorf("%s: pass with %d contended trials of the %d needed", r.Rule, c, n)
+			}
+		default:
+			t.Errorf("%s: %s %q on a correct store", r.Rule, r.Verdict, r.Reason)
+		}
+	}
+}

@@ -13,7 +13,9 @@
 //     first ask the sink whether the effect is already there (the notifier
 //     answers by key; the index by version), so a crash between the effect
 //     and the record makes no second effect;
-//  3. do the effect: the index through its conditional, versioned upsert
+//  3. renew the claim (compare-and-swap of its own claim, so a worker
+//     starved past its lease and taken over does not go on), then do the
+//     effect: the index through its conditional, versioned upsert
 //     (which converges on its own and never lets an older version win), the
 //     notifier with one send;
 //  4. mark the key "done", and ack only after every scope is done.
@@ -277,6 +279,21 @@ func (c *instance) apply(ctx context.Context, e co.Event, scope string) (busy bo
 	if recovering {
 		if skip, err = c.present(ctx, e, scope); err != nil {
 			return false, err
+		}
+	}
+	if !skip && !c.d.RacyClaim {
+		// Renew the claim just before the effect: a live worker starved
+		// past its lease (a busy machine; the kit's clock runs 1200 times
+		// faster than real time) may have lost it to a take-over, which
+		// does the effect itself; sending anyway would be a second one.
+		// (The racy-claim design checks nothing after its claim.)
+		fresh := c.claim()
+		held, err := c.env.Store.CompareAndSwap(ctx, key, claim, fresh, c.d.Lifetime)
+		if err != nil {
+			return false, err
+		}
+		if !held {
+			return true, nil
 		}
 	}
 	if !skip {

@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -292,25 +293,68 @@ func runChildren(ctx context.Context, exe string, cfg runConfig, logFile io.Writ
 	outs := make([]outcome, n)
 	slots := make(chan struct{}, maxChildren)
 	var wg sync.WaitGroup
-	for i, t := range targets {
-		slots <- struct{}{}
-		if ctx.Err() != nil {
-			<-slots
-			outs[i] = interruptedTarget(t, "the run was interrupted", "the run was interrupted before this target started")
-			con.finish(i)
-			continue
-		}
+	for _, lane := range lanes(cfg.p) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-slots }()
-			outs[i] = runChild(ctx, exe, cfg, i, t, children[i], con, raw)
-			con.finish(i)
+			for _, i := range lane {
+				t := targets[i]
+				slots <- struct{}{}
+				if ctx.Err() != nil {
+					outs[i] = interruptedTarget(t, "the run was interrupted", "the run was interrupted before this target started")
+				} else {
+					outs[i] = runChild(ctx, exe, cfg, i, t, children[i], con, raw)
+				}
+				<-slots
+				con.finish(i)
+			}
 		}()
 	}
 	wg.Wait()
 	close(allDone)
 	return outs
+}
+
+// lanes groups the plan's targets (by index) into lanes that run at once,
+// each running its targets one after another. The targets holding a
+// selected race rule share one lane: a race rule counts the trials whose
+// writers really overlapped within a wall-time cap, so two of them at once
+// would each get half the processors and, on a loaded machine, end unknown
+// short of their power target. Every other target has a lane of its own.
+func lanes(p plan) [][]int {
+	var races []int
+	var out [][]int
+	for i, t := range p.targets {
+		if holdsRace(t.kind.Suite, p.rules) {
+			if races == nil {
+				out = append(out, nil) // the race lane starts where its first target is
+			}
+			races = append(races, i)
+			continue
+		}
+		out = append(out, []int{i})
+	}
+	for k := range out {
+		if out[k] == nil {
+			out[k] = races
+		}
+	}
+	return out
+}
+
+// holdsRace says whether a suite's selected rules include a race rule:
+// ES-2.x (the event store's barrier-started races) and API-2.1 (N requests
+// with one id at a barrier), whose power statements need the cores.
+func holdsRace(suite string, rules []string) bool {
+	for _, r := range catalog.All(suite) {
+		if len(rules) > 0 && !contains(rules, r.ID) {
+			continue
+		}
+		if strings.HasPrefix(r.ID, "ES-2.") || r.ID == "API-2.1" {
+			return true
+		}
+	}
+	return false
 }
 
 // runChild runs target i in a child and waits for it.

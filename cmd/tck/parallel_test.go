@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/reports"
 )
 
@@ -71,5 +72,34 @@ func TestPlainValue(t *testing.T) {
 	want := []any{9007199254740993, 2.5, []any{1, "a"}, map[string]any{"k": 3}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("plainValue = %#v, want %#v", got, want)
+	}
+}
+
+// TestRaceTargetsShareALane: in the default run the targets holding race
+// rules (eventstore, api) run one after another, beside the broker and
+// consumer targets; a --rule run without race rules runs all at once.
+func TestRaceTargetsShareALane(t *testing.T) {
+	p, err := makePlan(registry.Targets(), selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, lane := range lanes(p) {
+		var names []string
+		for _, i := range lane {
+			names = append(names, p.targets[i].name)
+		}
+		got = append(got, strings.Join(names, ", "))
+	}
+	want := []string{"eventstore/sqlite, api/reference, api/reference-replay", "broker/nats", "consumer/reference"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("lanes %q, want %q", got, want)
+	}
+	p, err = makePlan(registry.Targets(), selection{rules: multi{"ES-1.1", "API-1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := lanes(p); len(l) != 3 {
+		t.Errorf("ES-1.1 and API-1.1 (three targets): lanes %v, want one each", l)
 	}
 }

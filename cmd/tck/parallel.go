@@ -404,6 +404,7 @@ func runChild(ctx context.Context, exe string, cfg runConfig, i int, t planned, 
 			done = &outcome{target: ev.Done.Target, results: ev.Done.Results}
 		}
 	}
+	_, _ = io.Copy(io.Discard, r) // never leave the child blocked on a full pipe
 	werr := cmd.Wait()
 	c.mu.Lock()
 	c.exited = true

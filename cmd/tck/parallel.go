@@ -209,12 +209,13 @@ type child struct {
 }
 
 // signal forwards an interrupt, held until the child handles signals (a
-// signal before that would kill it without its report or clean-up).
+// signal before that would kill it without its report or clean-up), also
+// when it is not started yet.
 func (c *child) signal(s os.Signal) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
-	case c.exited || c.cmd == nil || c.cmd.Process == nil:
+	case c.exited:
 	case c.ready:
 		_ = c.cmd.Process.Signal(s)
 	default:

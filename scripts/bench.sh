@@ -54,6 +54,12 @@ bench() {
 			l="0 -"
 		fi
 		echo "$wall $code $rss $l" >>"$tmp/lines"
+		if [ "$code" -ne 0 ] && [ -f "$out/results.json" ]; then
+			# A run that did not pass: its report kept, to see which rule.
+			kept=$(mktemp -d "${TMPDIR:-/tmp}/tck-bench-exit$code.XXXXXX")
+			cp -r "$out/." "$kept/"
+			echo "$name: exit $code, report kept in $kept" >&2
+		fi
 		rm -rf "$out"
 	done
 	# The median run by wall time.

@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/reports"
 	"github.com/onceproof/tck/internal/runner"
@@ -220,7 +222,20 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// runConfig is a parsed and validated `tck run`: the parent and each of its
+// per-target children (parallel.go) build it from the same arguments.
+type runConfig struct {
+	args     []string // the arguments after "run", as given
+	p        plan
+	out      string
+	quiet    bool
+	opts     target.Options // seed, windows, keep, profile, max wait, api description
+	profPlan *profile.Plan
+}
+
+// parseRun parses and checks a `tck run` command line completely before
+// anything is started or written.
+func parseRun(args []string, stdout io.Writer) (runConfig, error) {
 	fs := newFlags("run")
 	var sel selection
 	fs.Var(&sel.suites, "suite", "suite to run (repeatable; default: every suite)")
@@ -236,41 +251,62 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var brokers addrs
 	fs.Var(&brokers, "broker", "the broker target SUITE/NAME[=ADDRESS] the consumer suite reads from (repeatable: the consumer targets run once per broker; default its own embedded NATS)")
 	maxWait := fs.Duration("max-wait", 0, "the longest wait a rule may need by definition; a longer one is unknown, never shortened (default 10m with --profile, else the suite's 60s)")
+	cfg := runConfig{args: args}
 	if err := parse(fs, args, stdout); err != nil {
-		return err
+		return cfg, err
 	}
 	if *seed < 0 || *restartWindow < 0 || *maxWait < 0 {
-		return usagef("--seed, --restart-window and --max-wait must not be negative")
+		return cfg, usagef("--seed, --restart-window and --max-wait must not be negative")
 	}
 	p, err := makePlan(registry.Targets(), sel)
 	if err != nil {
-		return err
+		return cfg, err
 	}
 	if p, err = overBrokers(registry.Targets(), p, brokers); err != nil {
-		return err
+		return cfg, err
 	}
 	prof, profPlan, err := loadRunProfile(*profFile, p)
+	if err != nil {
+		return cfg, err
+	}
+	for _, t := range p.targets {
+		if t.kind.Key() == "consumer/process" {
+			if _, _, err := registry.ServiceEnvelope(prof); err != nil {
+				return cfg, usagef("%v", err)
+			}
+		}
+	}
+	if err := checkAPIDesc(*apiDesc, p); err != nil {
+		return cfg, err
+	}
+	cfg.p, cfg.out, cfg.quiet, cfg.profPlan = p, *out, *quiet, profPlan
+	cfg.opts = target.Options{Seed: *seed, RestartWindow: *restartWindow, Keep: *keep, Profile: prof, MaxWait: *maxWait, APIDesc: *apiDesc}
+	return cfg, nil
+}
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseRun(args, stdout)
 	if err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
 		return interrupted() // while loading: nothing started, nothing written
 	}
-	for _, t := range p.targets {
-		if t.kind.Key() == "consumer/process" {
-			if _, _, err := registry.ServiceEnvelope(prof); err != nil {
-				return usagef("%v", err)
-			}
-		}
+	p := cfg.p
+	// Independent targets run at once, each in a child process of its own
+	// (Ginkgo's suite state is per process): the run takes about as long
+	// as its longest target. One target runs here. So does a test binary
+	// calling run (it is no tck to re-execute).
+	exe, exeErr := os.Executable()
+	parallel := len(p.targets) > 1 && exeErr == nil && !testing.Testing()
+	if !parallel {
+		// The kit's heartbeat for the whole run: a pause of this process is
+		// the kit's, and timed rules ask about it (package stall). Each
+		// child holds its own.
+		defer stall.Hold()()
 	}
-	if err := checkAPIDesc(*apiDesc, p); err != nil {
-		return err
-	}
-	// The kit's heartbeat for the whole run: a pause of this process is
-	// the kit's, and timed rules ask about it (package stall).
-	defer stall.Hold()()
 	started := time.Now()
-	dir, unlock, err := claimOutDir(*out, started)
+	dir, unlock, err := claimOutDir(cfg.out, started)
 	if err != nil {
 		return err
 	}
@@ -281,12 +317,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	defer logFile.Close()
 
-	progress := func(format string, a ...any) {
-		if !*quiet {
-			fmt.Fprintf(stderr, format+"\n", a...)
-		}
-	}
-	if profPlan != nil && len(profPlan.Hazards) > 0 {
+	if profPlan := cfg.profPlan; profPlan != nil && len(profPlan.Hazards) > 0 {
 		// Said before the rules run: the run exits 1 for them whatever
 		// the rules find (reports/planrun.go).
 		h := profPlan.Hazards[0]
@@ -296,64 +327,30 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	rep := &reports.Report{
 		Kit:  reports.Kit{Name: "onceproof", Version: kitVersion(), GoVersion: runtime.Version()},
 		Run:  reports.Run{Command: target.Redact("tck run " + strings.Join(args, " ")), Started: started, Suites: p.suites, Rules: p.rules},
-		Plan: profPlan,
+		Plan: cfg.profPlan,
 	}
-	for _, t := range p.targets {
-		if ctx.Err() != nil {
-			rep.Targets = append(rep.Targets, reports.Target{Info: target.Info{Name: t.name, Suite: t.kind.Suite, Mode: t.ref.Mode()}, Status: "skipped", Error: "the run was interrupted"})
-			rep.Results = append(rep.Results, skippedAll(t, "the run was interrupted before this target started")...)
-			continue
+	if parallel {
+		for _, o := range runChildren(ctx, exe, cfg, logFile, stderr) {
+			rep.Targets = append(rep.Targets, o.target)
+			rep.Results = append(rep.Results, o.results...)
 		}
-		if t.ref.Address == "" {
-			// No address and none in the kind's variable: the kind decides
-			// (broker/redis starts a server of its own).
-			progress("%s: starting", t.name)
-		} else {
-			progress("%s: starting (%s)", t.name, t.ref.Mode())
-		}
-		sctx, cancel := context.WithTimeout(ctx, startTimeout)
-		ref := t.ref
-		ref.Opts = target.Options{Seed: *seed, RestartWindow: *restartWindow, Keep: *keep, Profile: prof, MaxWait: *maxWait, APIDesc: *apiDesc,
-			Progress: func(line string) { progress("  %s: %s", t.name, line) }}
-		ref.Opts.Broker = t.ref.Opts.Broker // --broker (brokerflag.go)
-		st, err := t.kind.Start(sctx, ref)
-		cancel()
-		if err != nil && ctx.Err() != nil {
-			// Interrupted while starting: the run is inconclusive, the
-			// target is not to blame.
-			rep.Targets = append(rep.Targets, reports.Target{Info: target.Info{Name: t.name, Suite: t.kind.Suite, Mode: t.ref.Mode()}, Status: "skipped", Error: "the run was interrupted while the target was starting"})
-			rep.Results = append(rep.Results, skippedAll(t, "the run was interrupted while the target was starting")...)
-			continue
-		}
-		if err != nil {
-			if !errors.Is(err, target.ErrUnavailable) {
-				err = target.Unavailable(t.ref, err)
+	} else {
+		progress := func(line string) {
+			if !cfg.quiet {
+				fmt.Fprintln(stderr, line)
 			}
-			msg := oneLine(target.Redact(err.Error()))
-			fmt.Fprintf(stderr, "tck run: %s\n", msg)
-			rep.Targets = append(rep.Targets, reports.Target{Info: target.Info{Name: t.name, Suite: t.kind.Suite, Mode: t.ref.Mode(), Address: target.Redact(t.ref.Address)}, Status: "unavailable", Error: msg})
-			continue
 		}
-		st.Info.Name = t.name
-		rep.Targets = append(rep.Targets, reports.Target{Info: st.Info, Status: "ran"})
-		tstart := time.Now()
-		results := runner.Run(t.name, st.Register, runner.Options{
-			Rules: p.rules,
-			Log:   logFile,
-			// A long rule's "N of M steps done" (spec's R.Progress).
-			Note: func(line string) { progress("  %s", line) },
-			Progress: func(r verdict.Result) {
-				if r.Verdict == verdict.Skipped && len(p.rules) > 0 && !contains(p.rules, r.Rule) {
-					return // not selected: in the report as skipped, not on the terminal
-				}
-				progress("  %-7s %-14s %6.0fms  %s", r.Rule, r.Verdict, r.DurationMs, clip(r.Reason, 100))
-			},
-		})
-		rep.Results = append(rep.Results, results...)
-		if err := st.Stop(); err != nil {
-			fmt.Fprintf(stderr, "tck run: %s: stopping: %s\n", t.name, oneLine(target.Redact(err.Error())))
+		for _, t := range p.targets {
+			o := runTarget(ctx, cfg, t, sink{
+				line:    progress,
+				errLine: func(line string) { fmt.Fprintln(stderr, line) },
+				note:    func(line string) { progress("  " + line) },
+				tnote:   func(line string) { progress("  " + t.name + ": " + line) },
+				log:     logFile,
+			})
+			rep.Targets = append(rep.Targets, o.target)
+			rep.Results = append(rep.Results, o.results...)
 		}
-		progress("%s: done in %.1fs", t.name, time.Since(tstart).Seconds())
 	}
 	rep.Run.Finished = time.Now()
 	rep.Run.DurationMs = rep.Run.Finished.Sub(started).Milliseconds()
@@ -369,6 +366,86 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	printGaps(stdout, rep)
 	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(dir, reports.FileMarkdown))
 	return exitError{code: rep.Summary.ExitCode}
+}
+
+// sink is where one target's run says what it does: in this process the
+// terminal and ginkgo.log, in a child the pipe to its parent.
+type sink struct {
+	line    func(string) // a line in the run's order: starting, each rule, done (not with --quiet)
+	errLine func(string) // a line in the run's order, printed with --quiet too
+	note    func(string) // a long rule's progress line ("CO-5.1: 120 of 200 events done (15s)"), shown at once
+	tnote   func(string) // the target's own progress line (a long start), shown at once
+	log     io.Writer    // ginkgo.log
+}
+
+// outcome is what one target contributes to the report.
+type outcome struct {
+	target  reports.Target
+	results []verdict.Result
+}
+
+// runTarget starts one target, runs its suite and stops it.
+func runTarget(ctx context.Context, cfg runConfig, t planned, s sink) outcome {
+	p := cfg.p
+	if ctx.Err() != nil {
+		return interruptedTarget(t, "the run was interrupted", "the run was interrupted before this target started")
+	}
+	if t.ref.Address == "" {
+		// No address and none in the kind's variable: the kind decides
+		// (broker/redis starts a server of its own).
+		s.line(fmt.Sprintf("%s: starting", t.name))
+	} else {
+		s.line(fmt.Sprintf("%s: starting (%s)", t.name, t.ref.Mode()))
+	}
+	sctx, cancel := context.WithTimeout(ctx, startTimeout)
+	ref := t.ref
+	ref.Opts = cfg.opts
+	ref.Opts.Progress = s.tnote
+	ref.Opts.Broker = t.ref.Opts.Broker // --broker (brokerflag.go)
+	st, err := t.kind.Start(sctx, ref)
+	cancel()
+	if err != nil && ctx.Err() != nil {
+		// Interrupted while starting: the run is inconclusive, the
+		// target is not to blame.
+		const why = "the run was interrupted while the target was starting"
+		return interruptedTarget(t, why, why)
+	}
+	if err != nil {
+		if !errors.Is(err, target.ErrUnavailable) {
+			err = target.Unavailable(t.ref, err)
+		}
+		msg := oneLine(target.Redact(err.Error()))
+		s.errLine("tck run: " + msg)
+		return outcome{target: reports.Target{Info: target.Info{Name: t.name, Suite: t.kind.Suite, Mode: t.ref.Mode(), Address: target.Redact(t.ref.Address)}, Status: "unavailable", Error: msg}}
+	}
+	st.Info.Name = t.name
+	o := outcome{target: reports.Target{Info: st.Info, Status: "ran"}}
+	tstart := time.Now()
+	o.results = runner.Run(t.name, st.Register, runner.Options{
+		Rules: p.rules,
+		Log:   s.log,
+		// A long rule's "N of M steps done" (spec's R.Progress).
+		Note: s.note,
+		Progress: func(r verdict.Result) {
+			if r.Verdict == verdict.Skipped && len(p.rules) > 0 && !contains(p.rules, r.Rule) {
+				return // not selected: in the report as skipped, not on the terminal
+			}
+			s.line(fmt.Sprintf("  %-7s %-14s %6.0fms  %s", r.Rule, r.Verdict, r.DurationMs, clip(r.Reason, 100)))
+		},
+	})
+	if err := st.Stop(); err != nil {
+		s.errLine(fmt.Sprintf("tck run: %s: stopping: %s", t.name, oneLine(target.Redact(err.Error()))))
+	}
+	s.line(fmt.Sprintf("%s: done in %.1fs", t.name, time.Since(tstart).Seconds()))
+	return o
+}
+
+// interruptedTarget is a target the run never ran: every rule skipped.
+func interruptedTarget(t planned, why, reason string) outcome {
+	return outcome{
+		target:  reports.Target{Info: target.Info{Name: t.name, Suite: t.kind.Suite, Mode: t.ref.Mode()}, Status: "skipped", Error: why},
+		results: skippedAll(t, reason),
+	}
 }
 
 // notWrittenError is a report that could not be written after the run

@@ -1,6 +1,7 @@
 // Package runner runs one suite's Ginkgo specs against one target inside this
 // process and turns Ginkgo's spec reports into verdicts. Ginkgo keeps its
-// suite in globals, so runs are sequential and each starts from a reset.
+// suite in globals, so runs in one process are sequential and each starts
+// from a reset; tck run runs targets at once in a process each.
 package runner
 
 import (

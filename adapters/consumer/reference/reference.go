@@ -287,13 +287,9 @@ func (c *instance) apply(ctx context.Context, e co.Event, scope string) (busy bo
 		// faster than real time) may have lost it to a take-over, which
 		// does the effect itself; sending anyway would be a second one.
 		// (The racy-claim design checks nothing after its claim.)
-		fresh := c.claim()
-		held, err := c.env.Store.CompareAndSwap(ctx, key, claim, fresh, c.d.Lifetime)
-		if err != nil {
-			return false, err
-		}
-		if !held {
-			return true, nil
+		held, err := c.hold(ctx, key, claim)
+		if err != nil || !held {
+			return !held, err
 		}
 	}
 	if !skip {
@@ -305,6 +301,26 @@ func (c *instance) apply(ctx context.Context, e co.Event, scope string) (busy bo
 		}
 	}
 	return false, c.markDone(ctx, key)
+}
+
+// hold renews this worker's claim on key (claim, its current value) and
+// says whether the worker still holds it once the renewal has returned: a
+// store call slower than the lease (a busy disk) writes a claim that has
+// run out already, which another worker may take over at once, so the
+// renewal is repeated until one returns inside its own lease.
+func (c *instance) hold(ctx context.Context, key, claim string) (bool, error) {
+	for range 5 {
+		fresh := c.claim()
+		held, err := c.env.Store.CompareAndSwap(ctx, key, claim, fresh, c.d.Lifetime)
+		if err != nil || !held {
+			return false, err
+		}
+		if c.live(fresh) {
+			return true, nil
+		}
+		claim = fresh
+	}
+	return false, nil // still ours until it runs out; a redelivery tries again
 }
 
 // textUpsert keeps the newest version of the message in its own record

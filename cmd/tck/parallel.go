@@ -292,7 +292,11 @@ func runChildren(ctx context.Context, exe string, cfg runConfig, logFile io.Writ
 	}()
 
 	outs := make([]outcome, n)
-	slots := make(chan struct{}, maxChildren)
+	at := maxChildren
+	if cfg.jobs > 0 && cfg.jobs < at {
+		at = cfg.jobs
+	}
+	slots := make(chan struct{}, at)
 	var wg sync.WaitGroup
 	for _, lane := range lanes(cfg.p) {
 		wg.Add(1)

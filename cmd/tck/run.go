@@ -229,6 +229,7 @@ type runConfig struct {
 	p        plan
 	out      string
 	quiet    bool
+	jobs     int // targets at once (1: one after another, in this process)
 	opts     target.Options // seed, windows, keep, profile, max wait, api description
 	profPlan *profile.Plan
 }
@@ -250,13 +251,14 @@ func parseRun(args []string, stdout io.Writer) (runConfig, error) {
 	apiDesc := fs.String("api-desc", "", "the endpoint description (YAML or JSON) of an api/http target (docs/api.md); default: the profile's http section, else the kit's default")
 	var brokers addrs
 	fs.Var(&brokers, "broker", "the broker target SUITE/NAME[=ADDRESS] the consumer suite reads from (repeatable: the consumer targets run once per broker; default its own embedded NATS)")
+	jobs := fs.Int("jobs", 0, "how many targets run at once, each in a process of its own (0: all; 1: one after another in this process)")
 	maxWait := fs.Duration("max-wait", 0, "the longest wait a rule may need by definition; a longer one is unknown, never shortened (default 10m with --profile, else the suite's 60s)")
 	cfg := runConfig{args: args}
 	if err := parse(fs, args, stdout); err != nil {
 		return cfg, err
 	}
-	if *seed < 0 || *restartWindow < 0 || *maxWait < 0 {
-		return cfg, usagef("--seed, --restart-window and --max-wait must not be negative")
+	if *seed < 0 || *restartWindow < 0 || *maxWait < 0 || *jobs < 0 {
+		return cfg, usagef("--seed, --restart-window, --max-wait and --jobs must not be negative")
 	}
 	p, err := makePlan(registry.Targets(), sel)
 	if err != nil {
@@ -279,7 +281,7 @@ func parseRun(args []string, stdout io.Writer) (runConfig, error) {
 	if err := checkAPIDesc(*apiDesc, p); err != nil {
 		return cfg, err
 	}
-	cfg.p, cfg.out, cfg.quiet, cfg.profPlan = p, *out, *quiet, profPlan
+	cfg.p, cfg.out, cfg.quiet, cfg.profPlan, cfg.jobs = p, *out, *quiet, profPlan, *jobs
 	cfg.opts = target.Options{Seed: *seed, RestartWindow: *restartWindow, Keep: *keep, Profile: prof, MaxWait: *maxWait, APIDesc: *apiDesc}
 	return cfg, nil
 }
@@ -298,7 +300,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	// as its longest target. One target runs here. So does a test binary
 	// calling run (it is no tck to re-execute).
 	exe, exeErr := os.Executable()
-	parallel := len(p.targets) > 1 && exeErr == nil && !testing.Testing()
+	parallel := len(p.targets) > 1 && cfg.jobs != 1 && exeErr == nil && !testing.Testing()
 	if !parallel {
 		// The kit's heartbeat for the whole run: a pause of this process is
 		// the kit's, and timed rules ask about it (package stall). Each

@@ -229,7 +229,7 @@ type runConfig struct {
 	p        plan
 	out      string
 	quiet    bool
-	jobs     int // targets at once (1: one after another, in this process)
+	jobs     int            // targets at once (1: one after another, in this process)
 	opts     target.Options // seed, windows, keep, profile, max wait, api description
 	profPlan *profile.Plan
 }

@@ -95,6 +95,7 @@ type queue struct {
 	lastNew  time.Time       // the last first-time delivery, ack or consumption
 	lastAsk  time.Time       // when the latest fetch the broker answered began
 	quiet    time.Time       // when publishing ended and the fault healed
+	lastErr  time.Time       // the latest member call the broker did not answer (an error, a timeout)
 	naks     int
 	crashes  int
 	reopens  int  // members replaced after an error
@@ -114,6 +115,13 @@ func (q *queue) dequeued(id string) {
 		q.lastNew = time.Now()
 	}
 	q.consumed[id] = true
+}
+
+// erred records a member call the broker did not answer.
+func (q *queue) erred() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.lastErr = time.Now()
 }
 
 // trying records a first ack of id as progress: where ack replies are
@@ -200,9 +208,15 @@ func (q *queue) over() bool {
 	if all || q.quiet.IsZero() {
 		return all
 	}
+	// A broker that lately did not answer a member (an ack unconfirmed,
+	// a consumer that could not be opened, a fetch that failed) has not
+	// been silent: it was slow or away, and the deliveries may still
+	// come. The silence counts from its last such failure.
 	last := q.quiet
-	if q.lastNew.After(last) {
-		last = q.lastNew
+	for _, t := range []time.Time{q.lastNew, q.lastErr} {
+		if t.After(last) {
+			last = t
+		}
 	}
 	due := 3 * q.f.w.AckWait
 	return stall.Scheduled(last, time.Now()) > due+2*time.Second &&
@@ -241,6 +255,7 @@ func (p *producer) publish(id string) bool {
 	cancel()
 	if err != nil {
 		h.Info(err.Error())
+		p.q.erred()
 		return false
 	}
 	h.OK(describeAck(ack))
@@ -283,6 +298,7 @@ func (mb *member) run() {
 			mb.q.answered(asked, ds)
 		}
 		if err != nil {
+			mb.q.erred()
 			if !mb.fetchFailed(err) {
 				return
 			}
@@ -307,6 +323,7 @@ func (mb *member) open() mq.Consumer {
 			return c
 		}
 		f.rec.Note(mb.actor, "open", mb.q.group, "error: "+err.Error())
+		mb.q.erred()
 		f.pause(100 * time.Millisecond)
 	}
 	return nil
@@ -381,6 +398,7 @@ func (mb *member) ack(d mq.Delivery) bool {
 	cancel()
 	if err != nil {
 		h.Info(err.Error())
+		mb.q.erred()
 		return false
 	}
 	h.OK(fmt.Sprintf("attempt=%d", d.Attempt()))

@@ -46,6 +46,9 @@ const (
 	// genReachBack is how far back a reach-back step looks: one of the 16
 	// oldest streams in the store, or of the longest aggregate.
 	genReachBack = 16
+	// genForcedGap is the gap between the four reach-back steps forced
+	// after the bursts.
+	genForcedGap = 40
 )
 
 // opKind is what a generated step does.
@@ -166,6 +169,13 @@ func newGenSchedule(seed int64, horizon time.Duration, instances int) gen.Schedu
 			op.Kind, op.Req = opBurst, gen.Draw(src, ids)
 			op.Events = []genEvent{{Name: gen.Draw(src, ids).S, Body: gen.Draw(src, bodies)}}
 			return op
+		}
+		if j := i - genSteps/3; j >= 0 && j%genForcedGap == 0 && j/genForcedGap < 4 {
+			// After the bursts, one reach-back of each mode whatever the
+			// draw (as the forced large bodies): the store's oldest and
+			// the longest aggregate's, retried, then queried.
+			op.Kind = opReachBack
+			op.Pick = op.Pick&^0b1000011 | (j/genForcedGap%2)*2 | (1-j/genForcedGap/2)<<6
 		}
 		switch op.Kind {
 		case opAppend, opStale, opCreate, opAfterRefusal, opTwinRequest, opRetry, opPartner, opReachBack:

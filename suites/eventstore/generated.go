@@ -103,7 +103,9 @@ var pairKinds = func() []string {
 	}
 	// Last: a store that replaces what a topic or file name cannot hold
 	// makes these one.
-	return append(k, "id '/' vs '_'", "id ':' vs '-'")
+	// Then the other parts past a column or identifier width (a table
+	// per aggregate name, a tenant in a schema name).
+	return append(k, "id '/' vs '_'", "id ':' vs '-'", "name differs past 255 chars", "context differs past 255 chars", "tenant differs past 255 chars")
 }()
 
 // pairOf builds pair k from the rule's drawn words: two aggregates that a
@@ -134,6 +136,12 @@ func pairOf(k int, w [4]string, nonce string) [2]es.AggregateID {
 		b.Name = strings.TrimSuffix(a.Name, "\u00e9") + "e\u0301"
 	case "context case":
 		b.Context = strings.ToUpper(a.Context)
+	case "name differs past 255 chars":
+		a.Name, b.Name = longTwins(a.Name, w[1])
+	case "context differs past 255 chars":
+		a.Context, b.Context = longTwins(a.Context, w[0])
+	case "tenant differs past 255 chars":
+		a.Tenant, b.Tenant = longTwins(a.Tenant, w[3])
 	case "id '/' vs '_'":
 		a.ID, b.ID = a.ID+"/y", a.ID+"_y"
 	case "id ':' vs '-'":
@@ -144,6 +152,13 @@ func pairOf(k int, w [4]string, nonce string) [2]es.AggregateID {
 		b.Tenant = "y" + sep + "t"
 	}
 	return [2]es.AggregateID{a, b}
+}
+
+// longTwins are part made 300+ characters long with word, once ending in
+// x and once in y.
+func longTwins(part, word string) (string, string) {
+	long := part + "-" + strings.Repeat(word+".", 300/(len(word)+1)+1)
+	return long + "x", long + "y"
 }
 
 // newGenSchedule draws the ES-4.1 schedule of seed.

@@ -67,6 +67,7 @@ const (
 	loadFirstPage
 	sanitizedKey
 	requestPadSpace
+	nameIdentifier
 )
 
 // The widths and times of the generated-defect mutants.
@@ -77,6 +78,7 @@ const (
 	lruSize       = 4096                   // request ids a store-wide LRU cache holds
 	recentWindow  = 256                    // an aggregate's newest streams whose request ids Append checks
 	pageSize      = 1000                   // events a load's first (and only) page holds
+	nameBytes     = 63                     // PostgreSQL's identifier limit (NAMEDATALEN-1)
 )
 
 // window is how many of an aggregate's newest streams the request-window
@@ -125,11 +127,13 @@ func All() []Mutant {
 		{Name: "torn-load", Defect: "writes a multi-event stream event by event, each visible at once (no transaction around them)", MustFail: []string{"ES-4.2"}, Build: tornLoad},
 		// Defects that passed every rule until ES-4.1 drew bursts of
 		// thousands of request ids, reach-back retries, partner request ids,
-		// every kind of request-id twin and substituted characters in ids.
+		// every kind of request-id twin, substituted characters in ids and
+		// long names, contexts and tenants.
 		{Name: "request-id-lru", Defect: "Append checks request ids in a store-wide LRU cache of 4096 ids in front of the write (no unique constraint); the query reads the history", MustFail: []string{"ES-4.1"}, Build: requestLRU},
 		{Name: "request-id-recent", Defect: "Append checks the request ids of the aggregate's 256 newest streams only (ORDER BY version DESC LIMIT 256); the query reads the history", MustFail: []string{"ES-4.1"}, Build: requestRecent},
 		{Name: "load-first-page", Defect: "Load returns the first page of 1000 events and does not follow the continuation", MustFail: []string{"ES-4.1"}, Build: loadFirstPage},
 		{Name: "sanitized-key", Defect: "keys aggregates by their parts with every character outside [A-Za-z0-9._-] replaced by '_' (as a topic or file name)", MustFail: []string{"ES-4.1"}, Build: sanitizedKey},
+		{Name: "name-as-table", Defect: "keeps each aggregate name in its own table, named by the name cut to 63 bytes (PostgreSQL's identifier limit)", MustFail: []string{"ES-4.1"}, Build: nameIdentifier},
 		{Name: "request-id-pad-space", Defect: "compares request ids ignoring trailing spaces, as a PAD SPACE collation does, in Append and in the query", MustFail: []string{"ES-4.1"}, Build: requestPadSpace},
 	}
 }
@@ -189,6 +193,10 @@ func (db *DB) key(a es.AggregateID) string {
 		a.Context, a.Name, a.ID, a.Tenant = strings.ToLower(a.Context), strings.ToLower(a.Name), strings.ToLower(a.ID), strings.ToLower(a.Tenant)
 	case delimiterJoin:
 		return strings.Join([]string{a.Context, a.Name, a.ID, a.Tenant}, ":")
+	case nameIdentifier:
+		if len(a.Name) > nameBytes {
+			a.Name = strings.ToValidUTF8(a.Name[:nameBytes], "")
+		}
 	case sanitizedKey:
 		a.Context, a.Name, a.ID, a.Tenant = sanitize(a.Context), sanitize(a.Name), sanitize(a.ID), sanitize(a.Tenant)
 	}

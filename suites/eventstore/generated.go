@@ -46,9 +46,10 @@ const (
 	// genReachBack is how far back a reach-back step looks: one of the 16
 	// oldest streams in the store, or of the longest aggregate.
 	genReachBack = 16
-	// genForcedGap is the gap between the four reach-back steps forced
-	// after the bursts.
-	genForcedGap = 40
+	// genForcedReachBacks steps, genForcedGap apart after the bursts, are
+	// reach-backs, one of each mode.
+	genForcedReachBacks = 4
+	genForcedGap        = 40
 )
 
 // opKind is what a generated step does.
@@ -185,7 +186,7 @@ func newGenSchedule(seed int64, horizon time.Duration, instances int) gen.Schedu
 			op.Events = []genEvent{{Name: gen.Draw(src, ids).S, Body: gen.Draw(src, bodies)}}
 			return op
 		}
-		if j := i - genSteps/3; j >= 0 && j%genForcedGap == 0 && j/genForcedGap < 4 {
+		if j := i - genSteps/3; j >= 0 && j%genForcedGap == 0 && j/genForcedGap < genForcedReachBacks {
 			// After the bursts, one reach-back of each mode whatever the
 			// draw (as the forced large bodies): the store's oldest and
 			// the longest aggregate's, retried, then queried.
@@ -388,7 +389,7 @@ func (p *player) burst(st gen.Step[genOp], agg es.AggregateID, m *genModel) stri
 		}
 	}
 	call.OK(fmt.Sprintf("%d stored", genBurstSize))
-	p.tally.Add("burst appends (stored)")
+	p.tally["burst appends (stored)"] += genBurstSize
 	return ""
 }
 
@@ -766,9 +767,12 @@ func aggLabel(a es.AggregateID) string {
 }
 
 func weights() string {
-	parts := make([]string, len(opWeights))
+	var parts []string
 	for k, w := range opWeights {
-		parts[k] = fmt.Sprintf("%s %d%%", opKind(k), w)
+		if w > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d%%", opKind(k), w))
+		}
 	}
-	return strings.Join(parts, ", ") + fmt.Sprintf("; event bodies of 1 MiB and more: %.0f%% (and in the first %d appends or creates)", 100*pLargeBody, genForcedLarge)
+	return strings.Join(parts, ", ") + fmt.Sprintf("; event bodies of 1 MiB and more: %.0f%% (and in the first %d appends or creates); %d bursts of %d appends in the first third (%d request ids), %d reach-backs forced after them",
+		100*pLargeBody, genForcedLarge, genBursts, genBurstSize, genBursts*genBurstSize, genForcedReachBacks)
 }

@@ -110,6 +110,30 @@ func Twin(s string) (twin, kind string) {
 	return s + " ", "trailing-space twin"
 }
 
+// Twins is every twin of s (Twin gives the first only): the other
+// normalization form, a differing tail, the other case, a space more at
+// either end. A store that ignores trailing spaces (a PAD SPACE collation)
+// meets its twin only where the draw picks that kind, so a generated rule
+// picks among all of them.
+func Twins(s string) [][2]string {
+	var out [][2]string
+	if strings.Contains(s, nfcE) {
+		out = append(out, [2]string{strings.Replace(s, nfcE, nfdE, 1), "NFC/NFD twin"})
+	}
+	if strings.Contains(s, nfdE) {
+		out = append(out, [2]string{strings.Replace(s, nfdE, nfcE, 1), "NFD/NFC twin"})
+	}
+	if utf8.RuneCountInString(s) >= 256 {
+		out = append(out, [2]string{s[:len(s)-1] + flip(s[len(s)-1]), "differs past 255 characters"})
+	}
+	if u := strings.ToUpper(s); u != s {
+		out = append(out, [2]string{u, "case twin"})
+	} else if l := strings.ToLower(s); l != s {
+		out = append(out, [2]string{l, "case twin"})
+	}
+	return append(out, [2]string{s + " ", "trailing-space twin"}, [2]string{" " + s, "leading-space twin"})
+}
+
 func flip(b byte) string {
 	if b == 'x' {
 		return "y"

@@ -7,6 +7,7 @@
 package esmutants
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -62,6 +63,12 @@ const (
 	tailAsVersion
 	storedRequestInCreate
 	tornLoad
+	requestLRU
+	requestRecent
+	loadFirstPage
+	sanitizedKey
+	requestPadSpace
+	nameIdentifier
 )
 
 // The widths and times of the generated-defect mutants.
@@ -69,6 +76,10 @@ const (
 	idWidth       = 64                     // a VARCHAR(64) id column
 	bodyWidth     = 64 << 10               // a 64 KiB body column
 	requestTTLFor = 500 * time.Millisecond // request ids forgotten after this
+	lruSize       = 4096                   // request ids a store-wide LRU cache holds
+	recentWindow  = 256                    // an aggregate's newest streams whose request ids Append checks
+	pageSize      = 1000                   // events a load's first (and only) page holds
+	nameBytes     = 63                     // PostgreSQL's identifier limit (NAMEDATALEN-1)
 )
 
 // window is how many of an aggregate's newest streams the request-window
@@ -115,6 +126,16 @@ func All() []Mutant {
 		{Name: "tail-as-version", Defect: "the version conflict reports the tail instead of the version asked for", MustFail: []string{"ES-1.4", "ES-4.1"}, Build: tailAsVersion},
 		{Name: "stored-request-in-create-conflict", Defect: "the creation conflict carries the stored create's request id instead of the refused one", MustFail: []string{"ES-1.3", "ES-2.2", "ES-4.1"}, Build: storedRequestInCreate},
 		{Name: "torn-load", Defect: "writes a multi-event stream event by event, each visible at once (no transaction around them)", MustFail: []string{"ES-4.2"}, Build: tornLoad},
+		// Defects that passed every rule until ES-4.1 drew bursts of
+		// thousands of request ids, reach-back retries, partner request ids,
+		// every kind of request-id twin, substituted characters in ids and
+		// long names, contexts and tenants.
+		{Name: "request-id-lru", Defect: "Append checks request ids in a store-wide LRU cache of 4096 ids in front of the write (no unique constraint); the query reads the history", MustFail: []string{"ES-4.1"}, Build: requestLRU},
+		{Name: "request-id-recent", Defect: "Append checks the request ids of the aggregate's 256 newest streams only (ORDER BY version DESC LIMIT 256); the query reads the history", MustFail: []string{"ES-4.1"}, Build: requestRecent},
+		{Name: "load-first-page", Defect: "Load returns the first page of 1000 events and does not follow the continuation", MustFail: []string{"ES-4.1"}, Build: loadFirstPage},
+		{Name: "sanitized-key", Defect: "keys aggregates by their parts with every character outside [A-Za-z0-9._-] replaced by '_' (as a topic or file name)", MustFail: []string{"ES-4.1"}, Build: sanitizedKey},
+		{Name: "name-as-table", Defect: "keeps each aggregate name in its own table, named by the name cut to 63 bytes (PostgreSQL's identifier limit)", MustFail: []string{"ES-4.1"}, Build: nameIdentifier},
+		{Name: "request-id-pad-space", Defect: "compares request ids ignoring trailing spaces, as a PAD SPACE collation does, in Append and in the query", MustFail: []string{"ES-4.1"}, Build: requestPadSpace},
 	}
 }
 
@@ -132,7 +153,7 @@ func (fl Flaw) Caps() es.Capabilities {
 
 // NewDB makes the shared state for one mutant target.
 func (fl Flaw) NewDB() *DB {
-	return &DB{flaw: fl, streams: map[string][]es.Stream{}, reqs: map[string]map[string]time.Time{}}
+	return &DB{flaw: fl, streams: map[string][]es.Stream{}, reqs: map[string]map[string]time.Time{}, lru: map[string]*list.Element{}, lruOrder: list.New()}
 }
 
 // DB is the shared state; see memory.DB, of which it is a copy with flaws.
@@ -141,6 +162,9 @@ type DB struct {
 	mu      sync.Mutex
 	streams map[string][]es.Stream
 	reqs    map[string]map[string]time.Time // request ids per key, with when they were stored
+	// The request-id-lru mutant's cache: keys, most recently used first.
+	lru      map[string]*list.Element
+	lruOrder *list.List
 }
 
 // Open returns a handle.
@@ -170,16 +194,72 @@ func (db *DB) key(a es.AggregateID) string {
 		a.Context, a.Name, a.ID, a.Tenant = strings.ToLower(a.Context), strings.ToLower(a.Name), strings.ToLower(a.ID), strings.ToLower(a.Tenant)
 	case delimiterJoin:
 		return strings.Join([]string{a.Context, a.Name, a.ID, a.Tenant}, ":")
+	case nameIdentifier:
+		if len(a.Name) > nameBytes {
+			a.Name = strings.ToValidUTF8(a.Name[:nameBytes], "")
+		}
+	case sanitizedKey:
+		a.Context, a.Name, a.ID, a.Tenant = sanitize(a.Context), sanitize(a.Name), sanitize(a.ID), sanitize(a.Tenant)
 	}
 	return strconv.Quote(a.Context) + strconv.Quote(a.Name) + strconv.Quote(a.ID) + strconv.Quote(a.Tenant)
 }
 
 // reqKey is where request ids are kept unique.
 func (db *DB) reqKey(a es.AggregateID) string {
-	if db.flaw == requestPerType {
+	switch db.flaw {
+	case requestPerType:
 		return strconv.Quote(a.Context) + strconv.Quote(a.Name)
 	}
 	return db.key(a)
+}
+
+// sanitize replaces what a topic or file name cannot hold.
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// reqName is a request id as the request-id column compares it.
+func (db *DB) reqName(id string) string {
+	if db.flaw == requestPadSpace {
+		return strings.TrimRight(id, " ")
+	}
+	return id
+}
+
+// lruSeen looks a request id up in the LRU cache and puts it there: the
+// cache, not the table, decides.
+func (db *DB) lruSeen(st es.Stream) bool {
+	k := db.reqKey(st.Aggregate) + strconv.Quote(st.RequestID)
+	if e, ok := db.lru[k]; ok {
+		db.lruOrder.MoveToFront(e)
+		return true
+	}
+	return false
+}
+
+func (db *DB) lruPut(st es.Stream) {
+	k := db.reqKey(st.Aggregate) + strconv.Quote(st.RequestID)
+	db.lru[k] = db.lruOrder.PushFront(k)
+	if db.lruOrder.Len() > lruSize {
+		delete(db.lru, db.lruOrder.Remove(db.lruOrder.Back()).(string))
+	}
+}
+
+// recentSeen: the request id is among those of the aggregate's newest
+// streams.
+func (db *DB) recentSeen(st es.Stream) bool {
+	h := db.streams[db.verKey(st.Aggregate)]
+	for _, s := range h[max(0, len(h)-recentWindow):] {
+		if s.RequestID == st.RequestID {
+			return true
+		}
+	}
+	return false
 }
 
 // verKey is where versions are kept unique.
@@ -281,6 +361,22 @@ func (s *store) append(ctx context.Context, st es.Stream) error {
 		}
 		db.write(st)
 		s.wrote[rk] = true
+		return nil
+	case requestLRU, requestRecent:
+		db.mu.Lock()
+		defer db.mu.Unlock()
+		if err := db.checkVersionOnly(st); err != nil {
+			return err
+		}
+		// The defect: a bounded memory in front of the write decides
+		// whether the request id is new.
+		if db.flaw == requestLRU && db.lruSeen(st) || db.flaw == requestRecent && db.recentSeen(st) {
+			return &es.DuplicateRequestIDError{Aggregate: st.Aggregate, Version: st.Version, RequestID: st.RequestID}
+		}
+		db.write(st)
+		if db.flaw == requestLRU {
+			db.lruPut(st)
+		}
 		return nil
 	case tornLoad:
 		db.mu.Lock()
@@ -410,7 +506,7 @@ func (db *DB) seen(a es.AggregateID, requestID string) bool {
 		}
 		return false
 	}
-	at, ok := db.reqs[db.reqKey(a)][requestID]
+	at, ok := db.reqs[db.reqKey(a)][db.reqName(requestID)]
 	if ok && db.flaw == requestTTL && time.Since(at) > requestTTLFor {
 		return false
 	}
@@ -429,7 +525,7 @@ func (db *DB) remember(st es.Stream) {
 	if db.reqs[k] == nil {
 		db.reqs[k] = map[string]time.Time{}
 	}
-	db.reqs[k][st.RequestID] = time.Now()
+	db.reqs[k][db.reqName(st.RequestID)] = time.Now()
 }
 
 func (db *DB) write(st es.Stream) {
@@ -510,6 +606,9 @@ func (s *store) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]e
 			out = append(out, db.stored(st))
 		}
 	}
+	if db.flaw == loadFirstPage {
+		out = firstPage(out)
+	}
 	return out, nil
 }
 
@@ -543,6 +642,23 @@ func (s *store) RequestIDExists(ctx context.Context, agg es.AggregateID, request
 		return false, nil
 	}
 	return db.seen(agg, requestID), nil
+}
+
+// firstPage keeps the first pageSize events (rows), cutting the stream the
+// page ends in.
+func firstPage(h []es.Stream) []es.Stream {
+	n := 0
+	for i := range h {
+		if n+len(h[i].Events) > pageSize {
+			if n < pageSize {
+				h[i].Events = h[i].Events[:pageSize-n]
+				return h[:i+1]
+			}
+			return h[:i]
+		}
+		n += len(h[i].Events)
+	}
+	return h
 }
 
 // sameIgnoring compares two identities without the field the mutant's

@@ -322,16 +322,25 @@ type identityVariant struct {
 	agg   es.AggregateID
 }
 
-// identityVariants change one field each to its twin (gen.Twin): a case
-// variant, the other Unicode normalization form, a trailing space, a tail
-// differing past 255 characters. The contract counts each as another
-// aggregate (docs/eventstore.md, "Identity").
+// identityVariants change one field each to each of its twins
+// (gen.Twins): a case variant, the other Unicode normalization form, a
+// space more at either end, a tail differing past 255 characters. The
+// contract counts each as another aggregate (docs/eventstore.md,
+// "Identity"). Every twin, not the first only: a field drawn with an "é"
+// or 256+ characters would otherwise never meet its case twin, and a
+// case-folding store would pass when all four fields were drawn so.
 func identityVariants(agg es.AggregateID) []identityVariant {
-	c, n, i, t := agg, agg, agg, agg
-	var kc, kn, ki, kt string
-	c.Context, kc = gen.Twin(agg.Context)
-	n.Name, kn = gen.Twin(agg.Name)
-	i.ID, ki = gen.Twin(agg.ID)
-	t.Tenant, kt = gen.Twin(agg.Tenant)
-	return []identityVariant{{"context (" + kc + ")", c}, {"aggregate name (" + kn + ")", n}, {"aggregate id (" + ki + ")", i}, {"tenant (" + kt + ")", t}}
+	var out []identityVariant
+	for _, f := range []struct {
+		name string
+		part *string
+	}{{"context", &agg.Context}, {"aggregate name", &agg.Name}, {"aggregate id", &agg.ID}, {"tenant", &agg.Tenant}} {
+		orig := *f.part
+		for _, tw := range gen.Twins(orig) {
+			*f.part = tw[0]
+			out = append(out, identityVariant{f.name + " (" + tw[1] + ")", agg})
+		}
+		*f.part = orig
+	}
+	return out
 }

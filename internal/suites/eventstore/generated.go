@@ -38,6 +38,19 @@ const (
 	pLargeBody   = 0.03                    // an event body of 1 MiB and more
 	// genForcedLarge appends or creates carry a large body whatever the draw.
 	genForcedLarge = 2
+	// genBursts steps in the first third of the schedule are bursts of
+	// genBurstSize appends to one aggregate: 6000 request ids in all, more
+	// than a store-wide cache of a few thousand holds, 1500 streams on one
+	// aggregate, more than a per-aggregate window or a load's first page.
+	genBursts    = 4
+	genBurstSize = 1500
+	// genReachBack is how far back a reach-back step looks: one of the 16
+	// oldest streams in the store, or of the longest aggregate.
+	genReachBack = 16
+	// genForcedReachBacks steps, genForcedGap apart after the bursts, are
+	// reach-backs, one of each mode.
+	genForcedReachBacks = 4
+	genForcedGap        = 40
 )
 
 // opKind is what a generated step does.
@@ -53,14 +66,17 @@ const (
 	opLoad                       // a range of versions
 	opExists                     // a request id: stored, refused, its twin, or the partner aggregate's
 	opReopen                     // close the step's handle and open a new one
+	opPartner                    // a request id the pair's other aggregate stored, at this one's next version: accepted (request ids are per aggregate)
+	opReachBack                  // one of the oldest stored request ids, long after: retried at its aggregate's next version, or queried
+	opBurst                      // genBurstSize appends at the next versions with fresh request ids (forced, not drawn)
 )
 
-var opNames = [...]string{"append", "stale append", "create", "retry", "retry after refusal", "twin request id", "load", "exists?", "reopen"}
+var opNames = [...]string{"append", "stale append", "create", "retry", "retry after refusal", "twin request id", "load", "exists?", "reopen", "partner's request id", "reach back", "burst"}
 
 func (k opKind) String() string { return opNames[k] }
 
 // The frequency of each kind, in percent (they add up to 100).
-var opWeights = [...]int{30, 8, 5, 11, 7, 4, 17, 15, 3}
+var opWeights = [...]int{26, 8, 5, 10, 6, 5, 15, 12, 3, 4, 6, 0}
 
 // genOp is one generated step, abstract: which pair of aggregates and which
 // side, which kind, and the values it would write. The concrete version and
@@ -87,7 +103,11 @@ var pairKinds = func() []string {
 	for _, sep := range gen.Separators {
 		k = append(k, fmt.Sprintf("%q moved between id and tenant", sep))
 	}
-	return k
+	// Last: a store that replaces what a topic or file name cannot hold
+	// makes these one.
+	// Then the other parts past a column or identifier width (a table
+	// per aggregate name, a tenant in a schema name).
+	return append(k, "id '/' vs '_'", "id ':' vs '-'", "name differs past 255 chars", "context differs past 255 chars", "tenant differs past 255 chars")
 }()
 
 // pairOf builds pair k from the rule's drawn words: two aggregates that a
@@ -118,6 +138,16 @@ func pairOf(k int, w [4]string, nonce string) [2]es.AggregateID {
 		b.Name = strings.TrimSuffix(a.Name, "\u00e9") + "e\u0301"
 	case "context case":
 		b.Context = strings.ToUpper(a.Context)
+	case "name differs past 255 chars":
+		a.Name, b.Name = longTwins(a.Name, w[1])
+	case "context differs past 255 chars":
+		a.Context, b.Context = longTwins(a.Context, w[0])
+	case "tenant differs past 255 chars":
+		a.Tenant, b.Tenant = longTwins(a.Tenant, w[3])
+	case "id '/' vs '_'":
+		a.ID, b.ID = a.ID+"/y", a.ID+"_y"
+	case "id ':' vs '-'":
+		a.ID, b.ID = a.ID+":y", a.ID+"-y"
 	default: // a separator moved: (x<sep>y, t) and (x, y<sep>t)
 		sep := string(gen.Separators[k-8])
 		a.ID, a.Tenant = a.ID+sep+"y", "t"
@@ -126,13 +156,20 @@ func pairOf(k int, w [4]string, nonce string) [2]es.AggregateID {
 	return [2]es.AggregateID{a, b}
 }
 
+// longTwins are part made 300+ characters long with word, once ending in
+// x and once in y.
+func longTwins(part, word string) (string, string) {
+	long := part + "-" + strings.Repeat(word+".", 300/(len(word)+1)+1)
+	return long + "x", long + "y"
+}
+
 // newGenSchedule draws the ES-4.1 schedule of seed.
 func newGenSchedule(seed int64, horizon time.Duration, instances int) gen.Schedule[genOp] {
 	ids, bodies := gen.ID(gen.IDOptions{}), gen.Body(false)
 	large := gen.Body(true).Filter(func(b gen.Bytes) bool { return b.Class == gen.ClassLarge })
 	plan := gen.Plan{Steps: genSteps, Instances: instances, Horizon: horizon, Pauses: genPauses}
 	forced := 0
-	return gen.NewSchedule(seed, plan, func(src *gen.Source, _ int) genOp {
+	return gen.NewSchedule(seed, plan, func(src *gen.Source, i int) genOp {
 		rnd := src.Rand()
 		op := genOp{Pair: rnd.IntN(len(pairKinds)), Side: rnd.IntN(2), Pick: rnd.IntN(1 << 20)}
 		x := rnd.IntN(100)
@@ -143,8 +180,22 @@ func newGenSchedule(seed int64, horizon time.Duration, instances int) gen.Schedu
 			}
 			x -= w
 		}
+		if i%(genSteps/3/genBursts) == 1 && i/(genSteps/3/genBursts) < genBursts {
+			// A burst: small bodies, one event a stream, so that 6000
+			// appends stay cheap.
+			op.Kind, op.Req = opBurst, gen.Draw(src, ids)
+			op.Events = []genEvent{{Name: gen.Draw(src, ids).S, Body: gen.Draw(src, bodies)}}
+			return op
+		}
+		if j := i - genSteps/3; j >= 0 && j%genForcedGap == 0 && j/genForcedGap < genForcedReachBacks {
+			// After the bursts, one reach-back of each mode whatever the
+			// draw (as the forced large bodies): the store's oldest and
+			// the longest aggregate's, retried, then queried.
+			op.Kind = opReachBack
+			op.Pick = op.Pick&^0b1000011 | (j/genForcedGap%2)*2 | (1-j/genForcedGap/2)<<6
+		}
 		switch op.Kind {
-		case opAppend, opStale, opCreate, opAfterRefusal, opTwinRequest, opRetry:
+		case opAppend, opStale, opCreate, opAfterRefusal, opTwinRequest, opRetry, opPartner, opReachBack:
 			op.Req = gen.Draw(src, ids)
 			for range 1 + rnd.IntN(3) {
 				e := genEvent{Name: gen.Draw(src, ids).S}
@@ -253,6 +304,94 @@ type player struct {
 	// progress, when set, hears each step played (the rule's R.Progress).
 	progress func(done int)
 	played   int
+	// order is every stored stream, oldest first: what a reach-back step
+	// reaches back to.
+	order []streamRef
+}
+
+type streamRef struct {
+	agg es.AggregateID
+	i   int // its index in the aggregate's model
+}
+
+// stored enters an accepted stream in the model.
+func (p *player) stored(agg es.AggregateID, m *genModel, s es.Stream) {
+	p.order = append(p.order, streamRef{agg, len(m.streams)})
+	m.streams = append(m.streams, s)
+}
+
+// reachBack picks one of the oldest stored streams: of the whole store
+// (what a store-wide cache or a time to live forgets first), or of the
+// aggregate with the longest history (what a per-aggregate window or a
+// first page leaves out). Deterministic for a schedule: ties go to the
+// aggregate written first.
+func (p *player) reachBack(pick int) (es.AggregateID, *genModel, es.Stream, string) {
+	k := (pick >> 2) % genReachBack
+	if pick%4 < 2 {
+		ref := p.order[min(k, len(p.order)-1)]
+		m := p.model[ref.agg]
+		return ref.agg, m, m.streams[ref.i], fmt.Sprintf("the store's %s oldest stream", ordinal(k+1))
+	}
+	var long es.AggregateID
+	best := -1
+	for _, ref := range p.order {
+		if ref.i == 0 && p.model[ref.agg].tail() > best {
+			long, best = ref.agg, p.model[ref.agg].tail()
+		}
+	}
+	m := p.model[long]
+	return long, m, m.streams[min(k, m.tail()-1)], fmt.Sprintf("the %s oldest stream of the longest aggregate (%d streams)", ordinal(min(k, m.tail()-1)+1), m.tail())
+}
+
+func ordinal(n int) string {
+	switch {
+	case n%100/10 != 1 && n%10 == 1:
+		return strconv.Itoa(n) + "st"
+	case n%100/10 != 1 && n%10 == 2:
+		return strconv.Itoa(n) + "nd"
+	case n%100/10 != 1 && n%10 == 3:
+		return strconv.Itoa(n) + "rd"
+	}
+	return strconv.Itoa(n) + "th"
+}
+
+// twin picks one of a request id's twins (gen.Twins) by pick.
+func twin(req string, pick int) string {
+	t := gen.Twins(req)
+	return t[(pick>>8)%len(t)][0]
+}
+
+// burst appends genBurstSize streams at the next versions of agg with fresh
+// request ids, alternating the handles from the step's, as one timeline
+// entry.
+func (p *player) burst(st gen.Step[genOp], agg es.AggregateID, m *genModel) string {
+	op := st.Op
+	from := m.tail() + 1
+	call := p.rec.Invoke(fmt.Sprintf("h%d", st.Instance+1), "append", fmt.Sprintf("burst: %s v%d..v%d, %d fresh request ids, handles alternating", aggLabel(agg), from, from+genBurstSize-1, genBurstSize))
+	events := []es.Event{{Name: op.Events[0].Name, Body: op.Events[0].Body.B}}
+	for j := range genBurstSize {
+		inst := (st.Instance + j) % len(p.handles)
+		s := es.Stream{Aggregate: agg, Version: m.tail() + 1, RequestID: op.Req.S + "-b" + strconv.Itoa(j) + "-" + strconv.Itoa(op.Pick), CommandID: "cmd-" + nonce(), Events: events}
+		err := p.handles[inst].Append(p.ctx, s)
+		ok, allowed := m.expect(s)
+		switch {
+		case err != nil && !isConflict(err):
+			call.Info(err.Error())
+			p.setup = fmt.Errorf("burst append %d of %s through handle %d failed with %v (not a typed conflict)", j+1, describe(s), inst+1, err)
+			return ""
+		case err == nil && ok:
+			p.stored(agg, m, s)
+		case err == nil:
+			call.OK(fmt.Sprintf("append %d stored against the model", j+1))
+			return fmt.Sprintf("burst append %d of %s through handle %d succeeded; the model says %s (tail %d)", j+1, describe(s), inst+1, strings.Join(allowed, " or "), m.tail())
+		case ok:
+			call.Complete(classify(err))
+			return fmt.Sprintf("burst append %d of %s through handle %d was refused with %v; the model says it is stored (tail %d, request id unused)", j+1, describe(s), inst+1, err, m.tail())
+		}
+	}
+	call.OK(fmt.Sprintf("%d stored", genBurstSize))
+	p.tally["burst appends (stored)"] += genBurstSize
+	return ""
 }
 
 func newPlayer(ctx context.Context, t Target, words [4]string, instances int) (*player, error) {
@@ -383,54 +522,81 @@ func (p *player) step(st gen.Step[genOp]) string {
 			return fmt.Sprintf("load of %s [%d,%d] through handle %d: stream %d: %s", agg, from, to, st.Instance+1, i+1, what)
 		}
 		return ""
+	case opBurst:
+		return p.burst(st, agg, m)
+	case opReachBack:
+		if len(p.order) == 0 {
+			break // nothing stored yet: an append of a fresh request id
+		}
+		var old es.Stream
+		var what string
+		agg, m, old, what = p.reachBack(op.Pick)
+		if (op.Pick>>6)%2 == 0 {
+			p.tally.Add("reach back: exists?")
+			return p.exists(h, actor, st.Instance, agg, m, old.RequestID, "reach back: "+what)
+		}
+		p.tally.Add("reach back: retry")
+		s := es.Stream{Aggregate: agg, Version: m.tail() + 1, RequestID: old.RequestID, CommandID: "cmd-" + nonce(), Events: old.Events}
+		return p.appendStep(h, actor, st.Instance, "reach back ("+what+")", m, s)
 	case opExists:
 		req, what := p.existsProbe(op, agg, m)
-		call := p.rec.Invoke(actor, "exists?", aggLabel(agg)+" req="+short(req)+" ("+what+")")
-		got, err := h.RequestIDExists(p.ctx, agg, req)
-		if err != nil {
-			call.Info(err.Error())
-			p.setup = fmt.Errorf("RequestIDExists(%s, %s) failed: %w", agg, short(req), err)
-			return ""
-		}
-		call.OK(strconv.FormatBool(got))
-		if want := m.has(req); got != want {
-			return fmt.Sprintf("RequestIDExists(%s, %s) through handle %d is %v, want %v (%s)", agg, short(req), st.Instance+1, got, want, what)
-		}
-		return ""
+		return p.exists(h, actor, st.Instance, agg, m, req, what)
 	}
 	s := p.resolve(op, agg, m)
 	for _, e := range op.Events {
 		p.tally.Add("body " + e.Body.Class)
 	}
 	p.tally.Add("request id " + op.Req.Class)
-	call := p.rec.Invoke(actor, "append", op.Kind.String()+": "+aggLabel(agg)+fmt.Sprintf(" v%d req=%s events=%d", s.Version, short(s.RequestID), len(s.Events)))
+	return p.appendStep(h, actor, st.Instance, op.Kind.String(), m, s)
+}
+
+// exists asks h whether agg holds req and checks the answer.
+func (p *player) exists(h es.EventStore, actor string, inst int, agg es.AggregateID, m *genModel, req, what string) string {
+	call := p.rec.Invoke(actor, "exists?", aggLabel(agg)+" req="+short(req)+" ("+what+")")
+	got, err := h.RequestIDExists(p.ctx, agg, req)
+	if err != nil {
+		call.Info(err.Error())
+		p.setup = fmt.Errorf("RequestIDExists(%s, %s) failed: %w", agg, short(req), err)
+		return ""
+	}
+	call.OK(strconv.FormatBool(got))
+	if want := m.has(req); got != want {
+		return fmt.Sprintf("RequestIDExists(%s, %s) through handle %d is %v, want %v (%s)", agg, short(req), inst+1, got, want, what)
+	}
+	return ""
+}
+
+// appendStep appends s through h and checks the outcome against m.
+func (p *player) appendStep(h es.EventStore, actor string, inst int, label string, m *genModel, s es.Stream) string {
+	agg := s.Aggregate
+	call := p.rec.Invoke(actor, "append", label+": "+aggLabel(agg)+fmt.Sprintf(" v%d req=%s events=%d", s.Version, short(s.RequestID), len(s.Events)))
 	err := h.Append(p.ctx, s)
 	call.Complete(classify(err))
 	ok, allowed := m.expect(s)
 	if err != nil && !isConflict(err) {
 		if errors.Is(err, es.ErrInvalidArgument) {
-			return fmt.Sprintf("%s of %s through handle %d was refused as an invalid argument: %v (every part is valid UTF-8 without NUL)", op.Kind, describe(s), st.Instance+1, err)
+			return fmt.Sprintf("%s of %s through handle %d was refused as an invalid argument: %v (every part is valid UTF-8 without NUL)", label, describe(s), inst+1, err)
 		}
 		// Not a conflict: it may or may not have taken effect, and says
 		// nothing the model can judge.
-		p.setup = fmt.Errorf("%s of %s through handle %d failed with %v (not a typed conflict)", op.Kind, describe(s), st.Instance+1, err)
+		p.setup = fmt.Errorf("%s of %s through handle %d failed with %v (not a typed conflict)", label, describe(s), inst+1, err)
 		return ""
 	}
 	switch {
 	case err == nil && ok:
-		m.streams = append(m.streams, s)
+		p.stored(agg, m, s)
 		return ""
 	case err == nil:
-		return fmt.Sprintf("%s of %s through handle %d succeeded; the model says %s (tail %d)", op.Kind, describe(s), st.Instance+1, strings.Join(allowed, " or "), m.tail())
+		return fmt.Sprintf("%s of %s through handle %d succeeded; the model says %s (tail %d)", label, describe(s), inst+1, strings.Join(allowed, " or "), m.tail())
 	case ok && isConflict(err):
-		return fmt.Sprintf("%s of %s through handle %d was refused with %v; the model says it is stored (tail %d, request id unused)", op.Kind, describe(s), st.Instance+1, err, m.tail())
+		return fmt.Sprintf("%s of %s through handle %d was refused with %v; the model says it is stored (tail %d, request id unused)", label, describe(s), inst+1, err, m.tail())
 	}
 	kind := conflictName(err)
 	if !slices.Contains(allowed, kind) {
-		return fmt.Sprintf("%s of %s through handle %d raised %s; the model allows %s (tail %d)", op.Kind, describe(s), st.Instance+1, kind, strings.Join(allowed, " or "), m.tail())
+		return fmt.Sprintf("%s of %s through handle %d raised %s; the model allows %s (tail %d)", label, describe(s), inst+1, kind, strings.Join(allowed, " or "), m.tail())
 	}
 	if what := conflictFields(err, s); what != "" {
-		return fmt.Sprintf("%s of %s through handle %d raised %s, but %s", op.Kind, describe(s), st.Instance+1, kind, what)
+		return fmt.Sprintf("%s of %s through handle %d raised %s, but %s", label, describe(s), inst+1, kind, what)
 	}
 	p.checked.Add(kind)
 	m.refused = s.RequestID
@@ -465,10 +631,14 @@ func (p *player) resolve(op genOp, agg es.AggregateID, m *genModel) es.Stream {
 		}
 	case opTwinRequest:
 		if m.tail() > 0 {
-			twin, _ := gen.Twin(m.streams[op.Pick%m.tail()].RequestID)
-			if !m.has(twin) {
-				s.RequestID = twin
+			if t := twin(m.streams[op.Pick%m.tail()].RequestID, op.Pick); !m.has(t) {
+				s.RequestID = t
 			}
+		}
+	case opPartner:
+		other := p.pairs[op.Pair][1-op.Side]
+		if om := p.model[other]; om != nil && om.tail() > 0 {
+			s.RequestID = om.streams[op.Pick%om.tail()].RequestID
 		}
 	}
 	return s
@@ -480,8 +650,7 @@ func (p *player) existsProbe(op genOp, agg es.AggregateID, m *genModel) (string,
 	case op.Pick%4 == 0 && m.refused != "":
 		return m.refused, "the last refused request id"
 	case op.Pick%4 == 1 && m.tail() > 0:
-		twin, _ := gen.Twin(m.streams[op.Pick%m.tail()].RequestID)
-		return twin, "the twin of a stored request id"
+		return twin(m.streams[op.Pick%m.tail()].RequestID, op.Pick), "a twin of a stored request id"
 	case op.Pick%4 == 2:
 		other := p.pairs[op.Pair][1-op.Side]
 		if om := p.model[other]; om != nil && om.tail() > 0 {
@@ -599,9 +768,12 @@ func aggLabel(a es.AggregateID) string {
 }
 
 func weights() string {
-	parts := make([]string, len(opWeights))
+	var parts []string
 	for k, w := range opWeights {
-		parts[k] = fmt.Sprintf("%s %d%%", opKind(k), w)
+		if w > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d%%", opKind(k), w))
+		}
 	}
-	return strings.Join(parts, ", ") + fmt.Sprintf("; event bodies of 1 MiB and more: %.0f%% (and in the first %d appends or creates)", 100*pLargeBody, genForcedLarge)
+	return strings.Join(parts, ", ") + fmt.Sprintf("; event bodies of 1 MiB and more: %.0f%% (and in the first %d appends or creates); %d bursts of %d appends in the first third (%d request ids), %d reach-backs forced after them",
+		100*pLargeBody, genForcedLarge, genBursts, genBurstSize, genBursts*genBurstSize, genForcedReachBacks)
 }

@@ -31,9 +31,23 @@ func TestContainerPassesBrokerSuite(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%s at %s, %v", st.Info.Version, st.Info.Address, st.Info.Notes)
+	var again []string
 	for _, r := range runner.Run(ref.Key(), st.Register, runner.Options{}) {
-		if r.Verdict == verdict.Fail || r.Verdict == verdict.Unknown {
+		switch r.Verdict {
+		case verdict.Fail:
 			t.Errorf("%s: %s: %s", r.Rule, r.Verdict, r.Reason)
+		case verdict.Unknown:
+			// A timed rule that a loaded host left undecided is honest;
+			// one rerun, as the self-test gives its race rules.
+			t.Logf("%s: %s, run again: %s", r.Rule, r.Verdict, r.Reason)
+			again = append(again, r.Rule)
+		}
+	}
+	if len(again) > 0 {
+		for _, r := range runner.Run(ref.Key(), st.Register, runner.Options{Rules: again}) {
+			if r.Verdict == verdict.Fail || r.Verdict == verdict.Unknown {
+				t.Errorf("%s: %s: %s", r.Rule, r.Verdict, r.Reason)
+			}
 		}
 	}
 	if err := st.Stop(); err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -37,7 +36,7 @@ func Open(ctx context.Context, natsURL, name string, ackWait time.Duration, maxD
 		return nil, err
 	}
 	safe := strings.NewReplacer(".", "_", "@", "_", ":", "_", "*", "_", ">", "_", " ", "_").Replace(name)
-	c := &natsChannel{url: u, nc: nc, js: js, stream: "CO_" + safe, subject: "onceproof.co." + safe, wires: map[string]*wire{}}
+	c := &natsChannel{url: u, nc: nc, js: js, stream: "CO_" + safe, subject: "onceproof.co." + safe}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if _, err := js.CreateStream(cctx, jetstream.StreamConfig{Name: c.stream, Subjects: []string{c.subject},
@@ -84,26 +83,22 @@ type natsChannel struct {
 	cons    jetstream.Consumer
 	stream  string
 	subject string
-
-	mu    sync.Mutex
-	hook  Hook
-	wires map[string]*wire
-	conns int
+	proxies
 }
 
 func (c *natsChannel) Env(worker string) (map[string]string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	w, ok := c.wires[worker]
-	if !ok {
-		var err error
-		if w, err = startWire(worker, c.url.Host, c.currentHook, c.nextConn); err != nil {
-			return nil, fmt.Errorf("starting the proxy for %s: %w", worker, err)
+	addr, err := c.addr(worker, func(hook func() Hook, nextID func() int) (*relay, error) {
+		w, err := startWire(worker, c.url.Host, hook, nextID)
+		if err != nil {
+			return nil, err
 		}
-		c.wires[worker] = w
+		return w.relay, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting the proxy for %s: %w", worker, err)
 	}
 	pu := *c.url // the server's credentials, the proxy's address
-	pu.Host = w.ln.Addr().String()
+	pu.Host = addr
 	return map[string]string{
 		EnvBroker:   BrokerNATS,
 		EnvNATSURL:  pu.String(),
@@ -111,25 +106,6 @@ func (c *natsChannel) Env(worker string) (map[string]string, error) {
 		EnvSubject:  c.subject,
 		EnvConsumer: DurableName,
 	}, nil
-}
-
-func (c *natsChannel) currentHook() Hook {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.hook
-}
-
-func (c *natsChannel) nextConn() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.conns++
-	return c.conns
-}
-
-func (c *natsChannel) Watch(h Hook) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.hook = h
 }
 
 // Publish sends m with its id as Nats-Msg-Id and the event id header.
@@ -163,14 +139,7 @@ func (c *natsChannel) Outstanding(ctx context.Context) (int, error) {
 
 // Close stops the proxies and deletes the stream.
 func (c *natsChannel) Close() error {
-	c.mu.Lock()
-	wires := c.wires
-	c.wires = map[string]*wire{}
-	c.mu.Unlock()
-	var errs []error
-	for _, w := range wires {
-		errs = append(errs, w.close())
-	}
+	errs := []error{c.closeAll()}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := c.js.DeleteStream(ctx, c.stream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {

@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -49,7 +48,7 @@ func OpenRedis(ctx context.Context, redisURL, name string) (Channel, error) {
 	safe := strings.NewReplacer(" ", "_", "*", "_").Replace(name)
 	var nb [4]byte
 	_, _ = rand.Read(nb[:])
-	c := &redisChannel{url: u, rdb: rdb, key: redis.KeyPrefix + "co-" + hex.EncodeToString(nb[:]) + ":" + safe, wires: map[string]*respWire{}}
+	c := &redisChannel{url: u, rdb: rdb, key: redis.KeyPrefix + "co-" + hex.EncodeToString(nb[:]) + ":" + safe}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := rdb.XGroupCreateMkStream(cctx, c.key, DurableName, "0").Err(); err != nil {
@@ -71,51 +70,28 @@ type redisChannel struct {
 	url *url.URL
 	rdb *goredis.Client
 	key string
-
-	mu    sync.Mutex
-	hook  Hook
-	wires map[string]*respWire
-	conns int
+	proxies
 }
 
 func (c *redisChannel) Env(worker string) (map[string]string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	w, ok := c.wires[worker]
-	if !ok {
-		var err error
-		if w, err = startRESP(worker, c.url.Host, c.key, c.currentHook, c.nextConn); err != nil {
-			return nil, fmt.Errorf("starting the proxy for %s: %w", worker, err)
+	addr, err := c.addr(worker, func(hook func() Hook, nextID func() int) (*relay, error) {
+		w, err := startRESP(worker, c.url.Host, c.key, hook, nextID)
+		if err != nil {
+			return nil, err
 		}
-		c.wires[worker] = w
+		return w.relay, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting the proxy for %s: %w", worker, err)
 	}
 	pu := *c.url // the server's credentials and database, the proxy's address
-	pu.Host = w.ln.Addr().String()
+	pu.Host = addr
 	return map[string]string{
 		EnvBroker:   BrokerRedis,
 		EnvRedisURL: pu.String(),
 		EnvStream:   c.key,
 		EnvGroup:    DurableName,
 	}, nil
-}
-
-func (c *redisChannel) currentHook() Hook {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.hook
-}
-
-func (c *redisChannel) nextConn() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.conns++
-	return c.conns
-}
-
-func (c *redisChannel) Watch(h Hook) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.hook = h
 }
 
 // Publish is an XADD of the message's fields; the entry id is the sequence
@@ -172,14 +148,7 @@ func (c *redisChannel) Outstanding(ctx context.Context) (int, error) {
 // Close stops the proxies and deletes the stream key (its group and
 // pending list with it).
 func (c *redisChannel) Close() error {
-	c.mu.Lock()
-	wires := c.wires
-	c.wires = map[string]*respWire{}
-	c.mu.Unlock()
-	var errs []error
-	for _, w := range wires {
-		errs = append(errs, w.close())
-	}
+	errs := []error{c.closeAll()}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := c.rdb.Del(ctx, c.key).Err(); err != nil {

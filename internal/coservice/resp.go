@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 )
 
 // respWire is a Redis-aware TCP proxy on loopback for one replica, the
@@ -19,69 +18,23 @@ import (
 // the server had taken it: a lost ack the service is not told about) in
 // its place in that order.
 type respWire struct {
+	*relay
 	worker string
 	key    string
-	ln     net.Listener
-	target string
 	hook   func() Hook
-	nextID func() int
-
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
 }
 
 func startRESP(worker, target, key string, hook func() Hook, nextID func() int) (*respWire, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	w := &respWire{worker: worker, key: key, hook: hook}
+	r, err := startRelay(target, nextID, func(id int, c, up net.Conn) (func(), func()) {
+		rc := &respConn{w: w, id: id, client: c, up: up}
+		return rc.commands, rc.replies
+	})
 	if err != nil {
 		return nil, err
 	}
-	w := &respWire{worker: worker, key: key, ln: ln, target: target, hook: hook, nextID: nextID, conns: map[net.Conn]struct{}{}}
-	w.wg.Add(1)
-	go w.accept()
+	w.relay = r
 	return w, nil
-}
-
-func (w *respWire) close() error {
-	err := w.ln.Close()
-	w.mu.Lock()
-	for c := range w.conns {
-		_ = c.Close()
-	}
-	w.mu.Unlock()
-	w.wg.Wait()
-	return err
-}
-
-func (w *respWire) accept() {
-	defer w.wg.Done()
-	for {
-		c, err := w.ln.Accept()
-		if err != nil {
-			return
-		}
-		up, err := net.DialTimeout("tcp", w.target, 5*time.Second)
-		if err != nil {
-			_ = c.Close()
-			continue
-		}
-		w.mu.Lock()
-		w.conns[c], w.conns[up] = struct{}{}, struct{}{}
-		w.mu.Unlock()
-		rc := &respConn{w: w, id: w.nextID(), client: c, up: up}
-		w.wg.Add(2)
-		go func() { defer w.wg.Done(); rc.commands(); w.forget(c, up) }()
-		go func() { defer w.wg.Done(); rc.replies(); w.forget(c, up) }()
-	}
-}
-
-func (w *respWire) forget(cs ...net.Conn) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, c := range cs {
-		_ = c.Close()
-		delete(w.conns, c)
-	}
 }
 
 // respConn is one client connection through the proxy.

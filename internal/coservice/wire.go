@@ -5,8 +5,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/onceproof/tck/internal/faultproxy"
 )
@@ -18,68 +16,22 @@ import (
 // A frame the hook drops is never forwarded: a lost ack, or the ack of a
 // process killed before the broker saw it.
 type wire struct {
+	*relay
 	worker string
-	ln     net.Listener
-	target string
 	hook   func() Hook
-	nextID func() int
-
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
 }
 
 func startWire(worker, target string, hook func() Hook, nextID func() int) (*wire, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	w := &wire{worker: worker, hook: hook}
+	r, err := startRelay(target, nextID, func(id int, c, up net.Conn) (func(), func()) {
+		return func() { w.pipe(id, c, up, clientFrame, w.clientEvent) },
+			func() { w.pipe(id, up, c, faultproxy.NATS, w.serverEvent) }
+	})
 	if err != nil {
 		return nil, err
 	}
-	w := &wire{worker: worker, ln: ln, target: target, hook: hook, nextID: nextID, conns: map[net.Conn]struct{}{}}
-	w.wg.Add(1)
-	go w.accept()
+	w.relay = r
 	return w, nil
-}
-
-func (w *wire) close() error {
-	err := w.ln.Close()
-	w.mu.Lock()
-	for c := range w.conns {
-		_ = c.Close()
-	}
-	w.mu.Unlock()
-	w.wg.Wait()
-	return err
-}
-
-func (w *wire) accept() {
-	defer w.wg.Done()
-	for {
-		c, err := w.ln.Accept()
-		if err != nil {
-			return
-		}
-		up, err := net.DialTimeout("tcp", w.target, 5*time.Second)
-		if err != nil {
-			_ = c.Close()
-			continue
-		}
-		w.mu.Lock()
-		w.conns[c], w.conns[up] = struct{}{}, struct{}{}
-		w.mu.Unlock()
-		id := w.nextID()
-		w.wg.Add(2)
-		go func() { defer w.wg.Done(); w.pipe(id, c, up, clientFrame, w.clientEvent); w.forget(c, up) }()
-		go func() { defer w.wg.Done(); w.pipe(id, up, c, faultproxy.NATS, w.serverEvent); w.forget(c, up) }()
-	}
-}
-
-func (w *wire) forget(cs ...net.Conn) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, c := range cs {
-		_ = c.Close()
-		delete(w.conns, c)
-	}
 }
 
 // pipe copies src to dst frame by frame, asking the hook about each frame

@@ -2,6 +2,7 @@ package nemesis_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,23 @@ func TestNATSClusterLeaderKill(t *testing.T) {
 	}
 	t.Logf("cluster started in %v: %s", time.Since(start).Round(time.Millisecond), st.Info.Version)
 	rs := runner.Run(ref.Key(), st.Register, runner.Options{Rules: []string{"BR-2.9", "BR-3.1"}})
+	// A rule a loaded host left undecided (a leader election that outlasted
+	// the kit's set-up deadline) is honest; one rerun on the same cluster,
+	// as the self-test gives its race rules.
+	var again []string
+	for _, r := range rs {
+		if r.Verdict == verdict.Unknown {
+			t.Logf("%s: unknown, run again: %s", r.Rule, r.Reason)
+			again = append(again, r.Rule)
+		}
+	}
+	if len(again) > 0 {
+		for _, r := range runner.Run(ref.Key(), st.Register, runner.Options{Rules: again}) {
+			if i := slices.IndexFunc(rs, func(x verdict.Result) bool { return x.Rule == r.Rule }); i >= 0 && slices.Contains(again, r.Rule) {
+				rs[i] = r
+			}
+		}
+	}
 	if err := st.Stop(); err != nil {
 		t.Errorf("stop: %v", err)
 	}

@@ -439,16 +439,17 @@ func (r *run) fail(problem string) {
 		}
 	}
 	r.problem = fmt.Sprintf("%s; its last output: %s", problem, orNothing(r.p.ring.render(1500)))
+	// Recorded before the waiting calls wake: a caller that got the error
+	// finds the problem recorded.
+	if !r.closing.Load() {
+		r.p.d.problem(r.problem)
+	}
 	for id, ch := range r.pending {
 		close(ch)
 		delete(r.pending, id)
 	}
 	close(r.done)
-	closing := r.closing.Load()
 	r.mu.Unlock()
-	if !closing {
-		r.p.d.problem(r.problem)
-	}
 }
 
 // broke records a protocol problem of this run and kills it (its stream of

@@ -39,13 +39,18 @@ func (s *server) start() error {
 
 // stop closes the listener itself too: a restart that comes before the
 // Serve goroutine has run would find the port still taken, since Close
-// only closes listeners Serve has begun tracking.
+// only closes listeners Serve has begun tracking. Either close may find
+// the listener already closed by the other (Serve untracks it only once
+// its Accept has returned), which is not an error.
 func (s *server) stop() error {
-	err := s.ln.Close()
+	return errors.Join(ignoreClosed(s.http.Close()), ignoreClosed(s.ln.Close()), s.orders.Close())
+}
+
+func ignoreClosed(err error) error {
 	if errors.Is(err, net.ErrClosed) {
-		err = nil
+		return nil
 	}
-	return errors.Join(s.http.Close(), err, s.orders.Close())
+	return err
 }
 
 // Restart is what API-1.5 calls: every connection dropped, a new process

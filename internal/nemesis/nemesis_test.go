@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -338,6 +339,19 @@ func TestPostgresRacesUnderFault(t *testing.T) {
 	for _, k := range []nemesis.Kind{nemesis.Restart, nemesis.Kill} {
 		t.Run(string(k), func(t *testing.T) {
 			rs := pgRun(t, k, nil, raceRules)
+			// A race rule a loaded host left short of its contended trials
+			// is honestly unknown; one rerun, as the self-test gives its
+			// race rules. A fail is never rerun.
+			var again []string
+			for _, id := range raceRules {
+				if rs[id].Verdict == verdict.Unknown {
+					t.Logf("%s: unknown, run again: %s", id, rs[id].Reason)
+					again = append(again, id)
+				}
+			}
+			if len(again) > 0 {
+				maps.Copy(rs, pgRun(t, k, nil, again))
+			}
 			logRaces(t, string(k), rs, raceRules)
 			for _, id := range raceRules {
 				r := rs[id]

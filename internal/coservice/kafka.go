@@ -20,7 +20,7 @@ import (
 
 // The values of EnvBroker, EnvKafkaBrokers and EnvTopic for Kafka.
 const (
-	BrokerKafka     = "kafka"                  // Kafka: EnvKafkaBrokers, EnvTopic (one partition), EnvGroup
+	BrokerKafka     = "kafka"                   // Kafka: EnvKafkaBrokers, EnvTopic (one partition), EnvGroup
 	EnvKafkaBrokers = "ONCEPROOF_KAFKA_BROKERS" // bootstrap host:port, the kit's proxy (ONCEPROOF_BROKER=kafka)
 	EnvTopic        = "ONCEPROOF_TOPIC"         // the rule's topic, one partition (ONCEPROOF_BROKER=kafka)
 	KafkaIDHeader   = "onceproof-message-id"    // the record header carrying the broker id

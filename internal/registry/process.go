@@ -147,6 +147,8 @@ func bindService(ctx context.Context, ref target.Ref, svc *consumer.Service, add
 		version = sb.Name
 	case coservice.BrokerRedis:
 		version, maxDeliver = sb.Name, "none (Redis Streams has no max deliver)"
+	case coservice.BrokerKafka:
+		version, maxDeliver = sb.Name, "none (Kafka has no max deliver)"
 	}
 	stop := func() error { return errors.Join(release(), stopBroker()) }
 	envelope := "the kit's (no profile consumer maps it)"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/onceproof/tck/adapters/broker/kafka"
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/adapters/broker/redis"
 	"github.com/onceproof/tck/internal/coservice"
@@ -24,12 +25,10 @@ func IsService(k target.Kind) bool {
 // RESP. Any other broker is a usage error (exit 3) the CLI words.
 func ServiceBrokerSupported(key string) error {
 	switch key {
-	case "broker/nats", "broker/redis":
+	case "broker/nats", "broker/redis", "broker/kafka":
 		return nil
-	case "broker/kafka":
-		return errors.New("--broker broker/kafka: a consumer service (consumer/process) over Kafka is not supported yet; the services take broker/nats or broker/redis")
 	}
-	return fmt.Errorf("--broker %s: a consumer service (consumer/process) takes broker/nats or broker/redis", key)
+	return fmt.Errorf("--broker %s: a consumer service (consumer/process) takes broker/nats, broker/redis or broker/kafka", key)
 }
 
 // serviceBroker starts or reaches the broker a service's run names
@@ -51,6 +50,36 @@ func serviceBroker(ctx context.Context, ref target.Ref) (consumer.ServiceBroker,
 		return consumer.ServiceBroker{}, "", nil, err
 	}
 	switch bref.Key() {
+	case "broker/kafka":
+		var seeds []string
+		name := ""
+		stop := none
+		if bref.Mode() == target.Container {
+			return consumer.ServiceBroker{}, "", nil, errors.New("--broker broker/kafka=container: a consumer service takes the embedded kfake (broker/kafka) or a cluster at an address (broker/kafka=HOST:PORT)")
+		}
+		if bref.Mode() == target.Embedded {
+			e, err := kafka.StartEmbedded(ctx)
+			if err != nil {
+				return consumer.ServiceBroker{}, "", nil, fmt.Errorf("its broker %s: %w", bref, err)
+			}
+			seeds, stop = e.Seeds(), e.Stop
+			name = "Kafka emulator (kfake, embedded; a pass certifies the service's client-side contract, not a Kafka deployment) " + kafka.KfakeVersion
+		} else {
+			addr := bref.Address
+			if !strings.Contains(addr, "://") {
+				addr = "kafka://" + addr
+			}
+			o, err := kafka.ParseURL(addr)
+			if err != nil {
+				return consumer.ServiceBroker{}, "", nil, err
+			}
+			if o.User != "" {
+				return consumer.ServiceBroker{}, "", nil, errors.New("--broker broker/kafka=URL: the kit's proxy reads the service's traffic in the clear, so it takes a cluster without SASL")
+			}
+			seeds, name = o.Seeds, "Kafka at "+strings.Join(o.Seeds, ",")
+		}
+		return consumer.ServiceBroker{Kind: coservice.BrokerKafka, URL: strings.Join(seeds, ","), Name: name},
+			name + ": a one-partition topic per rule and its group's offsets (removed at its end), reached through the kit's Kafka proxy; one replica (one partition)", stop, nil
 	case "broker/redis":
 		var rt *redis.Target
 		if bref.Mode() == target.Container {

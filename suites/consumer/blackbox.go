@@ -96,6 +96,11 @@ type svcDelivery struct {
 }
 
 func (s Service) withDefaults() Service {
+	if s.Broker.Kind == coservice.BrokerKafka && s.Workers == 0 {
+		// One partition: a second replica of the group would hold no
+		// partition and never fetch.
+		s.Workers = 1
+	}
 	orDefault(&s.Workers, 2)
 	orDefault(&s.AckWait, 2*time.Second)
 	orDefault(&s.MaxDeliver, 20)
@@ -139,7 +144,16 @@ func openBlackbox(r *spec.R, t Target) *blackbox {
 	h.sinks = sk
 	sk.SetHook(h.sinkHook)
 	name := strings.ReplaceAll(h.tag, ".", "-")
-	if s.Broker.Kind == coservice.BrokerRedis {
+	switch s.Broker.Kind {
+	case coservice.BrokerKafka:
+		ch, err := coservice.OpenKafka(r.Context(), strings.Split(s.Broker.URL, ","), name)
+		if err != nil {
+			r.Unknown("creating the rule's topic: %v", err)
+		}
+		h.ch = ch
+		h.ev.Figure("broker ack wait", "none", "Kafka has none: a service re-reads from its group's committed offset after a restart; the rules that need an unacked delivery to come back by itself are not applicable")
+		h.ev.Figure("broker max deliver", "none", "Kafka has no max deliver")
+	case coservice.BrokerRedis:
 		ch, err := coservice.OpenRedis(r.Context(), s.Broker.URL, name)
 		if err != nil {
 			r.Unknown("creating the rule's stream key and consumer group: %v", err)
@@ -147,7 +161,7 @@ func openBlackbox(r *spec.R, t Target) *blackbox {
 		h.ch = ch
 		h.ev.Figure("broker ack wait", s.AckWait.String(), "Redis has none: the service claims entries idle this long (XAUTOCLAIM min-idle-time), real time")
 		h.ev.Figure("broker max deliver", "none", "Redis Streams has no max deliver")
-	} else {
+	default:
 		ch, err := coservice.Open(r.Context(), natsURL, name, s.AckWait, s.MaxDeliver)
 		if err != nil {
 			r.Unknown("creating the rule's stream and durable consumer: %v", err)
@@ -208,7 +222,7 @@ func (h *blackbox) startReplica(name string) (*replica, error) {
 		env[k] = v
 	}
 	env[coservice.EnvAckWait] = h.s.AckWait.String()
-	if h.s.Broker.Kind != coservice.BrokerRedis {
+	if h.s.Broker.Kind != coservice.BrokerRedis && h.s.Broker.Kind != coservice.BrokerKafka {
 		env[coservice.EnvMaxDeliver] = strconv.Itoa(h.s.MaxDeliver)
 	}
 	env[coservice.EnvDataDir] = h.data

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/coservice"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -9,7 +10,7 @@ import (
 // through, as Target.BrokerCaps declares them; without BrokerCaps the
 // broker is taken to have NATS JetStream's (ack wait and nak).
 func brokerCaps(t Target) []catalog.Capability {
-	c := t.BrokerCaps
+	c, _ := targetCaps(t)
 	var out []catalog.Capability
 	if c == nil || c.AckWait {
 		out = append(out, catalog.CapConsumerAckWait)
@@ -28,16 +29,18 @@ func reasons(t Target) map[string]string {
 	if t.Service != nil {
 		why[catalog.CapOutbox] = "a consumer service's outbox, if it has one, is inside the black box: the kit has no writer and relay of it to crash between commit and publish"
 	}
-	c := t.BrokerCaps
+	c, name := targetCaps(t)
 	if c == nil {
 		c = &mq.Capabilities{AckWait: true, NakDelay: true}
 	}
-	name := t.BrokerName
 	if name == "" {
 		name = "the broker"
 	}
 	if !c.AckWait {
 		why[catalog.CapConsumerAckWait] = name + " has no ack wait: an unacknowledged delivery does not come back by itself, so the kit can neither lose an ack and watch the redelivery nor have a second worker take a delivery the first still holds"
+		if t.Service != nil && t.Service.Broker.Kind == coservice.BrokerKafka {
+			why[catalog.CapConsumerAckWait] = "Kafka has no ack wait and its commits are cumulative: a commit the kit loses is covered by the next and nothing is redelivered until a restart, so the kit can neither lose an ack and watch the redelivery nor have a second replica take a delivery the first still holds"
+		}
 	}
 	if !c.NakDelay {
 		why[catalog.CapConsumerNak] = name + " has no nak: a delivery cannot be handed back for a later redelivery, which the kit does after a failed effect and the reference consumer does while its claim is held by a crashed instance"
@@ -55,4 +58,15 @@ func reasons(t Target) map[string]string {
 		}
 	}
 	return out
+}
+
+// targetCaps are the broker's mechanisms and name: Target.BrokerCaps, or
+// for a consumer service over Kafka, no ack wait (a service re-reads from
+// its group's committed offset after a restart, and hands a record back
+// by seeking to it: the nak the rules need is the service's own).
+func targetCaps(t Target) (*mq.Capabilities, string) {
+	if t.Service != nil && t.Service.Broker.Kind == coservice.BrokerKafka {
+		return &mq.Capabilities{NakDelay: true}, "Kafka"
+	}
+	return t.BrokerCaps, t.BrokerName
 }

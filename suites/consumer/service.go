@@ -56,9 +56,12 @@ type Service struct {
 // there and removes it at its end.
 type ServiceBroker struct {
 	// Kind is "nats" (JetStream: a stream and a durable pull consumer) or
-	// "redis" (Redis Streams: a stream key and a consumer group).
+	// "redis" (Redis Streams: a stream key and a consumer group) or
+	// "kafka" (a one-partition topic whose offsets the service commits
+	// under a group; one replica, no ack wait).
 	Kind string
-	// URL reaches the server, credentials included (never shown).
+	// URL reaches the server, credentials included (never shown); for
+	// Kafka, the bootstrap host:port list, comma-separated.
 	URL string
 	// Name is how the evidence names the server (no credentials).
 	Name string

@@ -6,7 +6,8 @@ to show the contract is language-neutral: it reads the kit's NATS JetStream
 durable pull consumer over a minimal NATS client of its own (NATS's text
 protocol: CONNECT, SUB, PUB, MSG/HMSG, PING/PONG), or with ONCEPROOF_BROKER=redis
 the kit's Redis stream and consumer group over a minimal RESP client (XAUTOCLAIM,
-XREADGROUP, XACK), keeps its state in its own
+XREADGROUP, XACK), or with ONCEPROOF_BROKER=kafka the kit's one-partition topic
+with kafka-python (python3-kafka; manual commits after the effects), keeps its state in its own
 SQLite database (sqlite3), and writes to the kit's HTTP sinks (urllib).
 
 Per delivery of event (message m, version v), in this order:
@@ -275,13 +276,50 @@ def call(method, url, body=None):
         return e.code, e.read()
 
 
+class Kafka:
+    """A Kafka consumer of one partition (ONCEPROOF_BROKER=kafka) with kafka-python
+    (Debian's python3-kafka 2.0.2): partition 0 of ONCEPROOF_TOPIC assigned, no
+    group membership (one replica), offsets committed under ONCEPROOF_GROUP only
+    after the effects. After a restart it reads on from the group's committed
+    offset: that is Kafka's redelivery. api_version is set, so the client does
+    not probe the broker's version (kfake answers ApiVersions; the probe is slow)."""
+
+    def __init__(self, brokers, topic, group):
+        from kafka import KafkaConsumer, TopicPartition
+        from kafka.structs import OffsetAndMetadata
+        self.OffsetAndMetadata = OffsetAndMetadata
+        self.c = KafkaConsumer(bootstrap_servers=brokers.split(","), group_id=group, enable_auto_commit=False,
+                               auto_offset_reset="earliest", api_version=(2, 5, 0), max_poll_records=1,
+                               client_id="onceproof-reference-service")
+        self.tp = TopicPartition(topic, 0)
+        self.c.assign([self.tp])
+
+    def next(self, timeout):
+        got = self.c.poll(timeout_ms=int(timeout * 1000), max_records=1)
+        for recs in got.values():
+            for r in recs:
+                return r.value, r.offset
+        return None
+
+    def ack(self, offset):
+        self.c.commit({self.tp: self.OffsetAndMetadata(offset + 1, "")})
+
+    def term(self, offset):
+        self.ack(offset)
+
+    def nak(self, offset, delay):
+        time.sleep(delay)
+        self.c.seek(self.tp, offset)
+
+
 class Service:
     def __init__(self):
         self.worker = os.environ.get("ONCEPROOF_WORKER", "")
         self.owner = f"{self.worker}/{os.getpid()}"
-        self.stream = need("ONCEPROOF_STREAM")
+        self.kafka = os.environ.get("ONCEPROOF_BROKER") == "kafka"
+        self.stream = need("ONCEPROOF_TOPIC") if self.kafka else need("ONCEPROOF_STREAM")
         self.redis = os.environ.get("ONCEPROOF_BROKER") == "redis"
-        self.consumer = need("ONCEPROOF_GROUP") if self.redis else need("ONCEPROOF_CONSUMER")
+        self.consumer = need("ONCEPROOF_GROUP") if self.redis or self.kafka else need("ONCEPROOF_CONSUMER")
         self.index = need("ONCEPROOF_INDEX_URL")
         self.notify_url = need("ONCEPROOF_NOTIFY_URL")
         self.lease = go_duration(need("ONCEPROOF_ACK_WAIT"))
@@ -296,7 +334,9 @@ class Service:
             " owner TEXT NOT NULL, claimed_ns INTEGER NOT NULL, PRIMARY KEY (message_id, version))",
         ):
             self.db.execute(q)
-        if self.redis:
+        if self.kafka:
+            self.broker = Kafka(need("ONCEPROOF_KAFKA_BROKERS"), self.stream, self.consumer)
+        elif self.redis:
             self.broker = Redis(need("ONCEPROOF_REDIS_URL"), self.stream, self.consumer,
                                 self.worker or f"svc-{os.getpid()}", self.lease)
         else:
@@ -304,6 +344,9 @@ class Service:
 
     def next(self):
         """(payload, ack handle, attempt) of the next delivery, or None."""
+        if self.kafka:
+            got = self.broker.next(0.5)
+            return None if got is None else (got[0], got[1], "?")
         if self.redis:
             got = self.broker.next(0.1)
             return None if got is None else (got[0], got[2], "?")

@@ -35,7 +35,8 @@ const (
 // sequence up to c.
 func OpenKafka(ctx context.Context, seeds []string, name string) (Channel, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("onceproof-tck-consumer-process"),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite(), kgo.ProducerLinger(0), kgo.RecordRetries(1))
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite(), kgo.ProducerBatchCompression(kgo.NoCompression()), // a service's client needs no codec
+		kgo.ProducerLinger(0), kgo.RecordRetries(1))
 	if err != nil {
 		return nil, fmt.Errorf("the Kafka client: %w", err)
 	}

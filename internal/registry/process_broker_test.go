@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -152,5 +153,42 @@ func TestServiceOverNATSURL(t *testing.T) {
 	}
 	if err := names.Err(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Issue 25 item 4 over Kafka: the Python reference service over the
+// embedded kfake (broker/kafka) passes the rules a black box can serve on
+// Kafka (crashes re-read from the committed offset) and the ack-wait rules
+// are not applicable with Kafka's reason; the ack-before-notify mutant
+// fails CO-2.2 there. The service needs kafka-python (python3-kafka).
+func TestServiceOverKafka(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: runs a consumer service over kfake")
+	}
+	if exec.Command("python3", "-c", "import kafka").Run() != nil {
+		t.Skip("python3 has no kafka module (apt-get install python3-kafka)")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(root)
+	t.Setenv("TMPDIR", t.TempDir())
+	rules := []string{"CO-1.1", "CO-1.2", "CO-2.1", "CO-2.2"}
+	got, sum := verdicts(runServiceOver(t, "process-python", "broker/kafka", rules...))
+	t.Log(sum)
+	for _, id := range rules {
+		want := verdict.Pass
+		if id == "CO-1.1" {
+			want = verdict.NotApplicable
+		}
+		if got[id] != want {
+			t.Errorf("Python reference over Kafka: %s is %s, want %s", id, got[id], want)
+		}
+	}
+	got, sum = verdicts(runServiceOver(t, "mutant-process-python-ack-before-notify", "broker/kafka", "CO-2.2"))
+	t.Log(sum)
+	if got["CO-2.2"] != verdict.Fail {
+		t.Errorf("the ack-before-notify mutant over Kafka: CO-2.2 is %s, want fail", got["CO-2.2"])
 	}
 }

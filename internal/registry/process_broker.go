@@ -55,7 +55,7 @@ func serviceBroker(ctx context.Context, ref target.Ref) (consumer.ServiceBroker,
 		name := ""
 		stop := none
 		if bref.Mode() == target.Container {
-			return consumer.ServiceBroker{}, "", nil, errors.New("--broker broker/kafka=container: a consumer service takes the embedded kfake (broker/kafka) or a cluster at an address (broker/kafka=HOST:PORT)")
+			return consumer.ServiceBroker{}, "", nil, errors.New("--broker broker/kafka=container: a consumer service takes the embedded kfake (broker/kafka) or a cluster at an address (broker/kafka=kafka://HOST:PORT)")
 		}
 		if bref.Mode() == target.Embedded {
 			e, err := kafka.StartEmbedded(ctx)

@@ -12,6 +12,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	goredis "github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/adapters/broker/redis"
@@ -190,5 +191,32 @@ func TestServiceOverKafka(t *testing.T) {
 	t.Log(sum)
 	if got["CO-2.2"] != verdict.Fail {
 		t.Errorf("the ack-before-notify mutant over Kafka: CO-2.2 is %s, want fail", got["CO-2.2"])
+	}
+}
+
+// A cluster at an address (broker/kafka=kafka://HOST:PORT), three brokers: the
+// service reaches every node through the kit's proxy listeners.
+func TestServiceOverKafkaURL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: runs a consumer service over kfake")
+	}
+	if exec.Command("python3", "-c", "import kafka").Run() != nil {
+		t.Skip("python3 has no kafka module (apt-get install python3-kafka)")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(root)
+	t.Setenv("TMPDIR", t.TempDir())
+	c, err := kfake.NewCluster(kfake.NumBrokers(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got, sum := verdicts(runServiceOver(t, "process-python", "broker/kafka=kafka://"+c.ListenAddrs()[0], "CO-2.1"))
+	t.Log(sum)
+	if got["CO-2.1"] != verdict.Pass {
+		t.Errorf("Python reference over broker/kafka=kafka://HOST:PORT: CO-2.1 is %s, want pass", got["CO-2.1"])
 	}
 }

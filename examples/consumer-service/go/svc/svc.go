@@ -122,6 +122,9 @@ func Run(ctx context.Context, d Defects, nested bool) error {
 	defer db.Close()
 	s := &service{d: d, nested: nested, worker: worker, owner: fmt.Sprintf("%s/%d", worker, os.Getpid()), lease: ackWait, db: db,
 		index: indexURL, notify: notifyURL, http: &http.Client{Timeout: 5 * time.Second}}
+	if os.Getenv("ONCEPROOF_BROKER") == "kafka" {
+		return s.runKafka(ctx)
+	}
 	if os.Getenv("ONCEPROOF_BROKER") == "redis" {
 		return s.runRedis(ctx)
 	}

@@ -187,10 +187,12 @@ func TestServiceOverKafka(t *testing.T) {
 			t.Errorf("Python reference over Kafka: %s is %s, want %s", id, got[id], want)
 		}
 	}
-	got, sum = verdicts(runServiceOver(t, "mutant-process-python-ack-before-notify", "broker/kafka", "CO-2.2"))
-	t.Log(sum)
-	if got["CO-2.2"] != verdict.Fail {
-		t.Errorf("the ack-before-notify mutant over Kafka: CO-2.2 is %s, want fail", got["CO-2.2"])
+	for _, m := range []string{"mutant-process-python-ack-before-notify", "mutant-process-go-ack-first"} {
+		got, sum := verdicts(runServiceOver(t, m, "broker/kafka", "CO-2.2"))
+		t.Log(sum)
+		if got["CO-2.2"] != verdict.Fail {
+			t.Errorf("%s over Kafka: CO-2.2 is %s, want fail", m, got["CO-2.2"])
+		}
 	}
 }
 

@@ -285,6 +285,13 @@ class Kafka:
     not probe the broker's version (kfake answers ApiVersions; the probe is slow)."""
 
     def __init__(self, brokers, topic, group):
+        try:
+            import kafka  # noqa: F401
+        except ImportError:
+            # A python3 that is not Debian's (pyenv, a venv) does not see the
+            # package apt installed; kafka-python is pure Python, so its
+            # directory serves any 3.x of the same kind.
+            sys.path.append("/usr/lib/python3/dist-packages")
         from kafka import KafkaConsumer, TopicPartition
         from kafka.structs import OffsetAndMetadata
         self.OffsetAndMetadata = OffsetAndMetadata

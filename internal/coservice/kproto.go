@@ -180,9 +180,7 @@ func (p *kafkaProxy) serve(id int, client, up net.Conn) (func(), func()) {
 								b.Host, b.Port = h, pt
 							}
 						}
-						frame = append(frame[:0:0], frame[:hdr]...)
-						frame = rr.AppendTo(frame)
-						fixLen(frame)
+						frame = reencode(frame[:hdr], rr)
 					case *kmsg.FindCoordinatorResponse:
 						if rr.Host != "" {
 							if h, pt, ok := p.rewrite(rr.Host, rr.Port); ok {
@@ -195,9 +193,7 @@ func (p *kafkaProxy) serve(id int, client, up net.Conn) (func(), func()) {
 								c.Host, c.Port = h, pt
 							}
 						}
-						frame = append(frame[:0:0], frame[:hdr]...)
-						frame = rr.AppendTo(frame)
-						fixLen(frame)
+						frame = reencode(frame[:hdr], rr)
 					case *kmsg.FetchResponse:
 						seqs = fetchedSeqs(rr, p.ch, q.fetchAt)
 					}
@@ -274,6 +270,14 @@ func readFrame(r io.Reader) ([]byte, error) {
 	copy(f, l[:])
 	_, err := io.ReadFull(r, f[4:])
 	return f, err
+}
+
+// reencode is a fresh frame of the header hdr (length prefix included)
+// and the rewritten response body, its length prefix fixed.
+func reencode(hdr []byte, body interface{ AppendTo([]byte) []byte }) []byte {
+	frame := body.AppendTo(append([]byte(nil), hdr...))
+	fixLen(frame)
+	return frame
 }
 
 func fixLen(frame []byte) { binary.BigEndian.PutUint32(frame, uint32(len(frame)-4)) }

@@ -64,12 +64,7 @@ func TestServiceOverRedis(t *testing.T) {
 		t.Skip("skipped with -short: runs a consumer service through every consumer rule over Redis (about 90 s)")
 	}
 	serviceRedis(t)
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Chdir(root)
-	t.Setenv("TMPDIR", t.TempDir())
+	atRepoRoot(t)
 
 	got, sum := verdicts(runServiceOver(t, "process-python", "broker/redis"))
 	t.Log(sum)
@@ -116,12 +111,7 @@ func TestServiceOverNATSURL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped with -short: runs a consumer service")
 	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Chdir(root)
-	t.Setenv("TMPDIR", t.TempDir())
+	atRepoRoot(t)
 	e, err := nats.StartEmbedded(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -167,12 +157,7 @@ func TestServiceOverKafka(t *testing.T) {
 		t.Skip("skipped with -short: runs a consumer service over kfake")
 	}
 	needKafkaPython(t)
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Chdir(root)
-	t.Setenv("TMPDIR", t.TempDir())
+	atRepoRoot(t)
 	rules := []string{"CO-1.1", "CO-1.2", "CO-2.1", "CO-2.2"}
 	got, sum := verdicts(runServiceOver(t, "process-python", "broker/kafka", rules...))
 	t.Log(sum)
@@ -201,12 +186,7 @@ func TestServiceOverKafkaURL(t *testing.T) {
 		t.Skip("skipped with -short: runs a consumer service over kfake")
 	}
 	needKafkaPython(t)
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Chdir(root)
-	t.Setenv("TMPDIR", t.TempDir())
+	atRepoRoot(t)
 	c, err := kfake.NewCluster(kfake.NumBrokers(3))
 	if err != nil {
 		t.Fatal(err)
@@ -231,4 +211,17 @@ func needKafkaPython(t *testing.T) {
 		}
 		t.Skip("python3 has no kafka module (apt-get install python3-kafka)")
 	}
+}
+
+// atRepoRoot runs the test from the repository's root (the services' paths
+// are relative to it) with a TMPDIR of its own, so the rules' data
+// directories go with the test.
+func atRepoRoot(t *testing.T) {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(root)
+	t.Setenv("TMPDIR", t.TempDir())
 }

@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,10 +15,20 @@ import (
 )
 
 // TestVerdictMapping pins how each way a rule body can end becomes a verdict,
-// and that a run goes on after a panic or a hang.
+// and that a run goes on after a panic or a hang: the same when the rules run
+// one by one in their specs and when an Ahead set runs them ahead.
 func TestVerdictMapping(t *testing.T) {
+	for _, parallel := range []bool{false, true} {
+		t.Run(map[bool]string{false: "in-spec", true: "ahead"}[parallel], func(t *testing.T) {
+			verdictMapping(t, parallel)
+		})
+	}
+}
+
+func verdictMapping(t *testing.T, parallel bool) {
 	set := func() *spec.Set {
 		s := spec.New("eventstore") // no capabilities: ES-3.1 (needs precheck) is not applicable
+		s.Ahead = parallel
 		s.Timeout = 500 * time.Millisecond
 		s.It("ES-1.1", func(r *spec.R) { r.Ev.Notef("held") })
 		s.It("ES-1.2", func(r *spec.R) { r.Expect(1).To(Equal(2), "one is not two") })
@@ -72,7 +83,7 @@ func TestVerdictMapping(t *testing.T) {
 	if m := got["ES-1.1"].Missing; m != nil {
 		t.Errorf("ES-1.1 (applies) missing %q", m)
 	}
-	if len(got["ES-1.7"].Evidence.Figures) != 1 {
+	if fs := got["ES-1.7"].Evidence.Figures; len(fs) == 0 || fs[0].Name != "x" {
 		t.Errorf("ES-1.7 evidence lost its figure: %+v", got["ES-1.7"].Evidence)
 	}
 	// Filtering: the others are skipped and say why.
@@ -82,5 +93,42 @@ func TestVerdictMapping(t *testing.T) {
 	}
 	if got["ES-1.1"].Verdict != verdict.Pass || got["ES-1.2"].Verdict != verdict.Skipped || !strings.Contains(got["ES-1.2"].Reason, "filtered") {
 		t.Errorf("filtered run: %+v / %+v", got["ES-1.1"], got["ES-1.2"])
+	}
+}
+
+// TestAheadOverlapsAndAloneIsAlone: under Ginkgo an Ahead set's rules run
+// at the same time (two bodies that each wait for the other both pass; one
+// after the other they would wait out their deadline) and an ItAlone rule
+// runs with no other body running.
+func TestAheadOverlapsAndAloneIsAlone(t *testing.T) {
+	var running atomic.Int32
+	started := map[string]chan struct{}{"ES-1.1": make(chan struct{}), "ES-1.2": make(chan struct{})}
+	meet := func(me, other string) spec.Body {
+		return func(r *spec.R) {
+			running.Add(1)
+			defer running.Add(-1)
+			close(started[me])
+			select {
+			case <-started[other]:
+			case <-r.Context().Done():
+				r.Expect(false).To(BeTrue(), me+" ran without "+other)
+			}
+		}
+	}
+	register := func() {
+		s := spec.New("eventstore")
+		s.Ahead = true
+		s.Timeout = 5 * time.Second
+		s.It("ES-1.1", meet("ES-1.1", "ES-1.2"))
+		s.ItAlone("ES-1.3", func(r *spec.R) {
+			r.Expect(running.Load()).To(BeZero(), "other bodies running beside an alone rule")
+		})
+		s.It("ES-1.2", meet("ES-1.2", "ES-1.1"))
+		s.Ginkgo()
+	}
+	for _, r := range runner.Run("t", register, runner.Options{Rules: []string{"ES-1.1", "ES-1.2", "ES-1.3"}}) {
+		if r.Verdict != verdict.Pass {
+			t.Errorf("%s: %s %s", r.Rule, r.Verdict, r.Reason)
+		}
 	}
 }

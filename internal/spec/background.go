@@ -117,6 +117,7 @@ func (s *Set) finish() {
 	if s.Finish != nil {
 		s.Finish()
 	}
+	s.stopAhead()
 	s.bg.mu.Lock()
 	jobs := make([]*job, 0, len(s.bg.jobs))
 	for _, j := range s.bg.jobs {

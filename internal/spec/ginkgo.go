@@ -54,12 +54,32 @@ func (s *Set) ginkgoAt(loc types.CodeLocation, o Option) {
 			}, loc)
 		}
 		for _, ru := range s.rules {
-			ginkgo.It(ru.id+" "+ru.meta.Title, loc, ginkgo.Label(Labels(ru.meta)...),
-				ginkgo.SpecTimeout(s.Timeout), ginkgo.GracePeriod(Grace),
-				func(ctx ginkgo.SpecContext) {
-					once.Do(func() { s.prepare(s.selected()) })
-					s.runGinkgo(ctx, ru, o)
+			decorations := []any{loc, ginkgo.Label(Labels(ru.meta)...), ginkgo.GracePeriod(Grace)}
+			if !s.Ahead {
+				// A body running ahead has its own deadline (runWithin);
+				// its spec may wait longer, for the bodies queued before it.
+				decorations = append(decorations, ginkgo.SpecTimeout(s.Timeout))
+			}
+			ginkgo.It(ru.id+" "+ru.meta.Title, append(decorations, func(ctx ginkgo.SpecContext) {
+				once.Do(func() {
+					ids := s.selected()
+					s.prepare(ids)
+					if s.Ahead {
+						s.startAhead(ids)
+					}
 				})
+				if !s.Ahead || ru.notApplicable() != "" {
+					s.runGinkgo(ctx, ru, o)
+					return
+				}
+				run := s.aheadOf(ru)
+				if run == nil {
+					// Alone: once the bodies running ahead are done.
+					s.waitAhead(ctx)
+					run = s.runNow(ctx, ru)
+				}
+				reportAhead(ctx, ru, run, o)
+			})...)
 		}
 	})
 }

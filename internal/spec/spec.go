@@ -206,6 +206,7 @@ type rule struct {
 	missing []string
 	why     string // the target's own reason, with the missing capability
 	body    Body
+	alone   bool // runs with no other rule of the set (ItAlone)
 }
 
 // Set holds the rules of one suite against one target.
@@ -216,10 +217,20 @@ type Set struct {
 
 	// Timeout bounds each rule.
 	Timeout time.Duration
-	// Parallel runs the rules at the same time where the driver can: under
-	// go test as parallel subtests. Ginkgo runs specs one after another, so
-	// a rule that mostly waits registers with Background instead.
+	// Parallel runs the rules at the same time under go test, as parallel
+	// subtests: they run after the test function that called Test
+	// returned, so only a suite whose targets clean up with t.Cleanup sets
+	// it (the broker's). A rule registered with ItAlone is not parallel.
 	Parallel bool
+	// Ahead runs the rules at the same time under Ginkgo, which runs specs
+	// one after another: from the first spec on, each selected rule's body
+	// runs in the background (at most MaxAhead at once) and its spec
+	// reports the outcome. A rule registered with ItAlone runs by itself
+	// all the same: its spec waits until the bodies running ahead are
+	// done, then runs its body.
+	Ahead bool
+	// MaxAhead bounds the bodies running ahead (default DefaultMaxAhead).
+	MaxAhead int
 	// Prepare, when set, is called once, before the first rule runs and
 	// after the set started the workloads of its Background rules, with the
 	// ids of the rules that will run and apply (Ginkgo: those the label
@@ -239,7 +250,8 @@ type Set struct {
 	// whose missing capabilities have no reason in Lacks.
 	Reasons map[string]string
 
-	bg background
+	bg    background
+	ahead ahead
 }
 
 // New makes a Set for a target that has the given capabilities.
@@ -271,6 +283,15 @@ func (s *Set) It(id string, body Body) {
 		why = s.Reasons[id]
 	}
 	s.rules = append(s.rules, rule{id: id, meta: m, missing: missing, why: why, body: body})
+}
+
+// ItAlone registers rule id with body, to run with no other rule of the
+// set at the same time: a rule that needs the processors to itself (a race
+// whose power counts contended trials within a wall-time cap) or changes
+// what the other rules share (it restarts the target).
+func (s *Set) ItAlone(id string, body Body) {
+	s.It(id, body)
+	s.rules[len(s.rules)-1].alone = true
 }
 
 // notApplicable is the reason a rule does not apply, or "".

@@ -49,7 +49,7 @@ func (s *Set) Test(t *testing.T, opts ...Option) {
 		ran := false
 		t.Run(ru.id, func(t *testing.T) {
 			ran = true
-			if s.Parallel {
+			if s.Parallel && !ru.alone {
 				t.Parallel()
 			}
 			start := time.Now()
@@ -100,11 +100,17 @@ type outcome struct {
 }
 
 func (s *Set) runOne(ru rule, out ...func(line string)) outcome {
+	return s.runWithin(context.Background(), ru, out...)
+}
+
+// runWithin runs ru's body within parent (its cancellation ends the body
+// as its deadline would).
+func (s *Set) runWithin(parent context.Context, ru rule, out ...func(line string)) outcome {
 	ev := &verdict.Evidence{}
 	if why := ru.notApplicable(); why != "" {
 		return outcome{v: verdict.NotApplicable, reason: why, ev: ev, missing: ru.missing}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
+	ctx, cancel := context.WithTimeout(parent, s.Timeout)
 	defer cancel()
 	done := make(chan outcome, 1)
 	go func() {
@@ -156,6 +162,14 @@ func (s *Set) runOne(ru rule, out ...func(line string)) outcome {
 	select {
 	case out := <-done:
 		return out
+	case <-parent.Done():
+		// Cancelled (an interrupted run): the body has Grace to return.
+		select {
+		case out := <-done:
+			return out
+		case <-time.After(Grace):
+			return outcome{v: verdict.Skipped, reason: "the run was interrupted and the rule did not return within " + Grace.String(), ev: ev}
+		}
 	case <-time.After(s.Timeout + Grace):
 		return outcome{v: verdict.Unknown, reason: fmt.Sprintf("the rule did not finish within %s of its deadline %s (the target may hang)", Grace, s.Timeout), ev: ev}
 	}

@@ -144,6 +144,12 @@ func Check(t *testing.T, target Target, opts ...Option) {
 // Register registers every API rule against target as a Ginkgo spec
 // labelled with its id, suite and level. Call it before RunSpecs.
 //
+// The rules' bodies run at the same time (the few that need the target or
+// the processors to themselves alone), from the first spec on, and each
+// spec reports its rule's outcome: a BeforeEach or AfterEach of yours runs
+// around that spec, not around the body, so a target's data is shared by
+// rules that run at once (each uses ids of its own).
+//
 // TCK_REPORT_DIR (or ReportTo) writes the report bundle as Check does,
 // after each rule, the target named by the containers around the call.
 func Register(target Target, opts ...RegisterOption) {
@@ -164,6 +170,9 @@ func newSet(t Target) *spec.Set {
 		caps = append(caps, catalog.CapRestart)
 	}
 	s := spec.New("api", caps...)
+	// Each rule uses request ids of its own; the rules that restart the
+	// service or race at a barrier run alone (ItAlone).
+	s.Ahead = true
 	// API-5.2 waits its horizon by definition.
 	s.Timeout = max(spec.DefaultTimeout, t.Race.Cap+30*time.Second, t.Horizon+30*time.Second)
 	if t.Timeout > 0 {

@@ -204,7 +204,8 @@ func registerBasics(s *spec.Set, t Target) {
 		u.decoyScope()
 	})
 
-	s.It("API-1.5", func(r *spec.R) {
+	// Alone: it restarts the service the other rules talk to.
+	s.ItAlone("API-1.5", func(r *spec.R) {
 		u := begin(r, t)
 		in := u.v.newIntent(r.ID)
 		first := u.create(in, "the first request")

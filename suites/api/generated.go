@@ -368,7 +368,8 @@ func registerGenerated(s *spec.Set, t Target) {
 		}
 	})
 
-	s.It("API-5.1", func(r *spec.R) {
+	// Alone: its schedule kills and restarts the service.
+	s.ItAlone("API-5.1", func(r *spec.R) {
 		seed := gen.Seed(t.Seed)
 		urls := append([]string{t.URL}, t.Replicas...)
 		p := &player{r: r, t: t, seed: seed, urls: urls, tally: gen.Tally{}}
@@ -424,7 +425,8 @@ func registerGenerated(s *spec.Set, t Target) {
 
 	registerRetention(s, t)
 
-	s.It("API-5.3", func(r *spec.R) {
+	// Alone: it kills the service inside a request.
+	s.ItAlone("API-5.3", func(r *spec.R) {
 		u := begin(r, t)
 		proxy, err := httpfault.Start(t.URL)
 		if err != nil {

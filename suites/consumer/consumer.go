@@ -62,6 +62,11 @@ func UnknownIsSkip() Option { return spec.UnknownIsSkip() }
 // labelled with its id, "consumer" and its level. Call it inside a Ginkgo
 // suite before RunSpecs, once per target.
 //
+// In process (no Service) the rules' bodies run at the same time, from the
+// first spec on, each in a world of its own, and each spec reports its
+// rule's outcome: a BeforeEach or AfterEach of yours runs around that
+// spec, not around the body. A Service's rules run one at a time.
+//
 // TCK_REPORT_DIR (or ReportTo) writes the report bundle as Check does,
 // after each rule, the target named by the containers around the call.
 func Register(target Target, opts ...RegisterOption) {
@@ -81,6 +86,10 @@ func newSet(t Target) *spec.Set {
 	caps = append(caps, brokerCaps(t)...)
 	s := spec.New("consumer", caps...)
 	s.Reasons = reasons(t)
+	// In process every rule has its own world (consumer, sinks, broker
+	// streams); a service's replicas are processes of the author's, which
+	// may share a port or a database, so its rules run one at a time.
+	s.Ahead = t.Service == nil
 	if t.Timeout > 0 {
 		s.Timeout = t.Timeout
 	} else if t.Service != nil {

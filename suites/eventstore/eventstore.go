@@ -119,6 +119,12 @@ func Check(t *testing.T, target Target, opts ...Option) {
 // with its id, suite and level. Call it inside a Ginkgo suite (at the top
 // level or in a container, before RunSpecs), once per target.
 //
+// The rules' bodies run at the same time (the few that need the target or
+// the processors to themselves alone), from the first spec on, and each
+// spec reports its rule's outcome: a BeforeEach or AfterEach of yours runs
+// around that spec, not around the body, so a target's data is shared by
+// rules that run at once (each uses ids of its own).
+//
 // TCK_REPORT_DIR (or ReportTo) writes the report bundle as Check does,
 // after each rule, the target named by the containers around the call.
 func Register(target Target, opts ...Option) {

@@ -172,6 +172,10 @@ func newSet(t Target) *spec.Set {
 		caps = append(caps, catalog.CapPreCheck)
 	}
 	s := spec.New("eventstore", caps...)
+	// Every rule opens its own handle and works on aggregates of its own,
+	// so under Ginkgo the rules run at the same time (the races alone, ItAlone); not on
+	// a store with one handle, nor under a fault that stops the store.
+	s.Ahead = t.OneHandle == "" && t.Disrupt == nil
 	if t.Timeout > 0 {
 		s.Timeout = t.Timeout
 	}

@@ -114,7 +114,9 @@ type tornTrial struct {
 }
 
 func registerTorn(s *spec.Set, t Target) {
-	s.It("ES-4.2", func(r *spec.R) {
+	// Alone: it counts loads that overlapped an append, as a race counts
+	// contended trials.
+	s.ItAlone("ES-4.2", func(r *spec.R) {
 		f := open(r, t)
 		handles := []es.EventStore{f.store}
 		for range 3 {

@@ -24,18 +24,52 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/procs"
 	"github.com/onceproof/tck/internal/reports"
+	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/stall"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
 )
+
+// envProcessorsLock names, for a child, the file whose byte ranges are
+// the run's shares of the processors, which the race rules of every target
+// take (spec.ShareProcessors).
+const envProcessorsLock = "TCK_PROCESSORS_LOCK"
+
+// fileLock is a hold on a share of the processors: an exclusive lock on
+// one of the first `shares` bytes of path (which the parent made), taken
+// through the open file description (F_OFD_SETLK), so two holds conflict
+// even within a process, and the kernel drops them when the child exits.
+func fileLock(path string, shares int) func(ctx context.Context) (func(), error) {
+	return func(ctx context.Context) (func(), error) {
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			return nil, fmt.Errorf("the run's processor lock: %w", err)
+		}
+		for {
+			for i := range shares {
+				lk := syscall.Flock_t{Type: syscall.F_WRLCK, Whence: 0, Start: int64(i), Len: 1}
+				if err := syscall.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk); err == nil {
+					return func() { f.Close() }, nil // closing the description drops its lock
+				}
+			}
+			select {
+			case <-ctx.Done():
+				f.Close()
+				return nil, ctx.Err()
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+}
 
 // childCommand is the hidden command a child runs: childCommand INDEX NAME
 // RUN-ARGS... (not in the usage: the parent alone starts it).
@@ -92,6 +126,9 @@ func cmdRunTarget(ctx context.Context, args []string, stdout, _ io.Writer) error
 	}
 	// The heartbeat of the process that runs the rules (package stall).
 	defer stall.Hold()()
+	if path := os.Getenv(envProcessorsLock); path != "" {
+		defer spec.ShareProcessors(fileLock(path, spec.ProcessorShares()))()
+	}
 	o := runTarget(ctx, cfg, cfg.p.targets[i], sink{
 		line:    func(l string) { send(childEvent{Line: l}) },
 		errLine: func(l string) { send(childEvent{Err: l}) },
@@ -297,69 +334,32 @@ func runChildren(ctx context.Context, exe string, cfg runConfig, logFile io.Writ
 		at = cfg.jobs
 	}
 	slots := make(chan struct{}, at)
+	// The race rules of every target take one lock of the run's
+	// (spec.ShareProcessors), so two never run at once; the rest overlap.
+	lock, err := os.CreateTemp("", "tck-processors-*.lock")
+	if err == nil {
+		lock.Close()
+		defer os.Remove(lock.Name())
+		cfg.processorsLock = lock.Name()
+	}
 	var wg sync.WaitGroup
-	for _, lane := range lanes(cfg.p) {
+	for i, t := range targets {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for _, i := range lane {
-				t := targets[i]
-				slots <- struct{}{}
-				if ctx.Err() != nil {
-					outs[i] = interruptedTarget(t, "the run was interrupted", "the run was interrupted before this target started")
-				} else {
-					outs[i] = runChild(ctx, exe, cfg, i, t, children[i], con, raw)
-				}
-				<-slots
-				con.finish(i)
+			slots <- struct{}{}
+			if ctx.Err() != nil {
+				outs[i] = interruptedTarget(t, "the run was interrupted", "the run was interrupted before this target started")
+			} else {
+				outs[i] = runChild(ctx, exe, cfg, i, t, children[i], con, raw)
 			}
+			<-slots
+			con.finish(i)
 		}()
 	}
 	wg.Wait()
 	close(allDone)
 	return outs
-}
-
-// lanes groups the plan's targets (by index) into lanes that run at once,
-// each running its targets one after another. The targets holding a
-// selected race rule share one lane: a race rule counts the trials whose
-// writers really overlapped within a wall-time cap, so two of them at once
-// would each get half the processors and, on a loaded machine, end unknown
-// short of their power target. Every other target has a lane of its own.
-func lanes(p plan) [][]int {
-	var races []int
-	var out [][]int
-	for i, t := range p.targets {
-		if holdsRace(t.kind.Suite, p.rules) {
-			if races == nil {
-				out = append(out, nil) // the race lane starts where its first target is
-			}
-			races = append(races, i)
-			continue
-		}
-		out = append(out, []int{i})
-	}
-	for k := range out {
-		if out[k] == nil {
-			out[k] = races
-		}
-	}
-	return out
-}
-
-// holdsRace says whether a suite's selected rules include a race rule:
-// ES-2.x (the event store's barrier-started races) and API-2.1 (N requests
-// with one id at a barrier), whose power statements need the cores.
-func holdsRace(suite string, rules []string) bool {
-	for _, r := range catalog.All(suite) {
-		if len(rules) > 0 && !contains(rules, r.ID) {
-			continue
-		}
-		if strings.HasPrefix(r.ID, "ES-2.") || r.ID == "API-2.1" {
-			return true
-		}
-	}
-	return false
 }
 
 // runChild runs target i in a child and waits for it.
@@ -372,6 +372,9 @@ func runChild(ctx context.Context, exe string, cfg runConfig, i int, t planned, 
 	cmd := procs.Grouped(exec.Command(exe, append([]string{childCommand, strconv.Itoa(i), t.name}, cfg.args...)...))
 	cmd.Cancel = nil // no context: interrupts are forwarded (child.signal), the parent's death is Pdeathsig
 	cmd.ExtraFiles = []*os.File{w}
+	if cfg.processorsLock != "" {
+		cmd.Env = append(os.Environ(), envProcessorsLock+"="+cfg.processorsLock)
+	}
 	cmd.Stdout, cmd.Stderr = raw, raw
 	c.mu.Lock()
 	c.cmd = cmd

@@ -2,14 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/reports"
 )
 
@@ -75,31 +77,33 @@ func TestPlainValue(t *testing.T) {
 	}
 }
 
-// TestRaceTargetsShareALane: in the default run the targets holding race
-// rules (eventstore, api) run one after another, beside the broker and
-// consumer targets; a --rule run without race rules runs all at once.
-func TestRaceTargetsShareALane(t *testing.T) {
-	p, err := makePlan(registry.Targets(), selection{})
+// TestProcessorsLockShares: the run's shares of the processors, two here:
+// two holds (separate opens, as in two children) get one each, a third
+// waits until one is released; a wait ends with its context.
+func TestProcessorsLockShares(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "processors.lock")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hold := fileLock(path, 2)
+	first, err := hold(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, lane := range lanes(p) {
-		var names []string
-		for _, i := range lane {
-			names = append(names, p.targets[i].name)
-		}
-		got = append(got, strings.Join(names, ", "))
-	}
-	want := []string{"eventstore/sqlite, api/reference, api/reference-replay", "broker/nats", "consumer/reference"}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("lanes %q, want %q", got, want)
-	}
-	p, err = makePlan(registry.Targets(), selection{rules: multi{"ES-1.1", "API-1.1"}})
+	second, err := hold(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l := lanes(p); len(l) != 3 {
-		t.Errorf("ES-1.1 and API-1.1 (three targets): lanes %v, want one each", l)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := hold(ctx); err == nil {
+		t.Fatal("a third hold got a share while two held both")
 	}
+	first()
+	third, err := hold(context.Background())
+	if err != nil {
+		t.Fatalf("after a release: %v", err)
+	}
+	second()
+	third()
 }

@@ -225,13 +225,14 @@ func contains(xs []string, x string) bool {
 // runConfig is a parsed and validated `tck run`: the parent and each of its
 // per-target children (parallel.go) build it from the same arguments.
 type runConfig struct {
-	args     []string // the arguments after "run", as given
-	p        plan
-	out      string
-	quiet    bool
-	jobs     int            // targets at once (1: one after another, in this process)
-	opts     target.Options // seed, windows, keep, profile, max wait, api description
-	profPlan *profile.Plan
+	args           []string // the arguments after "run", as given
+	p              plan
+	out            string
+	quiet          bool
+	jobs           int            // targets at once (1: one after another, in this process)
+	processorsLock string         // the run's lock file for its race rules (runChildren)
+	opts           target.Options // seed, windows, keep, profile, max wait, api description
+	profPlan       *profile.Plan
 }
 
 // parseRun parses and checks a `tck run` command line completely before

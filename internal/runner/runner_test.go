@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"context"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -99,9 +100,13 @@ func verdictMapping(t *testing.T, parallel bool) {
 // TestAheadOverlapsAndAloneIsAlone: under Ginkgo an Ahead set's rules run
 // at the same time (two bodies that each wait for the other both pass; one
 // after the other they would wait out their deadline) and an ItAlone rule
-// runs with no other body running.
+// runs with no other body running; an ItRace rule holds its share of the
+// processors.
 func TestAheadOverlapsAndAloneIsAlone(t *testing.T) {
-	var running atomic.Int32
+	var (
+		running atomic.Int32
+		held    atomic.Bool
+	)
 	started := map[string]chan struct{}{"ES-1.1": make(chan struct{}), "ES-1.2": make(chan struct{})}
 	meet := func(me, other string) spec.Body {
 		return func(r *spec.R) {
@@ -123,10 +128,21 @@ func TestAheadOverlapsAndAloneIsAlone(t *testing.T) {
 		s.ItAlone("ES-1.3", func(r *spec.R) {
 			r.Expect(running.Load()).To(BeZero(), "other bodies running beside an alone rule")
 		})
+		s.ItRace("ES-1.4", func(r *spec.R) {
+			r.Expect(held.Load()).To(BeTrue(), "a race rule ran without the processors")
+		})
 		s.It("ES-1.2", meet("ES-1.2", "ES-1.1"))
 		s.Ginkgo()
 	}
-	for _, r := range runner.Run("t", register, runner.Options{Rules: []string{"ES-1.1", "ES-1.2", "ES-1.3"}}) {
+	defer spec.ShareProcessors(func(context.Context) (func(), error) {
+		held.Store(true)
+		return func() { held.Store(false) }, nil
+	})()
+	results := runner.Run("t", register, runner.Options{Rules: []string{"ES-1.1", "ES-1.2", "ES-1.3", "ES-1.4"}})
+	if len(results) < 4 {
+		t.Fatalf("%d results", len(results))
+	}
+	for _, r := range results {
 		if r.Verdict != verdict.Pass {
 			t.Errorf("%s: %s %s", r.Rule, r.Verdict, r.Reason)
 		}

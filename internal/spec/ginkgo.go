@@ -144,6 +144,13 @@ func (s *Set) runGinkgo(ctx context.Context, ru rule, opts Option) {
 		ginkgo.AddReportEntry(EntryVerdict, Override{Verdict: verdict.NotApplicable, Reason: why, Missing: ru.missing}, ginkgo.ReportEntryVisibilityNever)
 		ginkgo.Skip(string(verdict.NotApplicable) + ": " + why)
 	}
+	if ru.race {
+		release, ok := holdFor(ctx, ev)
+		if !ok {
+			r.Skipped("the run was interrupted while the rule waited for the processors")
+		}
+		defer release()
+	}
 	defer watch(r, func(line string) { fmt.Fprintln(ginkgo.GinkgoWriter, line) })()
 	ru.body(r)
 	if why := r.checksFailed(); why != "" {

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"time"
 	"regexp"
 	"slices"
 	"strings"
@@ -31,8 +32,13 @@ func ResultOf(target string, r types.SpecReport, focus []string) verdict.Result 
 		Evidence: &verdict.Evidence{},
 	}
 	var override *Override
+	var wall *time.Duration
 	for _, e := range r.ReportEntries {
 		switch e.Name {
+		case EntryWall:
+			if w, ok := e.GetRawValue().(time.Duration); ok {
+				wall = &w
+			}
 		case EntryEvidence:
 			if ev, ok := e.GetRawValue().(*verdict.Evidence); ok {
 				res.Evidence = ev.Snapshot()
@@ -49,6 +55,9 @@ func ResultOf(target string, r types.SpecReport, focus []string) verdict.Result 
 		if w, ok := f.Value.(float64); ok && f.Name == "rule wall time" && w*1000 > res.DurationMs {
 			res.DurationMs = w * 1000
 		}
+	}
+	if wall != nil {
+		res.DurationMs = float64(wall.Microseconds()) / 1000
 	}
 	msg := strings.TrimSpace(r.Failure.Message)
 	switch r.State {

@@ -39,6 +39,9 @@ import (
 const (
 	EntryEvidence = "onceproof.evidence"
 	EntryVerdict  = "onceproof.verdict"
+	// EntryWall is how long a body that ran ahead of its spec ran: the
+	// rule's duration, not the spec's (which waited for it).
+	EntryWall = "onceproof.wall"
 )
 
 // DefaultTimeout bounds one rule unless the suite sets another.
@@ -207,6 +210,7 @@ type rule struct {
 	why     string // the target's own reason, with the missing capability
 	body    Body
 	alone   bool // runs with no other rule of the set (ItAlone)
+	race    bool // holds a share of the processors (ItRace)
 }
 
 // Set holds the rules of one suite against one target.
@@ -292,6 +296,17 @@ func (s *Set) It(id string, body Body) {
 func (s *Set) ItAlone(id string, body Body) {
 	s.It(id, body)
 	s.rules[len(s.rules)-1].alone = true
+}
+
+// ItRace registers rule id with body, for a rule that counts what
+// happened at the same time within a wall-time cap (a race's contended
+// trials): it runs ahead like any other, but holds a share of the
+// processors while it runs (one of ProcessorShares), so no more race rules
+// run at once, in this set, another set or another target of the run, than
+// the machine has processors.
+func (s *Set) ItRace(id string, body Body) {
+	s.It(id, body)
+	s.rules[len(s.rules)-1].race = true
 }
 
 // notApplicable is the reason a rule does not apply, or "".

@@ -49,7 +49,7 @@ func (s *Set) Test(t *testing.T, opts ...Option) {
 		ran := false
 		t.Run(ru.id, func(t *testing.T) {
 			ran = true
-			if s.Parallel && !ru.alone {
+			if s.Parallel && !ru.alone && !ru.race {
 				t.Parallel()
 			}
 			start := time.Now()
@@ -97,6 +97,7 @@ type outcome struct {
 	reason  string
 	ev      *verdict.Evidence
 	missing []string // a not-applicable rule's missing capabilities
+	wall    time.Duration // how long the body ran (a wait for the processors left out)
 }
 
 func (s *Set) runOne(ru rule, out ...func(line string)) outcome {
@@ -110,8 +111,16 @@ func (s *Set) runWithin(parent context.Context, ru rule, out ...func(line string
 	if why := ru.notApplicable(); why != "" {
 		return outcome{v: verdict.NotApplicable, reason: why, ev: ev, missing: ru.missing}
 	}
+	if ru.race {
+		release, ok := holdFor(parent, ev)
+		if !ok {
+			return outcome{v: verdict.Skipped, reason: "the run was interrupted while the rule waited for the processors", ev: ev}
+		}
+		defer release()
+	}
 	ctx, cancel := context.WithTimeout(parent, s.Timeout)
 	defer cancel()
+	start := time.Now()
 	done := make(chan outcome, 1)
 	go func() {
 		var cleanups []func()
@@ -161,11 +170,13 @@ func (s *Set) runWithin(parent context.Context, ru rule, out ...func(line string
 	}()
 	select {
 	case out := <-done:
+		out.wall = time.Since(start)
 		return out
 	case <-parent.Done():
 		// Cancelled (an interrupted run): the body has Grace to return.
 		select {
 		case out := <-done:
+			out.wall = time.Since(start)
 			return out
 		case <-time.After(Grace):
 			return outcome{v: verdict.Skipped, reason: "the run was interrupted and the rule did not return within " + Grace.String(), ev: ev}

@@ -171,7 +171,7 @@ func newSet(t Target) *spec.Set {
 	}
 	s := spec.New("api", caps...)
 	// Each rule uses request ids of its own; the rules that restart the
-	// service or race at a barrier run alone (ItAlone).
+	// service (ItAlone) or race at a barrier (ItRace) run alone.
 	s.Ahead = true
 	// API-5.2 waits its horizon by definition.
 	s.Timeout = max(spec.DefaultTimeout, t.Race.Cap+30*time.Second, t.Horizon+30*time.Second)

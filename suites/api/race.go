@@ -142,8 +142,8 @@ func contains(xs []int, x int) bool {
 
 func registerRace(s *spec.Set, t Target) {
 	cfg := t.Race
-	// Alone: N requests at a barrier need the processors.
-	s.ItAlone("API-2.1", func(r *spec.R) {
+	// A race: N requests at a barrier need the processors.
+	s.ItRace("API-2.1", func(r *spec.R) {
 		d := t.Desc
 		target := contendedFor(cfg.Power)
 		c := newClient(d, t.URL, 2*cfg.Requests, true)

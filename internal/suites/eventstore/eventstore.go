@@ -173,7 +173,8 @@ func newSet(t Target) *spec.Set {
 	}
 	s := spec.New("eventstore", caps...)
 	// Every rule opens its own handle and works on aggregates of its own,
-	// so under Ginkgo the rules run at the same time (the races alone, ItAlone); not on
+	// so under Ginkgo the rules run at the same time (the races alone,
+	// ItRace); not on
 	// a store with one handle, nor under a fault that stops the store.
 	s.Ahead = t.OneHandle == "" && t.Disrupt == nil
 	if t.Timeout > 0 {

@@ -676,9 +676,9 @@ func registerRaces(s *spec.Set, t Target) {
 		{"ES-2.6", loadRace(), 5},
 	}
 	for _, rule := range rules {
-		// Alone: a race's power counts contended trials within a wall-time
-		// cap, so it needs the processors the other rules would take.
-		s.ItAlone(rule.id, func(r *spec.R) {
+		// A race: its power counts contended trials within a wall-time cap,
+		// so it needs the processors to itself.
+		s.ItRace(rule.id, func(r *spec.R) {
 			f := open(r, t)
 			cfg := cfg
 			cfg.Power = min(0.5, cfg.Power*rule.weakened)

@@ -2,10 +2,10 @@ package spec
 
 import (
 	"fmt"
-	"time"
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/onsi/ginkgo/v2/types"
 

@@ -96,7 +96,7 @@ type outcome struct {
 	v       verdict.Verdict
 	reason  string
 	ev      *verdict.Evidence
-	missing []string // a not-applicable rule's missing capabilities
+	missing []string      // a not-applicable rule's missing capabilities
 	wall    time.Duration // how long the body ran (a wait for the processors left out)
 }
 

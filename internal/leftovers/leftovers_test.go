@@ -110,7 +110,9 @@ func TestSignal(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, func() bool { _, err := os.Stat(dir); return err == nil })
+			// Once the directory is tracked (it exists a moment before, and
+			// a signal then would find the watcher not yet armed).
+			waitFor(t, func() bool { _, err := os.Stat(dir + ".tracked"); return err == nil })
 			_ = cmd.Process.Signal(syscall.SIGINT)
 			waitFor(t, func() bool { _, err := os.Stat(dir); return os.IsNotExist(err) })
 			if second {
@@ -144,6 +146,9 @@ func child() {
 	})
 	if err != nil {
 		os.Exit(5)
+	}
+	if err := os.WriteFile(dir+".tracked", nil, 0o600); err != nil {
+		os.Exit(6)
 	}
 	// The program goes on after the first signal (the CLI would write its
 	// report); it notices the removal and ends normally, unless told to stay.

@@ -88,7 +88,8 @@ type RaceConfig struct {
 	// Power is the violation rate per contended trial that a pass rules
 	// out with 99% probability (default 0.01: 459 contended trials).
 	Power float64
-	// Cap is the hard limit in wall time (default 40 s).
+	// Cap is the hard limit in wall time, time the kit itself was not
+	// scheduled left out (default 40 s).
 	Cap time.Duration
 	// MaxTrials is the hard limit in trials (default 100,000).
 	MaxTrials int

@@ -14,6 +14,7 @@ import (
 	"github.com/onceproof/tck/internal/apidesc"
 	"github.com/onceproof/tck/internal/history"
 	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/stall"
 )
 
 // API-2.1 is stochastic: trials of N requests with one id released together
@@ -160,7 +161,7 @@ func registerRace(s *spec.Set, t Target) {
 		defer func() { r.Ev.Figure("value classes", vals.classes(), "") }()
 		var shown []history.Op
 		for {
-			if r.Context().Err() != nil || time.Since(start) > cfg.Cap || trials >= cfg.MaxTrials {
+			if r.Context().Err() != nil || stall.Scheduled(start, time.Now()) > cfg.Cap || trials >= cfg.MaxTrials {
 				break
 			}
 			trials++

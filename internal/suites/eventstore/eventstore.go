@@ -84,7 +84,8 @@ type RaceConfig struct {
 	// out with 99% probability (default 0.01, which takes 459 contended
 	// trials). Smaller is stronger and slower.
 	Power float64
-	// Cap is the hard limit in wall time per rule (default 15s; a fault
+	// Cap is the hard limit in wall time per rule, time the kit itself was
+	// not scheduled left out (default 15s; a fault
 	// run's cap is extended by the fault's duration).
 	Cap time.Duration
 	// MaxTrials is the hard limit in trials per rule (default 1,000,000).

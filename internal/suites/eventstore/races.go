@@ -131,7 +131,7 @@ func runRace(ctx context.Context, f *fixture, cfg RaceConfig, tr trial, d *disru
 			if out.reached() && (d == nil || d.begun()) {
 				break
 			}
-			if out.Trials-out.fault.trials >= cfg.MaxTrials || time.Since(start)-d.lasted() >= cfg.Cap {
+			if out.Trials-out.fault.trials >= cfg.MaxTrials || stall.Scheduled(start, time.Now())-d.lasted() >= cfg.Cap {
 				break
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/onceproof/tck/internal/gen"
 	"github.com/onceproof/tck/internal/history"
 	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/stall"
 )
 
 // ES-4.2: two writers on two handles race multi-event appends at each next
@@ -135,7 +136,7 @@ func registerTorn(s *spec.Set, t Target) {
 		bodies := gen.Body(false)
 		start := time.Now()
 		trials, loads, queries, appends := 0, 0, 0, 0
-		for loads < tornTarget && time.Since(start) < tornCap && r.Context().Err() == nil {
+		for loads < tornTarget && stall.Scheduled(start, time.Now()) < tornCap && r.Context().Err() == nil {
 			trials++
 			tr := tornRound(r.Context(), f, handles, src, bodies)
 			loads += tr.overlapLoads

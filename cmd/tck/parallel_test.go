@@ -22,10 +22,7 @@ func TestParallelRunKeepsTheOrder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped with -short: builds the CLI")
 	}
-	bin := filepath.Join(t.TempDir(), "tck")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("building tck: %v\n%s", err, out)
-	}
+	bin := tckBinary(t)
 	out := filepath.Join(t.TempDir(), "out")
 	cmd := exec.Command(bin, "run", "--target", "eventstore/memory", "--target", "eventstore/sqlite", "--rule", "ES-1.1,ES-1.2", "--out", out)
 	var stderr bytes.Buffer

@@ -13,6 +13,7 @@ import (
 	"github.com/onceproof/tck/internal/mutants/esmutants"
 	"github.com/onceproof/tck/internal/precheck"
 	"github.com/onceproof/tck/internal/redact"
+	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/suites/eventstore"
 	"github.com/onceproof/tck/internal/target"
 )
@@ -119,7 +120,9 @@ func postgresContainer(ctx context.Context, ref target.Ref) (*target.Started, er
 }
 
 // esStarted binds an event-store factory to the suite.
-func esStarted(ref target.Ref, version string, caps es.Capabilities, open eventstore.Factory, stop func() error) *target.Started {
+// before, when given, runs at the start of every rule (a driver's protocol
+// watch).
+func esStarted(ref target.Ref, version string, caps es.Capabilities, open eventstore.Factory, stop func() error, before ...spec.Body) *target.Started {
 	if stop == nil {
 		stop = func() error { return nil }
 	}
@@ -132,7 +135,11 @@ func esStarted(ref target.Ref, version string, caps es.Capabilities, open events
 			},
 		},
 		Register: func() {
-			eventstore.Register(eventstore.Target{Open: open, Caps: caps, Seed: ref.Opts.Seed, MaxWait: ref.Opts.MaxWait})
+			t := eventstore.Target{Open: open, Caps: caps, Seed: ref.Opts.Seed, MaxWait: ref.Opts.MaxWait}
+			if len(before) > 0 {
+				t.Before = before[0]
+			}
+			eventstore.Register(t)
 		},
 		Stop: stop,
 	}

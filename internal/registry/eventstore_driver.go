@@ -7,15 +7,12 @@ import (
 	"os"
 	"strings"
 
-	"github.com/onsi/ginkgo/v2"
-
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/esdriver"
 	"github.com/onceproof/tck/internal/mutants/esmutants"
 	"github.com/onceproof/tck/internal/procs"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/target"
-	"github.com/onceproof/tck/internal/verdict"
 )
 
 // The commands of the kit's own driver adapters, relative to the module
@@ -129,7 +126,7 @@ func driverStarted(fixed, needEnv string) start {
 		caps := es.Capabilities{AcceptsVersionGap: h.Capabilities.AcceptsVersionGap, PreCheck: refCaps().PreCheck}
 		stop := func() error { return errors.Join(drv.Stop(), rmData()) }
 		st := esStarted(ref, fmt.Sprintf("%s (driver protocol %d)", orUnnamed(h.Store), h.Protocol), caps,
-			func(ctx context.Context) (es.EventStore, error) { return drv.Open(ctx) }, stop)
+			func(ctx context.Context) (es.EventStore, error) { return drv.Open(ctx) }, stop, protocolProblemsAreUnknown(drv))
 		st.Info.Address = target.Redact(line)
 		st.Info.Config["command"] = target.Redact(line)
 		st.Info.Config["driver"] = fmt.Sprintf("JSON lines on stdin/stdout, protocol %d, requests in flight at once", esdriver.Version)
@@ -143,11 +140,6 @@ func driverStarted(fixed, needEnv string) start {
 			st.Info.Notes = append(st.Info.Notes, "one adapter process: it does not say sharedData, so the kit cannot start a second instance over the same data; the rule's handles are on that process")
 		}
 		st.Info.Notes = append(st.Info.Notes, "an adapter that dies is restarted at the next handle opened; a protocol error (a line that is not a reply, an exit mid-rule, a reply that never came) makes the rule running then unknown, with the adapter's last output")
-		inner := st.Register
-		st.Register = func() {
-			protocolProblemsAreUnknown(drv)
-			inner()
-		}
 		return st, nil
 	}
 }
@@ -159,43 +151,31 @@ func orUnnamed(s string) string {
 	return s
 }
 
-// protocolProblemsAreUnknown registers, around every rule, the check that
-// turns a rule during which the adapter broke the protocol into unknown: a
-// failure then may be the kit's lost reply, not the store's behaviour. The
-// problems and the adapter's last output go to the evidence.
-func protocolProblemsAreUnknown(drv *esdriver.Driver) {
-	var mark int
-	ginkgo.BeforeEach(func() { mark = drv.Problems() })
-	ginkgo.AfterEach(func() {
-		problems := drv.ProblemsSince(mark)
-		if len(problems) == 0 {
-			return
-		}
-		rep := ginkgo.CurrentSpecReport()
-		var ev *verdict.Evidence
-		for _, e := range rep.ReportEntries {
-			if e.Name == spec.EntryEvidence {
-				ev, _ = e.GetRawValue().(*verdict.Evidence)
+// protocolProblemsAreUnknown is the start of every rule against a driver
+// adapter: a failure during which the adapter broke the protocol may be
+// the kit's lost reply, not the store's behaviour, so it is unknown (the
+// rules run at once, so a problem in another rule's call counts too: doubt
+// errs towards unknown). The problems, with the adapter's last output, go
+// to the evidence.
+func protocolProblemsAreUnknown(drv *esdriver.Driver) spec.Body {
+	return func(r *spec.R) {
+		mark := drv.Problems()
+		r.Excuse(func(string) string {
+			problems := drv.ProblemsSince(mark)
+			if len(problems) == 0 {
+				return ""
 			}
-		}
-		if ev == nil {
-			ev = &verdict.Evidence{}
-			ginkgo.AddReportEntry(spec.EntryEvidence, ev, ginkgo.ReportEntryVisibilityNever)
-		}
-		for _, p := range problems {
-			ev.Notef("driver protocol error: %s", p)
-		}
-		if !rep.Failed() {
-			return
-		}
-		if msg := strings.TrimSpace(rep.Failure.Message); msg != "" {
-			ev.Notef("a failure the kit did not count (the adapter broke the protocol during the rule): %s", msg)
-		}
-		first, _, _ := strings.Cut(problems[0], "; its last output:")
-		reason := fmt.Sprintf("the adapter broke the driver protocol during the rule: %s (its last output is in the evidence)", first)
-		if len(problems) > 1 {
-			reason += fmt.Sprintf(", and %d more problems", len(problems)-1)
-		}
-		ginkgo.AddReportEntry(spec.EntryVerdict, spec.Override{Verdict: verdict.Unknown, Reason: reason}, ginkgo.ReportEntryVisibilityNever)
-	})
+			first, _, _ := strings.Cut(problems[0], "; its last output:")
+			reason := fmt.Sprintf("the adapter broke the driver protocol during the rule: %s (its last output is in the evidence)", first)
+			if len(problems) > 1 {
+				reason += fmt.Sprintf(", and %d more problems", len(problems)-1)
+			}
+			return reason
+		})
+		r.DeferCleanup(func() {
+			for _, p := range drv.ProblemsSince(mark) {
+				r.Ev.Notef("driver protocol error: %s", p)
+			}
+		})
+	}
 }

@@ -152,6 +152,9 @@ func (s *Set) runGinkgo(ctx context.Context, ru rule, opts Option) {
 		defer release()
 	}
 	defer watch(r, func(line string) { fmt.Fprintln(ginkgo.GinkgoWriter, line) })()
+	if s.Before != nil {
+		s.Before(r)
+	}
 	ru.body(r)
 	if why := r.checksFailed(); why != "" {
 		failed(why)

@@ -235,6 +235,11 @@ type Set struct {
 	Ahead bool
 	// MaxAhead bounds the bodies running ahead (default DefaultMaxAhead).
 	MaxAhead int
+	// Before, when set, runs at the start of every rule's body, with the
+	// rule's R: the kit's wiring of a target hooks its own doubts there
+	// (R.Excuse, R.DeferCleanup), per rule whether the rules run one by
+	// one or at once.
+	Before Body
 	// Prepare, when set, is called once, before the first rule runs and
 	// after the set started the workloads of its Background rules, with the
 	// ids of the rules that will run and apply (Ginkgo: those the label

@@ -156,6 +156,9 @@ func (s *Set) runWithin(parent context.Context, ru rule, out ...func(line string
 					ev.Notef("panic: %v\n%s", p, debug.Stack())
 				}
 			}()
+			if s.Before != nil {
+				s.Before(r)
+			}
 			ru.body(r)
 			if why := r.checksFailed(); why != "" {
 				out.v, out.reason = verdict.Fail, why

@@ -63,6 +63,10 @@ type Target struct {
 	// ends without calling Disrupt. ctx is the rule's: Disrupt must return
 	// when it is cancelled.
 	Disrupt func(ctx context.Context, rule string, log Log) error
+	// Before, when set, runs at the start of every rule's body: the kit's
+	// wiring of a driver adapter turns a failure during which the adapter
+	// broke the protocol into unknown there (R.Excuse).
+	Before spec.Body
 }
 
 // Log is where a fault writes what it did while a rule ran: Step (a step on
@@ -178,6 +182,7 @@ func newSet(t Target) *spec.Set {
 	// ItRace); not on
 	// a store with one handle, nor under a fault that stops the store.
 	s.Ahead = t.OneHandle == "" && t.Disrupt == nil
+	s.Before = t.Before
 	if t.Timeout > 0 {
 		s.Timeout = t.Timeout
 	}

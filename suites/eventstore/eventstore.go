@@ -66,7 +66,7 @@ type RaceConfig struct {
 	// trials). Smaller is stronger and slower.
 	Power float64
 	// Cap is the hard limit in wall time per rule, time the kit itself was
-	// not scheduled left out (default 15s; a fault
+	// not scheduled left out (default 30s; a fault
 	// run's cap is extended by the fault's duration).
 	Cap time.Duration
 	// MaxTrials is the hard limit in trials per rule (default 1,000,000).

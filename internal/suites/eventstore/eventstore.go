@@ -89,7 +89,7 @@ type RaceConfig struct {
 	// trials). Smaller is stronger and slower.
 	Power float64
 	// Cap is the hard limit in wall time per rule, time the kit itself was
-	// not scheduled left out (default 15s; a fault
+	// not scheduled left out (default 30s; a fault
 	// run's cap is extended by the fault's duration).
 	Cap time.Duration
 	// MaxTrials is the hard limit in trials per rule (default 1,000,000).
@@ -107,7 +107,7 @@ func (c RaceConfig) withDefaults() RaceConfig {
 		c.Power = defaultPower
 	}
 	if c.Cap <= 0 {
-		c.Cap = 15 * time.Second
+		c.Cap = 30 * time.Second
 	}
 	if c.MaxTrials <= 0 {
 		c.MaxTrials = 1_000_000

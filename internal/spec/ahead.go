@@ -11,10 +11,11 @@ import (
 )
 
 // DefaultMaxAhead bounds an Ahead set's bodies running ahead under
-// Ginkgo: most rules wait (a window, an ack wait, a redelivery), so more
-// than the processors run at once; a rule that needs the processors is
-// registered with ItAlone.
-const DefaultMaxAhead = 8
+// Ginkgo: more than any suite's rules, so the longest rule starts at once
+// wherever the catalog puts it. Most rules wait (a window, an ack wait, a
+// redelivery); a rule that needs the processors holds a share of them
+// (ItRace).
+const DefaultMaxAhead = 32
 
 // ahead is an Ahead set's bodies running ahead of their specs under
 // Ginkgo: Ginkgo runs the specs one after another, so the set runs the

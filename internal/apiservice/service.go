@@ -99,7 +99,7 @@ const (
 const (
 	forgetAfter      = 2 * time.Second
 	forgetLaterAfter = 4 * time.Second
-	readLag     = time.Second
+	readLag          = time.Second
 	// commitGap is how long the second transaction of ResponseAfterCommit
 	// comes after the first (a fsync, a message to a worker).
 	commitGap = 30 * time.Millisecond

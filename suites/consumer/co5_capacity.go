@@ -108,6 +108,7 @@ func registerCapacity(s *spec.Set, t Target) {
 				h.expectModel(fmt.Sprintf("replays of events %d to %d (of the oldest) after %d distinct events", from+1, from+probeOldest, end))
 			}
 		}
+		phase := time.Since(began)
 		h.expectModel(fmt.Sprintf("%d distinct events, each handled once", n))
 		// Replays: the oldest first (a store that keeps the newest N drops
 		// them), then a sample of every age.
@@ -128,7 +129,7 @@ func registerCapacity(s *spec.Set, t Target) {
 		replay(replayed)
 		reach := time.Since(handledAt[0])
 		r.Ev.Figure("distinct events", n, fmt.Sprintf("one de-dupe identity each per declared scope (%d scopes): %d identities the consumer must keep", len(t.Declared.Scopes), n*len(t.Declared.Scopes)))
-		r.Ev.Figure("distinct phase", time.Since(began).Round(time.Millisecond).String(), "handing the distinct events and waiting for their acks")
+		r.Ev.Figure("distinct phase", phase.Round(time.Millisecond).String(), "handing the distinct events and waiting for their acks")
 		r.Ev.Figure("replays", len(picks), fmt.Sprintf("the oldest %d, then %d drawn from every age", min(replayOldest, n), len(picks)-min(replayOldest, n)))
 		if probes > 0 {
 			r.Ev.Figure("early replays", probes*probeOldest, fmt.Sprintf("after every %d distinct events, the %d oldest no earlier look replayed", probeEvery, probeOldest))

@@ -1,8 +1,10 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/onsi/gomega"
@@ -49,6 +51,7 @@ type retained struct {
 	sent    time.Time // before the first request was sent: the key is no older than since then
 	made    time.Time // when its answer came back
 	repeats []timedAnswer
+	refuted bool // its last repeat got an answer the judge fails: the repeats stopped there
 }
 
 type timedAnswer struct {
@@ -122,10 +125,30 @@ func repeatOverHorizon(ctx context.Context, t Target, c *client, v *values) ([]*
 			case <-time.After(time.Until(at)):
 			}
 			a, after := repeatAnswered(ctx, c, p)
-			p.repeats = append(p.repeats, timedAnswer{a: a, after: after, age: time.Since(p.sent)})
+			ta := timedAnswer{a: a, after: after, age: time.Since(p.sent)}
+			p.repeats = append(p.repeats, ta)
+			if refuted(t, ta, p.first) {
+				// The judge fails this repeat whatever the later ones get:
+				// waiting out the rest of the horizon adds nothing.
+				p.refuted = true
+				return obs, nil
+			}
 		}
 	}
 	return obs, nil
+}
+
+// refuted says whether the judge will fail ta, a repeat of the creation
+// first: an answer that is not the declared repeat answer, to a repeat
+// that reached the service within the declared retention.
+func refuted(t Target, ta timedAnswer, first answer) bool {
+	if ret, declared := t.Desc.RetentionFor(); ta.a.Err != nil || (declared && ta.age > ret) {
+		return false
+	}
+	if t.Desc.Contract == Reject409 {
+		return !slices.Contains(t.Desc.Answers.Repeat, ta.a.Status)
+	}
+	return ta.a.Status != first.Status || !bytes.Equal(ta.a.Body, first.Body)
 }
 
 // repeatAnswered sends p's repeat until the service answers (a repeat is
@@ -182,6 +205,11 @@ func judgeRetention(r *spec.R, t Target, c *client, v *values, seed int64, obs [
 		r.Ev.Notef("%d repeats may have reached the service after the declared retention because the kit was late (its host paused or starved it): not judged", late)
 		if judged == 0 {
 			r.Unknown("every repeat may have reached the service after the declared retention (the kit was late): nothing was judged")
+		}
+	}
+	for _, p := range obs {
+		if p.refuted {
+			r.Ev.Notef("the repeats stopped at the first wrong answer (id %s, %.1f s after its creation): the rest of the horizon could not change the verdict", p.in.id, p.repeats[len(p.repeats)-1].after.Seconds())
 		}
 	}
 	for _, p := range obs {

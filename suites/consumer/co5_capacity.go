@@ -26,8 +26,8 @@ const (
 	capacityBatch          = 200
 	replayOldest           = 100
 	replaySampled          = 100
-	// capacityBudget bounds the distinct phase on another broker than the
-	// embedded NATS, or for a service: past it (and past capacityFloor
+	// capacityBudget bounds the distinct phase over another broker than
+	// the target's own NATS, or for a service: past it (and past capacityFloor
 	// events, the earlier default) the kit stops handing new events and
 	// the evidence states the reach it got.
 	capacityBudget = 4 * time.Second
@@ -51,10 +51,12 @@ func registerCapacity(s *spec.Set, t Target) {
 				n = defaultServiceDistinct
 			}
 		}
-		// The embedded NATS in process always goes the whole way (the rule's
+		// In process over NATS (BrokerCaps nil: the embedded server or the
+		// target's URL) the phase always goes the whole way (the rule's
 		// deadline makes it unknown, never a shorter reach): a busy machine
-		// must not let a capped store through. Another broker, or a service,
-		// may be too slow for it: past the budget the reach is what it got.
+		// must not let a capped store through. Another broker (--broker), or
+		// a service, may be too slow for it: past the budget the reach is
+		// what it got, and the evidence says so.
 		budgeted := t.Service != nil || t.BrokerCaps != nil
 		events := make([]co.Event, 0, n)
 		handledAt := make([]time.Time, 0, n) // real time the event's batch was acked

@@ -70,6 +70,9 @@ const (
 
 	// ForgetKeys keeps a key for 2 s: a repeat later is a new creation.
 	ForgetKeys Defect = "forget-keys"
+	// ForgetKeysLater keeps a key for 4 s (a key memory with a longer
+	// time-to-live, still far short of any declared retention).
+	ForgetKeysLater Defect = "forget-keys-4s"
 	// ResponseAfterCommit commits the order, then stores the response to
 	// replay in a second transaction: a crash between the two leaves a key
 	// without a response, which the service answers as in flight forever.
@@ -94,8 +97,9 @@ const (
 
 // The time constants of the timed defects.
 const (
-	forgetAfter = 2 * time.Second
-	readLag     = time.Second
+	forgetAfter      = 2 * time.Second
+	forgetLaterAfter = 4 * time.Second
+	readLag          = time.Second
 	// commitGap is how long the second transaction of ResponseAfterCommit
 	// comes after the first (a fsync, a message to a worker).
 	commitGap = 30 * time.Millisecond
@@ -348,7 +352,7 @@ func (e *engine) repeat(w http.ResponseWriter, r *http.Request, agg es.Aggregate
 		problem(w, http.StatusServiceUnavailable, "store unavailable", fmt.Sprint("reading the order: ", err), key, tenant)
 		return
 	}
-	if e.defect == ForgetKeys && time.Since(first.At) > forgetAfter {
+	if ttl, ok := e.keyTTL(); ok && time.Since(first.At) > ttl {
 		// The key has expired: the request is taken as a new one.
 		if err := e.store.Append(r.Context(), e.stream(agg, key, rec, version+1)); err != nil {
 			problem(w, http.StatusServiceUnavailable, "store unavailable", err.Error(), key, tenant)
@@ -398,6 +402,18 @@ func (e *engine) repeat(w http.ResponseWriter, r *http.Request, agg es.Aggregate
 	}
 }
 
+// keyTTL is how long a forgetting defect keeps a key; ok is false for a
+// service that keeps its keys.
+func (e *engine) keyTTL() (ttl time.Duration, ok bool) {
+	switch e.defect {
+	case ForgetKeys:
+		return forgetAfter, true
+	case ForgetKeysLater:
+		return forgetLaterAfter, true
+	}
+	return 0, false
+}
+
 // latest is the order's current record and version (0: none).
 func (e *engine) latest(ctx context.Context, agg es.AggregateID) (record, int, error) {
 	streams, err := e.store.Load(ctx, agg, es.InitialVersion, eskit.MaxVersion)
@@ -406,7 +422,7 @@ func (e *engine) latest(ctx context.Context, agg es.AggregateID) (record, int, e
 	}
 	last := streams[len(streams)-1]
 	shown := streams[0] // the creation; an overwrite shows its last write
-	if e.defect == Overwrite || e.defect == ForgetKeys || e.defect == ResponseAfterCommit {
+	if _, forgets := e.keyTTL(); e.defect == Overwrite || forgets || e.defect == ResponseAfterCommit {
 		shown = last
 	}
 	var rec record

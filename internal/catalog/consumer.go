@@ -58,6 +58,6 @@ func init() {
 		co("CO-5.1", Must, Requirement, "a randomized schedule of redeliveries, edits, stale replays and crashes ends equal to the model",
 			"每个有副作用的消费者都应在自己的持久边界内记录稳定输入身份. A seeded schedule of at least 200 events ends with every sink equal to the model and every (message, version, scope) effect counted exactly once.", srcDownstream, CapConsumerAckWait, CapConsumerNak),
 		co("CO-5.2", Must, Requirement, "thousands of distinct events, then redeliveries reaching back to the oldest: no second effect (the de-dupe store has no capacity that shows)",
-			"每个有副作用的消费者都应在自己的持久边界内记录稳定输入身份. The kit hands the consumer thousands of distinct events in process (a thousand to a service), across a calendar boundary of its clock, then replays the oldest and a sample of every age: a de-dupe store with a capacity, an eviction policy or a record kept per calendar day makes a second effect. The evidence states the reach: how many events and how much time back the oldest replay came.", srcDownstream),
+			"每个有副作用的消费者都应在自己的持久边界内记录稳定输入身份. The kit hands the consumer 12000 distinct events in process (a thousand to a service; over another broker as many as its time budget allows, at least 2000), across a calendar boundary of its clock, then replays the oldest and a sample of every age: a de-dupe store with a capacity (an LRU of 10000 keys), an eviction policy or a record kept per calendar day makes a second effect. The evidence states the reach: how many events and how much time back the oldest replay came, and the store capacity it rules out.", srcDownstream),
 	)
 }

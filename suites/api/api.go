@@ -68,7 +68,7 @@ type Target struct {
 	// and records it in its evidence; `tck run --seed` replays it).
 	Seed int64
 	// Horizon is how long after a creation the kit checks repeats (API-5.2;
-	// default 2.25 s, bounded by the declared retention).
+	// default 6 s; bounded by the declared retention).
 	Horizon time.Duration
 	// Race tunes API-2.1; zero values take the defaults.
 	Race RaceConfig

@@ -1,6 +1,9 @@
 package consumer
 
 import (
+	"sync"
+	"sync/atomic"
+
 	"github.com/onceproof/tck/co"
 )
 
@@ -16,18 +19,68 @@ type msgState struct {
 // it is acked.
 func (w *world) publish(e co.Event, brokerID string) {
 	w.track(brokerID, e)
-	op := w.rec.Invoke("kit", "publish", brokerID)
-	where, dup, err := w.tr.send(e, brokerID)
-	if err != nil {
-		op.Info(err.Error())
+	if err := w.send(e, brokerID); err != nil {
 		w.r.Unknown("publishing %s failed: %v", brokerID, err)
 	}
-	if dup {
+}
+
+// publishMany publishes events, each under its event id, from a few
+// goroutines at once: a rule of thousands of events (CO-5.2) would
+// otherwise wait out one broker round trip per event in turn. The first
+// failure ends the rule as publish's does, once every send has returned.
+func (w *world) publishMany(events []co.Event) {
+	const senders = 4
+	var (
+		wg    sync.WaitGroup
+		next  atomic.Int64
+		mu    sync.Mutex
+		first error
+		which string
+	)
+	for _, e := range events {
+		w.track(e.EventID, e)
+	}
+	for range min(senders, len(events)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(events) || w.ctx.Err() != nil {
+					return
+				}
+				e := events[i]
+				if err := w.send(e, e.EventID); err != nil {
+					mu.Lock()
+					if first == nil {
+						first, which = err, e.EventID
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		w.r.Unknown("publishing %s failed: %v", which, first)
+	}
+}
+
+// send is publish's send and its record, without ending the rule.
+func (w *world) send(e co.Event, brokerID string) error {
+	op := w.rec.Invoke("kit", "publish", brokerID)
+	where, dup, err := w.tr.send(e, brokerID)
+	switch {
+	case err != nil:
+		op.Info(err.Error())
+	case dup:
 		op.OK("dropped by the broker as a duplicate")
 		w.markAcked(brokerID) // nothing will be delivered for it
-		return
+	default:
+		op.OK("at " + where)
 	}
-	op.OK("at " + where)
+	return err
 }
 
 // track registers a message put on the topic (by publish, or by an outbox
@@ -38,6 +91,7 @@ func (w *world) track(brokerID string, e co.Event) {
 	if _, ok := w.msgs[brokerID]; !ok {
 		w.msgs[brokerID] = &msgState{brokerID: brokerID, event: e}
 		w.order = append(w.order, brokerID)
+		w.unacked++
 	}
 }
 
@@ -67,9 +121,18 @@ func (w *world) attempts(brokerID string) int {
 func (w *world) markAcked(brokerID string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if st, ok := w.msgs[brokerID]; ok {
+	if st, ok := w.msgs[brokerID]; ok && !st.acked {
 		st.acked = true
+		w.unacked--
 	}
+}
+
+// anyPending reports whether a message is not yet acked, without the walk
+// pending makes (settle polls it; CO-5.2 tracks thousands of messages).
+func (w *world) anyPending() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.unacked > 0
 }
 
 // pending lists copies of the messages not yet acked, in publish order.

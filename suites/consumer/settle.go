@@ -11,7 +11,7 @@ import (
 // settled reports whether every published message is acked and the
 // transport has nothing in flight.
 func (w *world) settled() bool {
-	return len(w.pending()) == 0 && w.tr.quiet()
+	return !w.anyPending() && w.tr.quiet()
 }
 
 // settle waits until the step is settled. If that does not happen within

@@ -58,6 +58,7 @@ type world struct {
 	mu          sync.Mutex
 	msgs        map[string]*msgState // by broker message id
 	order       []string
+	unacked     int // messages of msgs not acked
 	wires       []*tripwire
 	crashes     int
 	loseAck     map[string]int // event id -> acks still to lose

@@ -63,6 +63,9 @@ type Design struct {
 	TextVersions   bool // index scope: skips an event whose version is not above the newest seen, compared as text
 	AnyVersionSent bool // a take-over asks "is any version of the message there?" instead of "this version?"
 	Cap            int  // >0: an instance keeps at most Cap de-dupe records, deleting its oldest beyond that
+	// LRU >0: the de-dupe store (shared by every instance, as a cache
+	// server is) keeps at most LRU keys, evicting the least recently used.
+	LRU int
 }
 
 // Key is the reference de-dupe key: (message id, version, scope).
@@ -94,8 +97,9 @@ func (d Design) Factory() co.Factory {
 	if d.Lease <= 0 {
 		d.Lease = 4 * time.Minute
 	}
+	stores := lruStores{cap: d.LRU, by: map[string]*lru{}}
 	return func(ctx context.Context, env co.Env) (co.Consumer, error) {
-		return &instance{d: d, env: env, mem: map[string]bool{}}, nil
+		return &instance{d: d, env: env, mem: map[string]bool{}, lru: stores.of(env.Rule)}, nil
 	}
 }
 
@@ -104,6 +108,7 @@ type instance struct {
 	env  co.Env
 	mem  map[string]bool // only the Memory design uses it; it dies with the instance
 	kept []string        // only the Cap design: the records it wrote, oldest first
+	lru  *lru            // only the LRU design: the store's keys, shared by the instances
 }
 
 // key is the de-dupe key of (e, scope) under the design.
@@ -119,6 +124,9 @@ func (c *instance) key(e co.Event, scope string) string {
 func (c *instance) markDone(ctx context.Context, key string) error {
 	if err := c.env.Store.Put(ctx, key, done, c.d.Lifetime); err != nil {
 		return err
+	}
+	for _, k := range c.lru.use(key) {
+		_ = c.env.Store.Delete(ctx, k)
 	}
 	if c.d.Cap > 0 {
 		c.kept = append(c.kept, key)
@@ -265,6 +273,7 @@ func (c *instance) apply(ctx context.Context, e co.Event, scope string) (busy bo
 		case !found:
 			return true, nil // expired between the two calls: try again later
 		case rec.Value == done:
+			c.lru.use(key) // a hit makes the key the most recently used
 			return false, nil
 		case c.live(rec.Value):
 			return true, nil

@@ -49,6 +49,8 @@ func All() []Mutant {
 		// Issue 20: fresh defects the earlier tame values and schedules let through.
 		{Name: "forget-keys", Build: Service{apidesc.Reject409, apiservice.ForgetKeys}, MustFail: []string{"API-5.2"},
 			Defect: "keeps a key for 2 s (a cache with a time-to-live): a later repeat is a new creation"},
+		{Name: "forget-keys-4s", Build: Service{apidesc.Reject409, apiservice.ForgetKeysLater}, MustFail: []string{"API-5.2"},
+			Defect: "keeps a key for 4 s (a key memory with a longer time-to-live, far short of the declared 24 h): a repeat after 4 s is a new creation"},
 		{Name: "response-after-commit", Build: Service{apidesc.Replay, apiservice.ResponseAfterCommit}, MustFail: []string{"API-5.3"},
 			Defect: "commits the order, then stores the response to replay in a second transaction: killed between the two, the key is answered as in flight for ever"},
 		{Name: "partial-fingerprint", Build: Service{apidesc.Replay, apiservice.PartialFingerprint}, MustFail: []string{"API-1.3", "API-4.1"},

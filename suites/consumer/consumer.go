@@ -65,7 +65,8 @@ func UnknownIsSkip() Option { return spec.UnknownIsSkip() }
 // In process (no Service) the rules' bodies run at the same time, from the
 // first spec on, each in a world of its own, and each spec reports its
 // rule's outcome: a BeforeEach or AfterEach of yours runs around that
-// spec, not around the body. A Service's rules run one at a time.
+// spec, not around the body. A Service's rules run one at a time unless
+// Service.Concurrent says more.
 //
 // TCK_REPORT_DIR (or ReportTo) writes the report bundle as Check does,
 // after each rule, the target named by the containers around the call.
@@ -88,8 +89,12 @@ func newSet(t Target) *spec.Set {
 	s.Reasons = reasons(t)
 	// In process every rule has its own world (consumer, sinks, broker
 	// streams); a service's replicas are processes of the author's, which
-	// may share a port or a database, so its rules run one at a time.
-	s.Ahead = t.Service == nil
+	// may share a port or a database, so its rules run one at a time
+	// unless it says otherwise (Service.Concurrent).
+	s.Ahead = t.Service == nil || t.Service.Concurrent > 1
+	if t.Service != nil && t.Service.Concurrent > 1 {
+		s.MaxAhead = t.Service.Concurrent
+	}
 	if t.Timeout > 0 {
 		s.Timeout = t.Timeout
 	} else if t.Service != nil {

@@ -35,6 +35,12 @@ type Service struct {
 	Workers int
 	// Keep keeps each rule's data directory (its path is in the evidence).
 	Keep bool
+	// Concurrent is how many rules run against the service at once, each
+	// with replicas, a data directory and a stream of its own (default 1:
+	// a service may keep state the kit does not give it, a port or a
+	// database of the team's, which rules at once would share). The kit's
+	// own reference services run 3.
+	Concurrent int
 	// AckWait (real) is declared on the durable consumer the kit creates
 	// (default 2 s).
 	AckWait time.Duration

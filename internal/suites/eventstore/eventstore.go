@@ -179,6 +179,7 @@ func newSet(t Target) *spec.Set {
 	registerRaces(s, t)
 	registerPreCheck(s, t)
 	registerGenerated(s, t)
+	registerReach(s, t)
 	return s
 }
 

@@ -96,7 +96,6 @@ func reachReq(bases []string, w, seq int) string {
 // reachFill is one fill: writers on the aggregates, until n more streams
 // are stored or budget has passed.
 type reachFill struct {
-	f       *fixture
 	aggs    []*reachAgg
 	handles []es.EventStore
 	bases   []string
@@ -165,14 +164,14 @@ func (fl *reachFill) run(ctx context.Context, n int, budget time.Duration, progr
 }
 
 // waitScheduled waits until the kit has been scheduled for d since from,
-// or until the clock reaches cap; it says whether d was reached.
-func waitScheduled(ctx context.Context, from time.Time, d time.Duration, cap time.Time) bool {
+// or until the clock reaches limit; it says whether d was reached.
+func waitScheduled(ctx context.Context, from time.Time, d time.Duration, limit time.Time) bool {
 	for {
 		left := d - stall.Scheduled(from, time.Now())
 		if left <= 0 {
 			return true
 		}
-		if until := time.Until(cap); until <= 0 || ctx.Err() != nil {
+		if until := time.Until(limit); until <= 0 || ctx.Err() != nil {
 			return false
 		} else if left > until {
 			left = until
@@ -251,7 +250,7 @@ func registerReach(s *spec.Set, t Target) {
 		for w := range aggs {
 			aggs[w] = &reachAgg{id: f.aggregate("reach" + strconv.Itoa(w))}
 		}
-		fill := &reachFill{f: f, aggs: aggs, handles: handles, bases: bases, bodies: bodies}
+		fill := &reachFill{aggs: aggs, handles: handles, bases: bases, bodies: bodies}
 		total := func() int {
 			n := 0
 			for _, a := range aggs {

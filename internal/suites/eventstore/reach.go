@@ -292,10 +292,13 @@ func registerReach(s *spec.Set, t Target) {
 		f.rec.Note("schedule", "wait", fmt.Sprintf("until the oldest request id is %s old, less the late fill's %s", horizon.Round(time.Millisecond), lateTakes.Round(time.Millisecond)), "")
 		waitScheduled(ctx, oldestAt, horizon-lateTakes, waitCap)
 		if late > 0 {
-			call = f.rec.Invoke("writers", "append", fmt.Sprintf("late fill: %d more fresh request ids (sized from %.0f streams/s), for up to %s", late, rate, lateFor*3/2))
+			// Until the oldest ids reach the horizon, should the store slow
+			// down: the retries are not put off.
+			budget := min(lateFor*3/2, max(horizon-stall.Scheduled(oldestAt, time.Now()), lateFor/4))
+			call = f.rec.Invoke("writers", "append", fmt.Sprintf("late fill: %d more fresh request ids (sized from %.0f streams/s), for up to %s", late, rate, budget.Round(time.Millisecond)))
 			t1 := time.Now()
 			var n int
-			n, v, setup = fill.run(ctx, late, lateFor*3/2, func(k int) { progress(early + k) })
+			n, v, setup = fill.run(ctx, late, budget, func(k int) { progress(early + k) })
 			call.OK(fmt.Sprintf("%d stored in %s", n, time.Since(t1).Round(time.Millisecond)))
 			r.Ev.Figure("request ids stored late (after the wait)", n, "")
 			reachEnd(r, f, v, setup)

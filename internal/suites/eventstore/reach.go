@@ -103,8 +103,10 @@ type reachFill struct {
 }
 
 // run stores up to n streams with fresh request ids, one writer per
-// aggregate; it returns how many it stored, a violation ("" for none) and
-// a failure that decides nothing (an error that is not a conflict, the
+// aggregate, for budget of the time the kit was scheduled (a loaded host
+// or a paused kit does not cut the fill short; three times budget on the
+// clock at most); it returns how many it stored, a violation ("" for none)
+// and a failure that decides nothing (an error that is not a conflict, the
 // rule's deadline).
 func (fl *reachFill) run(ctx context.Context, n int, budget time.Duration, progress func(int)) (int, string, error) {
 	var (
@@ -116,7 +118,15 @@ func (fl *reachFill) run(ctx context.Context, n int, budget time.Duration, progr
 		wg      sync.WaitGroup
 	)
 	start := time.Now()
+	var over atomic.Bool // the budget is spent
 	stop := func() bool {
+		if over.Load() {
+			return true
+		}
+		if now := time.Now(); now.Sub(start) >= budget && (stall.Scheduled(start, now) >= budget || now.Sub(start) >= 3*budget) {
+			over.Store(true)
+			return true
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		return v != "" || setup != nil || ctx.Err() != nil
@@ -126,7 +136,7 @@ func (fl *reachFill) run(ctx context.Context, n int, budget time.Duration, progr
 		go func() {
 			defer wg.Done()
 			h := fl.handles[w%len(fl.handles)]
-			for time.Since(start) < budget && !stop() && claimed.Add(1) <= int64(n) {
+			for !stop() && claimed.Add(1) <= int64(n) {
 				seq := len(a.streams) + 1
 				s := es.Stream{Aggregate: a.id, Version: seq, RequestID: reachReq(fl.bases, w, seq), CommandID: "cmd-" + nonce(),
 					Events: []es.Event{{Name: "Reached", Body: fl.bodies[seq%len(fl.bodies)]}}}

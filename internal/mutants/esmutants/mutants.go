@@ -69,6 +69,8 @@ const (
 	sanitizedKey
 	requestPadSpace
 	nameIdentifier
+	requestTTLLong
+	requestLRULarge
 )
 
 // The widths and times of the generated-defect mutants.
@@ -77,9 +79,13 @@ const (
 	bodyWidth     = 64 << 10               // a 64 KiB body column
 	requestTTLFor = 500 * time.Millisecond // request ids forgotten after this
 	lruSize       = 4096                   // request ids a store-wide LRU cache holds
-	recentWindow  = 256                    // an aggregate's newest streams whose request ids Append checks
-	pageSize      = 1000                   // events a load's first (and only) page holds
-	nameBytes     = 63                     // PostgreSQL's identifier limit (NAMEDATALEN-1)
+	// The bounded memories a realistic store keeps, which only ES-4.3
+	// reaches: a time to live of seconds, an LRU of some ten thousand ids.
+	requestTTLLongFor = 3 * time.Second
+	lruLargeSize      = 12000
+	recentWindow      = 256  // an aggregate's newest streams whose request ids Append checks
+	pageSize          = 1000 // events a load's first (and only) page holds
+	nameBytes         = 63   // PostgreSQL's identifier limit (NAMEDATALEN-1)
 )
 
 // window is how many of an aggregate's newest streams the request-window
@@ -136,6 +142,10 @@ func All() []Mutant {
 		{Name: "sanitized-key", Defect: "keys aggregates by their parts with every character outside [A-Za-z0-9._-] replaced by '_' (as a topic or file name)", MustFail: []string{"ES-4.1"}, Build: sanitizedKey},
 		{Name: "name-as-table", Defect: "keeps each aggregate name in its own table, named by the name cut to 63 bytes (PostgreSQL's identifier limit)", MustFail: []string{"ES-4.1"}, Build: nameIdentifier},
 		{Name: "request-id-pad-space", Defect: "compares request ids ignoring trailing spaces, as a PAD SPACE collation does, in Append and in the query", MustFail: []string{"ES-4.1"}, Build: requestPadSpace},
+		// Bounded request-id memories of realistic sizes, which pass every
+		// rule but ES-4.3: ES-4.1's horizon and 6000 ids stay inside them.
+		{Name: "request-id-ttl-3s", Defect: "forgets a request id 3 s after it was stored (a cache with a time to live in front of the write, no unique constraint), in Append and in the query", MustFail: []string{"ES-4.3"}, Build: requestTTLLong},
+		{Name: "request-id-lru-12000", Defect: "Append checks request ids in a store-wide LRU cache of 12000 ids in front of the write (no unique constraint); the query reads the history", MustFail: []string{"ES-4.3"}, Build: requestLRULarge},
 	}
 }
 
@@ -245,7 +255,11 @@ func (db *DB) lruSeen(st es.Stream) bool {
 func (db *DB) lruPut(st es.Stream) {
 	k := db.reqKey(st.Aggregate) + strconv.Quote(st.RequestID)
 	db.lru[k] = db.lruOrder.PushFront(k)
-	if db.lruOrder.Len() > lruSize {
+	size := lruSize
+	if db.flaw == requestLRULarge {
+		size = lruLargeSize
+	}
+	if db.lruOrder.Len() > size {
 		delete(db.lru, db.lruOrder.Remove(db.lruOrder.Back()).(string))
 	}
 }
@@ -362,7 +376,7 @@ func (s *store) append(ctx context.Context, st es.Stream) error {
 		db.write(st)
 		s.wrote[rk] = true
 		return nil
-	case requestLRU, requestRecent:
+	case requestLRU, requestLRULarge, requestRecent:
 		db.mu.Lock()
 		defer db.mu.Unlock()
 		if err := db.checkVersionOnly(st); err != nil {
@@ -370,11 +384,12 @@ func (s *store) append(ctx context.Context, st es.Stream) error {
 		}
 		// The defect: a bounded memory in front of the write decides
 		// whether the request id is new.
-		if db.flaw == requestLRU && db.lruSeen(st) || db.flaw == requestRecent && db.recentSeen(st) {
+		lru := db.flaw == requestLRU || db.flaw == requestLRULarge
+		if lru && db.lruSeen(st) || db.flaw == requestRecent && db.recentSeen(st) {
 			return &es.DuplicateRequestIDError{Aggregate: st.Aggregate, Version: st.Version, RequestID: st.RequestID}
 		}
 		db.write(st)
-		if db.flaw == requestLRU {
+		if lru {
 			db.lruPut(st)
 		}
 		return nil
@@ -507,7 +522,7 @@ func (db *DB) seen(a es.AggregateID, requestID string) bool {
 		return false
 	}
 	at, ok := db.reqs[db.reqKey(a)][db.reqName(requestID)]
-	if ok && db.flaw == requestTTL && time.Since(at) > requestTTLFor {
+	if ok && db.flaw == requestTTL && time.Since(at) > requestTTLFor || ok && db.flaw == requestTTLLong && time.Since(at) > requestTTLLongFor {
 		return false
 	}
 	return ok

@@ -1,6 +1,6 @@
 // Package eventstore is the ES rules behind the public suites/eventstore,
 // with the whole Target the kit fills (a fault to apply during the races,
-// the ES-4.1 horizon of tck run --max-wait). An outside author uses
+// the ES-4.1 and ES-4.3 horizon of tck run --max-wait). An outside author uses
 // suites/eventstore; internal/registry and the kit's tests use this.
 //
 // Every rule opens its own handle through the factory and works on aggregates
@@ -40,7 +40,8 @@ type Target struct {
 	Seed int64
 	// MaxWait, when longer than the default (1.5 s), is the time horizon of
 	// the ES-4.1 schedule: how long after a write its retries and queries
-	// may come (tck run --max-wait).
+	// may come (tck run --max-wait). When longer than 5.5 s it is also how
+	// old ES-4.3's oldest request ids are at their retry.
 	MaxWait time.Duration
 	// OneHandle, when set, says why the factory cannot open a second
 	// handle on the same data; the rules then use one handle and the
@@ -190,6 +191,7 @@ func newSet(t Target) *spec.Set {
 	registerRaces(s, t)
 	registerPreCheck(s, t)
 	registerGenerated(s, t)
+	registerReach(s, t)
 	return s
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -74,5 +75,52 @@ func TestStalledRaceHelper(t *testing.T) {
 	db := memory.NewDB()
 	eventstore.Check(t, eventstore.Target{
 		Open: func(context.Context) (es.EventStore, error) { return deadlined{db.Open()}, nil },
+	})
+}
+
+// TestPausedReachIsNoFailure stops ES-4.3 (this test binary, re-run on the
+// helper below) with SIGSTOP twice for a second, during its fill and during
+// its wait: the rule passes on a correct store, and its evidence counts the
+// time the kit was not scheduled (which it does not count as reach).
+func TestPausedReachIsNoFailure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: ES-4.3 (6 s) stopped twice for a second")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], `-test.run=^TestStalledReachHelper$/^ES-4\.3$`, "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), "ONCEPROOF_STALL_HELPER=1", "TCK_REPORT_DIR="+dir)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []time.Duration{800 * time.Millisecond, 2 * time.Second} {
+		time.Sleep(at)
+		_ = cmd.Process.Signal(syscall.SIGSTOP)
+		time.Sleep(time.Second)
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+	}
+	err := cmd.Wait()
+	s := out.String()
+	if err != nil || !strings.Contains(s, "--- PASS: TestStalledReachHelper/ES-4.3") {
+		t.Fatalf("the paused ES-4.3 did not pass (%v):\n%s", err, s)
+	}
+	res, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(res), "time the kit was not scheduled") {
+		t.Fatalf("the evidence does not count the pauses:\n%s", res)
+	}
+}
+
+// TestStalledReachHelper is the child of TestPausedReachIsNoFailure.
+func TestStalledReachHelper(t *testing.T) {
+	if os.Getenv("ONCEPROOF_STALL_HELPER") != "1" {
+		t.Skip("run by TestPausedReachIsNoFailure in a child process")
+	}
+	db := memory.NewDB()
+	eventstore.Check(t, eventstore.Target{
+		Open: func(context.Context) (es.EventStore, error) { return db.Open(), nil },
 	})
 }

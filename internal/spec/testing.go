@@ -11,6 +11,7 @@ import (
 
 	"github.com/onsi/gomega"
 
+	"github.com/onceproof/tck/internal/leftovers"
 	"github.com/onceproof/tck/internal/safetext"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
@@ -174,19 +175,31 @@ func (s *Set) runWithin(parent context.Context, ru rule, out ...func(line string
 	select {
 	case out := <-done:
 		out.wall = time.Since(start)
-		return out
+		return interrupted(out)
 	case <-parent.Done():
 		// Cancelled (an interrupted run): the body has Grace to return.
 		select {
 		case out := <-done:
 			out.wall = time.Since(start)
-			return out
+			return interrupted(out)
 		case <-time.After(Grace):
 			return outcome{v: verdict.Skipped, reason: "the run was interrupted and the rule did not return within " + Grace.String(), ev: ev}
 		}
 	case <-time.After(s.Timeout + Grace):
 		return outcome{v: verdict.Unknown, reason: fmt.Sprintf("the rule did not finish within %s of its deadline %s (the target may hang)", Grace, s.Timeout), ev: ev}
 	}
+}
+
+// interrupted is out, unless the kit began removing what it created (an
+// interrupted tck run) before the body ended: what the body saw then may be
+// the clean-up's doing (a database file gone), so it decides nothing.
+func interrupted(out outcome) outcome {
+	if !leftovers.Closing() {
+		return out
+	}
+	out.ev.Notef("the body ended as %s (%s) after the run was interrupted and the kit had begun removing what it created: not counted", out.v, out.reason)
+	out.v, out.reason = verdict.Skipped, "not decided: the run was interrupted while the rule ran"
+	return out
 }
 
 // runCleanup runs one cleanup; a panic in it is noted, not propagated, so

@@ -45,6 +45,7 @@ type faultOutcome struct {
 	lost          int           // trials whose setup append failed (nothing raced)
 	indeterminate int           // appends from the fault on that failed without a typed conflict
 	audited       int           // rounds judged after it returned
+	deferred      int           // rounds left to judge until it returned
 }
 
 func newDisruption(fn func(context.Context, string, Log) error, r *spec.R) *disruption {
@@ -181,5 +182,6 @@ func (o faultOutcome) figures(ev *verdict.Evidence) {
 	ev.Figure("trials during the fault", o.trials, "")
 	ev.Figure("trials lost to the fault (setup append failed)", o.lost, "")
 	ev.Figure("indeterminate appends from the fault on", o.indeterminate, "")
+	ev.Figure("trials deferred until the store answered again", o.deferred, "")
 	ev.Figure("trials judged after the fault", o.audited, "")
 }

@@ -168,8 +168,16 @@ func TestDisruptedRaceRulesPassOnACorrectStore(t *testing.T) {
 				}
 			}
 			if mode.to == down {
-				if v, _ := figure(got["ES-2.1"], "trials judged after the fault"); v == nil || v.(int) == 0 {
-					t.Errorf("ES-2.1: no round was judged after the store came back: %+v", got["ES-2.1"].Evidence.Figures)
+				// Every round the fault left undecided is judged once the
+				// store is back. Whether a round ran into the fault at all
+				// (rather than losing its setup) is the scheduler's.
+				judged, _ := figure(got["ES-2.1"], "trials judged after the fault")
+				deferred, _ := figure(got["ES-2.1"], "trials deferred until the store answered again")
+				if judged == nil || deferred == nil || judged.(int) != deferred.(int) {
+					t.Errorf("ES-2.1: %v of %v deferred rounds judged after the store came back: %+v", judged, deferred, got["ES-2.1"].Evidence.Figures)
+				}
+				if deferred != nil && deferred.(int) == 0 {
+					t.Logf("ES-2.1: no round ran into the fault this time (every trial during it lost its setup)")
 				}
 			}
 		})

@@ -176,6 +176,7 @@ func runRace(ctx context.Context, f *fixture, cfg RaceConfig, tr trial, d *disru
 	out.Elapsed = time.Since(start)
 	out.fault.err = d.wait()
 	out.fault.duration = d.lasted()
+	out.fault.deferred = len(deferred)
 	for _, rd := range deferred {
 		if out.Violation != "" || out.fault.undecided != "" {
 			break

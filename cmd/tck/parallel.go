@@ -71,40 +71,6 @@ func fileLock(path string, shares int) func(ctx context.Context) (func(), error)
 	}
 }
 
-// yields are the suites whose rules spend processors without timing the
-// target against a clock (races count overlapping calls, with caps in the
-// kit's scheduled time; fills count ids): their children run at a lower
-// priority, so the broker's and the consumer's timed measurements beside
-// them get the processors when they need them.
-var yields = map[string]bool{"eventstore": true, "api": true}
-
-// yieldNice is the niceness of a yielding child.
-const yieldNice = 10
-
-// yieldProcessors lowers this process's priority: every thread's (nice is
-// per thread on Linux; threads started later inherit it from theirs).
-func yieldProcessors() {
-	// Again until a pass finds no thread it had not seen: one started
-	// from a thread not yet lowered keeps the old priority.
-	seen := map[int]bool{}
-	for range 5 {
-		tasks, err := os.ReadDir("/proc/self/task")
-		if err != nil {
-			return // no /proc: the child runs at its parent's priority
-		}
-		fresh := false
-		for _, t := range tasks {
-			if tid, err := strconv.Atoi(t.Name()); err == nil && !seen[tid] {
-				seen[tid], fresh = true, true
-				_ = syscall.Setpriority(syscall.PRIO_PROCESS, tid, yieldNice)
-			}
-		}
-		if !fresh {
-			return
-		}
-	}
-}
-
 // childCommand is the hidden command a child runs: childCommand INDEX NAME
 // RUN-ARGS... (not in the usage: the parent alone starts it).
 const childCommand = "__run-target"
@@ -162,9 +128,6 @@ func cmdRunTarget(ctx context.Context, args []string, stdout, _ io.Writer) error
 	defer stall.Hold()()
 	if path := os.Getenv(envProcessorsLock); path != "" {
 		defer spec.ShareProcessors(fileLock(path, spec.ProcessorShares()))()
-	}
-	if yields[cfg.p.targets[i].kind.Suite] {
-		yieldProcessors()
 	}
 	o := runTarget(ctx, cfg, cfg.p.targets[i], sink{
 		line:    func(l string) { send(childEvent{Line: l}) },

@@ -172,7 +172,8 @@ func newSet(t Target) *spec.Set {
 	}
 	s := spec.New("api", caps...)
 	// Each rule uses request ids of its own; the rules that restart the
-	// service (ItAlone) or race at a barrier (ItRace) run alone.
+	// service run alone (ItAlone), the one that races at a barrier holds a
+	// processor share (ItRace).
 	s.Ahead = true
 	// API-5.2 waits its horizon by definition.
 	s.Timeout = max(spec.DefaultTimeout, t.Race.Cap+30*time.Second, t.Horizon+30*time.Second)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/onceproof/tck/internal/apidesc"
@@ -107,6 +109,7 @@ func (c *client) do(ctx context.Context, actor, action, id string, req *http.Req
 	h := c.rec.Invoke(actor, action, id)
 	res, err := c.hc.Do(req.WithContext(ctx))
 	if err != nil {
+		err = hintReset(err)
 		h.Info("no answer: " + err.Error())
 		return answer{Err: err}
 	}
@@ -123,6 +126,16 @@ func (c *client) do(ctx context.Context, actor, action, id string, req *http.Req
 	}
 	h.Complete(outcome, a.String())
 	return a
+}
+
+// hintReset names the likely cause of a reset before any answer: the kit
+// runs rules at once, and a listen backlog smaller than its burst (5 in
+// Python's socketserver) resets the connections past it.
+func hintReset(err error) error {
+	if errors.Is(err, syscall.ECONNRESET) {
+		return fmt.Errorf("%w (reset before any answer: a listen backlog smaller than the kit's concurrent connections does this)", err)
+	}
+	return err
 }
 
 // create sends the create request with id, scope and body.

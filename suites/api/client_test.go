@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -54,4 +55,31 @@ func listen(t *testing.T) net.Listener {
 		t.Fatal(err)
 	}
 	return ln
+}
+
+// A connection reset before any answer names the listen backlog, the
+// likely cause when the kit's rules run at once against a small one.
+func TestResetNamesTheBacklog(t *testing.T) {
+	ln := listen(t)
+	defer ln.Close()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			buf := make([]byte, 1)
+			conn.Read(buf) // the request has arrived: a close now resets it
+			conn.(*net.TCPConn).SetLinger(0)
+			conn.Close()
+		}
+	}()
+	d := apidesc.Default(apidesc.Reject409)
+	c := newClient(d, "http://"+ln.Addr().String(), 1, false)
+	defer c.close()
+	in := newValues(d, 1, "API-1.1").newIntent("API-1.1")
+	a := c.create(context.Background(), "kit", in.id, in.scope, in.body)
+	if a.Err == nil || !strings.Contains(a.Err.Error(), "listen backlog") {
+		t.Fatalf("got %v, want a reset that names the listen backlog", a.Err)
+	}
 }

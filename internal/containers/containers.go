@@ -49,6 +49,7 @@ import (
 
 	"github.com/onceproof/tck/internal/leftovers"
 	"github.com/onceproof/tck/internal/poll"
+	"github.com/onceproof/tck/internal/procs"
 )
 
 // Labels put on everything the kit creates.
@@ -255,7 +256,7 @@ func Start(ctx context.Context, spec Spec) (*Container, error) {
 		hp, ok := spec.HostPorts[p]
 		if !ok {
 			var err error
-			if hp, err = FreePort(); err != nil {
+			if hp, err = procs.FreePort(); err != nil {
 				return nil, err
 			}
 		}
@@ -482,21 +483,6 @@ func Retry(ctx context.Context, f func() error) error {
 }
 
 const loopback = "127.0.0.1"
-
-// FreePort asks the kernel for a free port on loopback. Another process
-// could take it before Docker binds it; the start then fails and says so.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", loopback+":0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	a, ok := l.Addr().(*net.TCPAddr)
-	if !ok {
-		return 0, fmt.Errorf("listener address %v is not TCP", l.Addr())
-	}
-	return a.Port, nil
-}
 
 var staleOnce sync.Once
 

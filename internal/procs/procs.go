@@ -499,17 +499,3 @@ func (r *ring) lines() []Line {
 	}
 	return append(append([]Line(nil), r.buf[r.next:]...), r.buf[:r.next]...)
 }
-
-// FreePort returns a TCP port free on 127.0.0.1 right now.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	a, ok := l.Addr().(*net.TCPAddr)
-	if !ok {
-		return 0, fmt.Errorf("listener address %v is not TCP", l.Addr())
-	}
-	return a.Port, nil
-}

@@ -140,3 +140,21 @@ func TestBuildGoRun(t *testing.T) {
 	g.Eventually(p.Exited()).WithTimeout(30 * time.Second).Should(gomega.BeClosed())
 	g.Expect(p.Tail(1000)).To(gomega.ContainSubstring("args [--flag v]"))
 }
+
+// A port the kit names for a server it may restart lies below the
+// kernel's ephemeral range, where outgoing connections cannot take it.
+func TestFreePortBelowTheEphemeralRange(t *testing.T) {
+	low := ephemeralLow()
+	if low <= minPort+1000 {
+		t.Skipf("the ephemeral range starts at %d: no room below it, FreePort asks the kernel", low)
+	}
+	for range 20 {
+		port, err := FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if port < minPort || port >= low {
+			t.Fatalf("port %d, want one in [%d, %d)", port, minPort, low)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/onceproof/tck/internal/containers"
 	"github.com/onceproof/tck/internal/nemesis"
+	"github.com/onceproof/tck/internal/procs"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -95,7 +96,7 @@ func StartContainer(ctx context.Context, opts ...ContainerOption) (*Container, e
 	if image == "" {
 		return nil, ErrNoImage
 	}
-	port, err := containers.FreePort()
+	port, err := procs.FreePort()
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -98,8 +97,8 @@ func StartProcess(ctx context.Context, bin string, sync Sync) (*Process, error) 
 		return nil, err
 	}
 	p := &Process{bin: bin, dir: dir, rmDir: rmDir}
-	if p.port, err = freePort(); err == nil {
-		p.mport, err = freePort()
+	if p.port, err = procs.FreePort(); err == nil {
+		p.mport, err = procs.FreePort()
 	}
 	if err != nil {
 		_ = rmDir()
@@ -129,19 +128,6 @@ func StartProcess(ctx context.Context, bin string, sync Sync) (*Process, error) 
 // deletes it and untracks it.
 func tempDir(pattern string) (dir string, remove func() error, err error) {
 	return leftovers.TempDir(pattern)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	a, ok := l.Addr().(*net.TCPAddr)
-	if !ok {
-		return 0, fmt.Errorf("listener address %v is not TCP", l.Addr())
-	}
-	return a.Port, nil
 }
 
 // start starts the child and waits until it is ready (see waitReady): a

@@ -13,6 +13,7 @@ package stall
 
 import (
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 )
@@ -24,8 +25,15 @@ const Tick = 10 * time.Millisecond
 // ordinary jitter of a loaded host, far below any rule's tolerance.
 const Floor = 25 * time.Millisecond
 
-// maxPauses bounds the record; the oldest pause goes first.
+// maxPauses bounds the record; the oldest pause goes first. The lag
+// marks, one per wake-up, are bounded alike (about 11 minutes of them).
 const maxPauses = 1 << 16
+
+// lagMark is the heartbeat's lateness summed from its start to a wake-up.
+type lagMark struct {
+	at  time.Time
+	cum time.Duration
+}
 
 // Pause is a stretch in which the heartbeat did not run: the kit's process
 // was not scheduled from From to To (monotonic readings), for Len.
@@ -42,6 +50,11 @@ type Span struct {
 	Count   int
 	Total   time.Duration // the time the kit was not scheduled in all
 	Longest Pause
+	// Lag is the heartbeat's lateness summed over the interval, each
+	// wake-up below the Floor included: on an overloaded host every
+	// wake-up comes a little late and no single one is a pause, yet the
+	// kit's polls and timers lose that much time all the same.
+	Lag time.Duration
 }
 
 // Paused says whether a pause overlapped the interval at all.
@@ -49,6 +62,9 @@ func (s Span) Paused() bool { return s.Count > 0 }
 
 // String names the pause as a reason does.
 func (s Span) String() string {
+	if s.Count == 0 && s.Lag >= Floor {
+		return fmt.Sprintf("the kit's own process ran %s late in all during the measurement (every wake-up a little late: an overloaded host)", seconds(s.Lag))
+	}
 	if s.Count == 0 {
 		return "the kit was scheduled throughout"
 	}
@@ -73,6 +89,8 @@ var w struct {
 	stop    chan struct{}
 	done    chan struct{}
 	pauses  []Pause
+	lag     []lagMark // every wake-up, in time order
+	cum     time.Duration
 	since   time.Time // when the heartbeat started (zero: not running)
 	last    time.Time // the heartbeat's latest wake-up
 }
@@ -86,7 +104,7 @@ func Hold() (release func()) {
 	w.holders++
 	if w.holders == 1 {
 		w.stop, w.done = make(chan struct{}), make(chan struct{})
-		w.pauses, w.since = nil, time.Now()
+		w.pauses, w.lag, w.cum, w.since = nil, nil, 0, time.Now()
 		w.last = w.since
 		go beat(w.stop, w.done, w.since)
 	}
@@ -102,7 +120,7 @@ func unhold() {
 		return
 	}
 	stop, done := w.stop, w.done
-	w.stop, w.done, w.pauses, w.since = nil, nil, nil, time.Time{}
+	w.stop, w.done, w.pauses, w.lag, w.since = nil, nil, nil, nil, time.Time{}
 	w.mu.Unlock()
 	close(stop)
 	<-done
@@ -142,6 +160,11 @@ func beaten(p Pause, late bool, now time.Time) {
 		return
 	}
 	w.last = now
+	w.cum += max(p.Len, 0)
+	if len(w.lag) == maxPauses {
+		w.lag = append(w.lag[:0], w.lag[maxPauses/2:]...)
+	}
+	w.lag = append(w.lag, lagMark{at: now, cum: w.cum})
 	if !late {
 		return
 	}
@@ -195,7 +218,31 @@ func Over(t0, t1 time.Time) Span {
 			s.Longest = p
 		}
 	}
+	s.Lag = lagOver(t0, t1)
 	return s
+}
+
+// lagOver is the heartbeat's lateness in (t0, t1], the wake-up still
+// overdue included. Under w.mu.
+func lagOver(t0, t1 time.Time) time.Duration {
+	if w.since.IsZero() {
+		return 0
+	}
+	at := func(t time.Time) time.Duration {
+		i := sort.Search(len(w.lag), func(i int) bool { return w.lag[i].at.After(t) })
+		if i == 0 {
+			return 0
+		}
+		return w.lag[i-1].cum
+	}
+	lag := at(t1) - at(t0)
+	if end := time.Now(); t1.After(w.last) {
+		if t1.Before(end) {
+			end = t1
+		}
+		lag += max(end.Sub(w.last)-Tick, 0)
+	}
+	return max(lag, 0)
 }
 
 // Since sums up the pauses from t0 until now.

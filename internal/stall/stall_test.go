@@ -112,3 +112,39 @@ func child() {
 	}
 	fmt.Printf("longest %d\n", Since(t0).Longest.Len.Milliseconds())
 }
+
+// An overloaded host: every wake-up 8 ms late, none a pause by itself; the
+// lateness still adds up in Lag over the interval, and only there.
+func TestLagSumsWakeUpsBelowTheFloor(t *testing.T) {
+	// The record without the heartbeat goroutine, whose real wake-ups
+	// would land among these.
+	if Watching() {
+		t.Fatal("the heartbeat runs")
+	}
+	t0 := time.Now().Add(-time.Hour)
+	w.mu.Lock()
+	w.lag, w.cum, w.since, w.last = nil, 0, t0, t0
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.lag, w.cum, w.since, w.last = nil, 0, time.Time{}, time.Time{}
+		w.mu.Unlock()
+	}()
+	for i := 1; i <= 100; i++ {
+		at := t0.Add(time.Duration(i) * (Tick + 8*time.Millisecond))
+		beaten(Pause{From: at.Add(-8 * time.Millisecond), To: at, Len: 8 * time.Millisecond}, false, at)
+	}
+	s := Over(t0, t0.Add(100*(Tick+8*time.Millisecond)))
+	if s.Paused() {
+		t.Fatalf("wake-ups below the floor counted as pauses: %+v", s)
+	}
+	if s.Lag != 800*time.Millisecond {
+		t.Fatalf("Lag = %s, want 800ms", s.Lag)
+	}
+	if half := Over(t0, t0.Add(50*(Tick+8*time.Millisecond))); half.Lag != 400*time.Millisecond {
+		t.Fatalf("Lag over the first half = %s, want 400ms", half.Lag)
+	}
+	if got := s.String(); !strings.Contains(got, "800 ms late in all") {
+		t.Fatalf("String = %q", got)
+	}
+}

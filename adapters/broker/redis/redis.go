@@ -329,6 +329,9 @@ type consumer struct {
 	name    string
 	ackWait time.Duration
 
+	mu        sync.Mutex
+	emptyLook time.Time // when the latest claim that found nothing was sent
+
 	closeOnce sync.Once
 }
 
@@ -370,6 +373,7 @@ func (c *consumer) Fetch(ctx context.Context, max int, wait time.Duration) ([]mq
 // wait (XAUTOCLAIM from the start of the pending list) and reads their
 // delivery counters.
 func (c *consumer) claim(ctx context.Context, max int) ([]mq.Delivery, error) {
+	sent := time.Now()
 	var msgs []goredis.XMessage
 	start := "0-0"
 	for range 4 {
@@ -395,6 +399,12 @@ func (c *consumer) claim(ctx context.Context, max int) ([]mq.Delivery, error) {
 		}
 		start = next
 	}
+	c.mu.Lock()
+	before := c.emptyLook
+	if len(msgs) == 0 {
+		c.emptyLook = sent
+	}
+	c.mu.Unlock()
 	if len(msgs) == 0 {
 		return nil, nil
 	}
@@ -404,7 +414,9 @@ func (c *consumer) claim(ctx context.Context, max int) ([]mq.Delivery, error) {
 	}
 	ds := make([]mq.Delivery, 0, len(msgs))
 	for _, x := range msgs {
-		ds = append(ds, c.delivery(x, counts[x.ID]))
+		d := c.delivery(x, counts[x.ID])
+		d.lookedBefore = before
+		ds = append(ds, d)
 	}
 	return ds, nil
 }
@@ -462,7 +474,16 @@ type delivery struct {
 	msg     mq.Message
 	pos     string
 	attempt int
+
+	lookedBefore time.Time
 }
+
+// LookedBefore is when this member last asked for claimable entries and
+// found none before the claim that brought this entry (zero for a first
+// delivery). On Redis the client's own claim redelivers: the entry became
+// claimable after that look, and a loaded host that spaces the looks out
+// delays the redelivery by the kit's doing, not the server's.
+func (d *delivery) LookedBefore() time.Time { return d.lookedBefore }
 
 func (d *delivery) Message() mq.Message { return d.msg }
 func (d *delivery) Attempt() int        { return d.attempt }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -424,18 +425,35 @@ func runTarget(ctx context.Context, cfg runConfig, t planned, s sink) outcome {
 	st.Info.Name = t.name
 	o := outcome{target: reports.Target{Info: st.Info, Status: "ran"}}
 	tstart := time.Now()
+	var mu sync.Mutex
+	afterInterrupt := map[string]bool{} // rules that failed once the run was interrupted
 	o.results = runner.Run(t.name, st.Register, runner.Options{
 		Rules: p.rules,
 		Log:   s.log,
 		// A long rule's "N of M steps done" (spec's R.Progress).
 		Note: s.note,
 		Progress: func(r verdict.Result) {
+			if r.Verdict == verdict.Fail && ctx.Err() != nil {
+				mu.Lock()
+				afterInterrupt[r.Rule] = true
+				mu.Unlock()
+				r.Verdict = verdict.Unknown
+			}
 			if r.Verdict == verdict.Skipped && len(p.rules) > 0 && !contains(p.rules, r.Rule) {
 				return // not selected: in the report as skipped, not on the terminal
 			}
 			s.line(fmt.Sprintf("  %-7s %-14s %6.0fms  %s", r.Rule, r.Verdict, r.DurationMs, clip(r.Reason, 100)))
 		},
 	})
+	// A failure decided after the interrupt is not the target's to carry:
+	// the rule's context was cancelled and what the kit created (servers,
+	// folders) was being removed under it. Failures decided before stand.
+	for k, r := range o.results {
+		if afterInterrupt[r.Rule] && r.Verdict == verdict.Fail {
+			o.results[k].Verdict = verdict.Unknown
+			o.results[k].Reason = "the run was interrupted while this rule ran, so its failure may be the interrupt's: " + r.Reason
+		}
+	}
 	if err := st.Stop(); err != nil {
 		s.errLine(fmt.Sprintf("tck run: %s: stopping: %s", t.name, oneLine(target.Redact(err.Error()))))
 	}

@@ -24,18 +24,7 @@ import (
 func TestIndeterminateIsUnknown(t *testing.T) {
 	ref := embedded(t, nats.Client{})
 	wrap := func(w func(mq.Broker) mq.Broker) func() broker.Target {
-		return func() broker.Target {
-			tg := ref
-			open := ref.Open
-			tg.Open = func(ctx context.Context) (mq.Broker, error) {
-				b, err := open(ctx)
-				if err != nil {
-					return nil, err
-				}
-				return w(b), nil
-			}
-			return tg
-		}
+		return func() broker.Target { return wrapped(ref, w) }
 	}
 	errEOF := errors.New("read tcp 127.0.0.1:4222: EOF")
 	for _, tc := range []struct {
@@ -148,18 +137,32 @@ func (f flaky) Consumer(ctx context.Context, topic string, cfg mq.ConsumerConfig
 	if err != nil || f.ackReply == nil {
 		return c, err
 	}
-	return lostAckReplies{c, f.ackReply}, nil
+	return mapped{c, func(d mq.Delivery) mq.Delivery { return lostAckReply{d, f.ackReply} }}, nil
 }
 
-type lostAckReplies struct {
+// wrapped is ref with every handle it opens wrapped by w.
+func wrapped(ref broker.Target, w func(mq.Broker) mq.Broker) broker.Target {
+	open := ref.Open
+	ref.Open = func(ctx context.Context) (mq.Broker, error) {
+		b, err := open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return w(b), nil
+	}
+	return ref
+}
+
+// mapped is a consumer whose deliveries pass through each on their way out.
+type mapped struct {
 	mq.Consumer
-	err error
+	each func(mq.Delivery) mq.Delivery
 }
 
-func (c lostAckReplies) Fetch(ctx context.Context, max int, wait time.Duration) ([]mq.Delivery, error) {
+func (c mapped) Fetch(ctx context.Context, max int, wait time.Duration) ([]mq.Delivery, error) {
 	ds, err := c.Consumer.Fetch(ctx, max, wait)
 	for i, d := range ds {
-		ds[i] = lostAckReply{d, c.err}
+		ds[i] = c.each(d)
 	}
 	return ds, err
 }
@@ -203,15 +206,7 @@ func TestLateLookIsUnknown(t *testing.T) {
 		{"looked late", false, false, "later than the ack wait"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tg := ref
-			open := ref.Open
-			tg.Open = func(ctx context.Context) (mq.Broker, error) {
-				b, err := open(ctx)
-				if err != nil {
-					return nil, err
-				}
-				return lateLooks{Broker: b, inTime: tc.inTime}, nil
-			}
+			tg := wrapped(ref, func(b mq.Broker) mq.Broker { return lateLooks{Broker: b, inTime: tc.inTime} })
 			res := runner.Run("broker/late-look", func() { broker.Register(tg) }, runner.Options{Rules: []string{"BR-2.1"}})
 			i := slices.IndexFunc(res, func(r verdict.Result) bool { return r.Rule == "BR-2.1" })
 			if i < 0 {
@@ -248,28 +243,17 @@ func (b lateLooks) Consumer(ctx context.Context, topic string, cfg mq.ConsumerCo
 	if err != nil {
 		return nil, err
 	}
-	return lateLookConsumer{c, b.inTime}, nil
-}
-
-type lateLookConsumer struct {
-	mq.Consumer
-	inTime bool
-}
-
-func (c lateLookConsumer) Fetch(ctx context.Context, max int, wait time.Duration) ([]mq.Delivery, error) {
-	ds, err := c.Consumer.Fetch(ctx, max, wait)
-	for i, d := range ds {
+	return mapped{c, func(d mq.Delivery) mq.Delivery {
 		if d.Attempt() < 2 {
-			continue
+			return d
 		}
 		at := time.Now()
 		time.Sleep(600 * time.Millisecond)
-		if !c.inTime {
+		if !b.inTime {
 			at = time.Now()
 		}
-		ds[i] = looked{d, at}
-	}
-	return ds, err
+		return looked{d, at}
+	}}, nil
 }
 
 type looked struct {

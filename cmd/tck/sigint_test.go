@@ -16,6 +16,7 @@ import (
 
 	"github.com/onceproof/tck/internal/containers"
 	"github.com/onceproof/tck/internal/reports"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 // TestInterruptLeavesNothing sends SIGINT to `tck run` at many points of a
@@ -153,7 +154,7 @@ func interruptOnceIn(t *testing.T, bin string, args []string, delay time.Duratio
 	}
 	switch {
 	case interrupted && code != reports.ExitInconclusive && code != reports.ExitConformant:
-		t.Errorf("exit %d after SIGINT, want 2 (or 0 when the run had already finished); stderr:\n%s", code, stderr.String())
+		t.Errorf("exit %d after SIGINT, want 2 (or 0 when the run had already finished); stderr:\n%s%s", code, stderr.String(), failedRules(out))
 	case !interrupted && code != reports.ExitConformant:
 		t.Errorf("finished before the signal with exit %d; stderr:\n%s", code, stderr.String())
 	}
@@ -213,4 +214,20 @@ func assertNothingLeft(t *testing.T, pid int, tmp string) {
 	if len(left) > 0 {
 		t.Errorf("left behind: %s", strings.Join(left, "; "))
 	}
+}
+
+// failedRules names the failed results of the report in out, if it has one:
+// what an exit 1 after SIGINT decided, for the log.
+func failedRules(out string) string {
+	rep, err := reports.Read(filepath.Join(out, reports.FileJSON))
+	if err != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, r := range rep.Results {
+		if r.Verdict == verdict.Fail {
+			fmt.Fprintf(&b, "\nfailed: %s %s: %s", r.Target, r.Rule, r.Reason)
+		}
+	}
+	return b.String()
 }

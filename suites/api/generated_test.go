@@ -68,3 +68,21 @@ func TestModelRefuses(t *testing.T) {
 		t.Errorf("a kill before the commit, then a creation on the repeat: refused at %d (%s)", i, strings.TrimSpace(m.Describe(ok[i].Input, ok[i].Output)))
 	}
 }
+
+// A rule's scopes are distinct: the shortest tenant is the run's prefix
+// alone, so two draws of it once made API-1.4's decoy scope the scope
+// itself and failed a correct service.
+func TestTenantsNeverRepeat(t *testing.T) {
+	v := newValues(apidesc.Default(apidesc.Replay), 7, "API-1.4")
+	seen := map[string]bool{}
+	for range 5000 {
+		s := v.tenant()
+		if seen[s] {
+			t.Fatalf("tenant %q drawn twice", s)
+		}
+		if len(s) < 9 || len(s) > 48 {
+			t.Fatalf("tenant %q: %d characters, outside 9-48", s, len(s))
+		}
+		seen[s] = true
+	}
+}

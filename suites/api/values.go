@@ -53,6 +53,9 @@ type values struct {
 	rng  *rand.Rand
 
 	ids, tenants, payloads map[string]int
+	// issued holds every tenant drawn: a rule's two scopes must be two
+	// (the shortest class is the prefix alone, which would repeat).
+	issued map[string]bool
 	// small leaves the strings of a KiB and more out (API-2.1, whose power
 	// target counts trials, not bytes).
 	small bool
@@ -67,7 +70,7 @@ func newValues(d *apidesc.Description, seed int64, rule string) *values {
 	var salt [4]byte
 	_, _ = crand.Read(salt[:])
 	return &values{d: d, salt: fmt.Sprintf("%x", salt), rng: rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15)),
-		ids: map[string]int{}, tenants: map[string]int{}, payloads: map[string]int{}}
+		ids: map[string]int{}, tenants: map[string]int{}, payloads: map[string]int{}, issued: map[string]bool{}}
 }
 
 func (v *values) intn(n int) int {
@@ -153,25 +156,34 @@ func (v *values) anyID(rule string) string {
 	return v.id(rule, cs[v.intn(len(cs))])
 }
 
-// tenant is a fresh scope of varying length (8 to 48 characters), in
-// mixed case, holding separators; "" when none is declared.
+// tenant is a fresh scope of varying length (9 to 48 characters: "t",
+// the run's salt, then random ones), in mixed case, a third holding a
+// separator; never one drawn before by v; "" when none is declared.
 func (v *values) tenant() string {
 	if v.d.Scope == nil {
 		return ""
 	}
-	n := 8 + v.intn(41)
-	s := "t" + v.salt + v.random(max(0, n-9), alnum)
-	class := "length 8-48"
-	if v.intn(3) == 0 {
-		seps := v.seps()
-		i := 1 + v.intn(len(s)-2)
-		s = s[:i] + string(seps[v.intn(len(seps))]) + s[i+1:]
-		class = "length 8-48 with a separator"
+	for {
+		n := 9 + v.intn(40)
+		s := "t" + v.salt + v.random(n-9, alnum)
+		class := "length 9-48"
+		if v.intn(3) == 0 {
+			seps := v.seps()
+			i := 1 + v.intn(len(s)-2)
+			s = s[:i] + string(seps[v.intn(len(seps))]) + s[i+1:]
+			class = "length 9-48 with a separator"
+		}
+		v.mu.Lock()
+		fresh := !v.issued[s]
+		if fresh {
+			v.issued[s] = true
+			v.tenants[class]++
+		}
+		v.mu.Unlock()
+		if fresh {
+			return s
+		}
 	}
-	v.mu.Lock()
-	v.tenants[class]++
-	v.mu.Unlock()
-	return s
 }
 
 // str is a payload string of a class drawn at random: short, a few KiB,

@@ -61,12 +61,18 @@ func needPython(t *testing.T) {
 
 // expectAllPass requires every ES rule to pass. A race rule that reached
 // its cap short of its power target (unknown: a loaded machine) gets up to
-// two more runs, as in the self-test (internal/selftest, redecide); a fail
-// is never rerun.
+// two more runs, as in the self-test (internal/selftest, redecide); any
+// other unknown one more (ES-4.1's schedule can run into its deadline on an
+// overloaded runner: a JVM over JDBC at a load of 14 reached step 65 of
+// 260 in 60 s). A fail is never rerun.
 func expectAllPass(t *testing.T, rs []verdict.Result, again func(rule string) []verdict.Result) {
 	t.Helper()
 	for i, r := range rs {
-		for run := 2; run <= 3 && r.Verdict == verdict.Unknown && strings.HasPrefix(r.Rule, "ES-2."); run++ {
+		runs := 2
+		if strings.HasPrefix(r.Rule, "ES-2.") {
+			runs = 3
+		}
+		for run := 2; run <= runs && r.Verdict == verdict.Unknown; run++ {
 			t.Logf("%s unknown on run %d (%s): running it again", r.Rule, run-1, r.Reason)
 			for _, a := range again(r.Rule) {
 				if a.Rule == r.Rule {

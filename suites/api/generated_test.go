@@ -69,9 +69,9 @@ func TestModelRefuses(t *testing.T) {
 	}
 }
 
-// A rule's scopes are distinct: the shortest tenant is the run's prefix
-// alone, so two draws of it once made API-1.4's decoy scope the scope
-// itself and failed a correct service.
+// A rule's scopes and ids are distinct: the shortest tenant is the run's
+// prefix alone, so two draws of it once made API-1.4's decoy scope the
+// scope itself and failed a correct service.
 func TestTenantsNeverRepeat(t *testing.T) {
 	v := newValues(apidesc.Default(apidesc.Replay), 7, "API-1.4")
 	seen := map[string]bool{}
@@ -84,5 +84,14 @@ func TestTenantsNeverRepeat(t *testing.T) {
 			t.Fatalf("tenant %q: %d characters, outside 9-48", s, len(s))
 		}
 		seen[s] = true
+	}
+	for _, c := range v.idClasses() {
+		for range 2000 {
+			s := v.id("API-1.4", c)
+			if seen[s] {
+				t.Fatalf("%s id %q drawn twice", c, s)
+			}
+			seen[s] = true
+		}
 	}
 }

@@ -53,8 +53,9 @@ type values struct {
 	rng  *rand.Rand
 
 	ids, tenants, payloads map[string]int
-	// issued holds every tenant drawn: a rule's two scopes must be two
-	// (the shortest class is the prefix alone, which would repeat).
+	// issued holds every id and tenant drawn: a rule's two intents or
+	// scopes must be two (the shortest tenant is the prefix alone, which
+	// would repeat).
 	issued map[string]bool
 	// small leaves the strings of a KiB and more out (API-2.1, whose power
 	// target counts trials, not bytes).
@@ -109,9 +110,32 @@ func (v *values) seps() string {
 }
 
 // id is a fresh id of class c for rule; every class holds six characters
-// drawn from the seed and the run's salt, so ids of different intents and
-// runs never meet.
+// drawn from the seed and the run's salt, so ids of different runs never
+// meet, and v never gives one twice (the mixed-case class folds the
+// random characters' case).
 func (v *values) id(rule, c string) string {
+	for {
+		if s := v.drawID(rule, c); v.fresh(s) {
+			v.mu.Lock()
+			v.ids[c]++
+			v.mu.Unlock()
+			return s
+		}
+	}
+}
+
+// fresh records s as issued, saying whether it was not before.
+func (v *values) fresh(s string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.issued[s] {
+		return false
+	}
+	v.issued[s] = true
+	return true
+}
+
+func (v *values) drawID(rule, c string) string {
 	core := v.random(6, alnum) + v.salt
 	prefix := "tck-" + strings.ToLower(strings.ReplaceAll(rule, ".", "-")) + "-"
 	var s string
@@ -144,9 +168,6 @@ func (v *values) id(rule, c string) string {
 	default:
 		s = prefix + core
 	}
-	v.mu.Lock()
-	v.ids[c]++
-	v.mu.Unlock()
 	return s
 }
 
@@ -173,14 +194,10 @@ func (v *values) tenant() string {
 			s = s[:i] + string(seps[v.intn(len(seps))]) + s[i+1:]
 			class = "length 9-48 with a separator"
 		}
-		v.mu.Lock()
-		fresh := !v.issued[s]
-		if fresh {
-			v.issued[s] = true
+		if v.fresh(s) {
+			v.mu.Lock()
 			v.tenants[class]++
-		}
-		v.mu.Unlock()
-		if fresh {
+			v.mu.Unlock()
 			return s
 		}
 	}

@@ -68,10 +68,17 @@ func (s Span) String() string {
 	if s.Count == 0 {
 		return "the kit was scheduled throughout"
 	}
+	var msg string
 	if s.Count == 1 {
-		return fmt.Sprintf("the kit was not scheduled for %s during the measurement", seconds(s.Longest.Len))
+		msg = fmt.Sprintf("the kit was not scheduled for %s during the measurement", seconds(s.Longest.Len))
+	} else {
+		msg = fmt.Sprintf("the kit was not scheduled for %s during the measurement (%d pauses, %s in all)", seconds(s.Longest.Len), s.Count, seconds(s.Total))
 	}
-	return fmt.Sprintf("the kit was not scheduled for %s during the measurement (%d pauses, %s in all)", seconds(s.Longest.Len), s.Count, seconds(s.Total))
+	if s.Lag-s.Total >= Floor {
+		// The lateness is what explained the miss: say it.
+		msg += fmt.Sprintf(", and ran %s late in all (its wake-ups each a little late)", seconds(s.Lag))
+	}
+	return msg
 }
 
 func seconds(d time.Duration) string {

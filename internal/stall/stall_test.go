@@ -148,3 +148,15 @@ func TestLagSumsWakeUpsBelowTheFloor(t *testing.T) {
 		t.Fatalf("String = %q", got)
 	}
 }
+
+// A span whose lateness, not its pauses, explains a miss says so.
+func TestStringNamesTheLag(t *testing.T) {
+	s := Span{Count: 8, Total: 302 * time.Millisecond, Longest: Pause{Len: 48 * time.Millisecond}, Lag: 812 * time.Millisecond}
+	if got := s.String(); !strings.Contains(got, "302 ms in all") || !strings.Contains(got, "812 ms late") {
+		t.Errorf("got %q", got)
+	}
+	s.Lag = s.Total
+	if got := s.String(); strings.Contains(got, "late") {
+		t.Errorf("lateness named with no more than the pauses: %q", got)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/onceproof/tck/adapters/broker/rabbitmq"
 	"github.com/onceproof/tck/internal/leftovers"
 	"github.com/onceproof/tck/internal/registry"
+	"github.com/onceproof/tck/internal/runner/runnertest"
 	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/mq"
 )
@@ -55,7 +56,10 @@ func TestLocalServerPassesBrokerSuite(t *testing.T) {
 	if strings.Contains(rt.Address, "tck:") {
 		t.Errorf("the address shows the credentials: %s", rt.Address)
 	}
-	t.Run("suite", func(t *testing.T) { broker.Check(t, registry.RabbitBrokerTarget(rt)) })
+	tg := registry.RabbitBrokerTarget(rt)
+	// As tck run runs it, an undecided rule once more (a loaded host can
+	// take longer than BR-3.1's deadline to restart a rule's own server).
+	runnertest.Passes(t, "broker/rabbitmq", func() { broker.Register(tg) })
 	if err := rt.Stop(); err != nil {
 		t.Errorf("stop: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/onceproof/tck/adapters/broker/redis"
 	"github.com/onceproof/tck/internal/leftovers"
 	"github.com/onceproof/tck/internal/registry"
+	"github.com/onceproof/tck/internal/runner/runnertest"
 	"github.com/onceproof/tck/internal/suites/broker"
 )
 
@@ -37,7 +38,7 @@ func TestBrokerSuite(t *testing.T) {
 	defer rt.Stop()
 	t.Logf("%s, config %v, notes %v", rt.Version, rt.Config, rt.Notes)
 	tg := registry.RedisBrokerTarget(rt)
-	passes(t, "broker/redis", func() { broker.Register(tg) })
+	runnertest.Passes(t, "broker/redis", func() { broker.Register(tg) })
 }
 
 // With no URL the kit starts a redis-server of its own from PATH: the suite

@@ -10,7 +10,7 @@ import (
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/mutants/kafkamutants"
 	"github.com/onceproof/tck/internal/registry"
-	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/runner/runnertest"
 	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/verdict"
 )
@@ -25,11 +25,7 @@ func run(t *testing.T, name string, client kafka.Client, only ...string) map[str
 	}
 	defer kt.Stop()
 	tg := registry.KafkaBrokerTarget(kt)
-	out := map[string]verdict.Result{}
-	for _, r := range runner.Run(name, func() { broker.Register(tg) }, runner.Options{Rules: only}) {
-		out[r.Rule] = r
-	}
-	return out
+	return runnertest.Decided(name, func() { broker.Register(tg) }, only, t.Logf)
 }
 
 // TestMutants: the reference passes every BR rule that applies to Kafka,

@@ -10,7 +10,7 @@ import (
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/mutants/natsmutants"
-	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/runner/runnertest"
 	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/verdict"
 )
@@ -25,11 +25,7 @@ func run(t *testing.T, name string, client nats.Client, only ...string) map[stri
 	}
 	defer nt.Stop()
 	tg := registry.BrokerTarget(nt)
-	out := map[string]verdict.Result{}
-	for _, r := range runner.Run(name, func() { broker.Register(tg) }, runner.Options{Rules: only}) {
-		out[r.Rule] = r
-	}
-	return out
+	return runnertest.Decided(name, func() { broker.Register(tg) }, only, t.Logf)
 }
 
 // TestMutants runs the reference and every broker mutant through the suite

@@ -8,7 +8,7 @@ import (
 	"github.com/onceproof/tck/adapters/broker/rabbitmq"
 	"github.com/onceproof/tck/internal/mutants/rabbitmutants"
 	"github.com/onceproof/tck/internal/registry"
-	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/runner/runnertest"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
 )
@@ -27,11 +27,7 @@ func run(t *testing.T, key string, rules ...string) map[string]verdict.Result {
 		t.Fatalf("starting %s: %v", key, err)
 	}
 	defer st.Stop()
-	out := map[string]verdict.Result{}
-	for _, r := range runner.Run(key, st.Register, runner.Options{Rules: rules}) {
-		out[r.Rule] = r
-	}
-	return out
+	return runnertest.Decided(key, st.Register, rules, t.Logf)
 }
 
 // TestMutants runs every RabbitMQ mutant on the rules it must fail, and the

@@ -9,7 +9,7 @@ import (
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/mutants/redismutants"
 	"github.com/onceproof/tck/internal/registry"
-	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/runner/runnertest"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
 )
@@ -32,11 +32,7 @@ func run(t *testing.T, key, url string, only ...string) map[string]verdict.Resul
 		t.Fatalf("starting %s: %v", key, err)
 	}
 	defer st.Stop()
-	out := map[string]verdict.Result{}
-	for _, r := range runner.Run(key, st.Register, runner.Options{Rules: only}) {
-		out[r.Rule] = r
-	}
-	return out
+	return runnertest.Decided(key, st.Register, only, t.Logf)
 }
 
 // TestMutants runs the real broker/redis and every Redis mutant through the

@@ -1,0 +1,49 @@
+// Package runnertest runs a suite for the kit's own tests, which need a
+// verdict from every rule they run.
+package runnertest
+
+import (
+	"testing"
+
+	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/verdict"
+)
+
+// Decided runs register's rules (only, or every rule) as `tck run` does
+// and runs every rule left unknown once more: on a loaded host (make test
+// beside two CPU burners) a timed rule can be honestly undecided, its
+// evidence naming the kit's lost time or a server of its own that was slow
+// to restart, and the self-test gives such a rule a second run too
+// (internal/selftest). A fail is never rerun. logf names each rerun.
+func Decided(key string, register func(), only []string, logf func(format string, args ...any)) map[string]verdict.Result {
+	out := map[string]verdict.Result{}
+	var again []string
+	for _, r := range runner.Run(key, register, runner.Options{Rules: only}) {
+		out[r.Rule] = r
+		if r.Verdict == verdict.Unknown {
+			logf("%s: %s: unknown, run again: %s", key, r.Rule, r.Reason)
+			again = append(again, r.Rule)
+		}
+	}
+	if len(again) == 0 {
+		return out
+	}
+	for _, r := range runner.Run(key, register, runner.Options{Rules: again}) {
+		if out[r.Rule].Verdict == verdict.Unknown {
+			out[r.Rule] = r
+		}
+	}
+	return out
+}
+
+// Passes runs every rule of register (Decided) and fails t on a fail, or on
+// a rule left undecided twice; not-applicable and skipped rules say why in
+// their results, which the caller's other tests check.
+func Passes(t testing.TB, key string, register func()) {
+	t.Helper()
+	for _, r := range Decided(key, register, nil, t.Logf) {
+		if r.Verdict == verdict.Fail || r.Verdict == verdict.Unknown {
+			t.Errorf("%s: %s: %s", r.Rule, r.Verdict, r.Reason)
+		}
+	}
+}

@@ -115,23 +115,22 @@ func (v *values) seps() string {
 // random characters' case).
 func (v *values) id(rule, c string) string {
 	for {
-		if s := v.drawID(rule, c); v.fresh(s) {
-			v.mu.Lock()
-			v.ids[c]++
-			v.mu.Unlock()
+		if s := v.drawID(rule, c); v.fresh(s, v.ids, c) {
 			return s
 		}
 	}
 }
 
-// fresh records s as issued, saying whether it was not before.
-func (v *values) fresh(s string) bool {
+// fresh records s as issued and counts it under class in tally, saying
+// whether it was not issued before (a repeat is neither).
+func (v *values) fresh(s string, tally map[string]int, class string) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.issued[s] {
 		return false
 	}
 	v.issued[s] = true
+	tally[class]++
 	return true
 }
 
@@ -194,10 +193,7 @@ func (v *values) tenant() string {
 			s = s[:i] + string(seps[v.intn(len(seps))]) + s[i+1:]
 			class = "length 9-48 with a separator"
 		}
-		if v.fresh(s) {
-			v.mu.Lock()
-			v.tenants[class]++
-			v.mu.Unlock()
+		if v.fresh(s, v.tenants, class) {
 			return s
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/runner/runnertest"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
 )
@@ -82,7 +83,7 @@ func expectAllPass(t *testing.T, rs []verdict.Result, again func(rule string) []
 		}
 		rs[i] = r
 	}
-	got, table := verdicts(rs)
+	got, table := runnertest.Table(rs)
 	if len(got) < 22 {
 		t.Fatalf("%d rules ran, want every ES rule:%s", len(got), table)
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/onceproof/tck/suites/consumer"
 )
 
-// serviceRole labels the containers of consumer services.
-const serviceRole = "consumer-service"
+// ServiceRole labels the containers of consumer services.
+const ServiceRole = "consumer-service"
 
 // containerStarted is consumer/process=container:IMAGE: each run of a
 // replica is `docker run --rm` of the local image on the host's network
@@ -38,7 +38,7 @@ func containerStarted(ctx context.Context, ref target.Ref) (*target.Started, err
 	// Whatever a run left (a container whose create was on its way when
 	// its CLI was killed) goes at the end, by this session's label.
 	untrack := leftovers.Track("consumer service containers (session "+containers.SessionID()+")", removeServiceContainers)
-	labels := containers.Labels(serviceRole)
+	labels := containers.Labels(ServiceRole)
 	keys := make([]string, 0, len(labels))
 	for k := range labels {
 		keys = append(keys, k)
@@ -80,7 +80,7 @@ func removeServiceContainers() error {
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "docker", "ps", "-aq",
 		"--filter", "label="+containers.LabelSession+"="+containers.SessionID(),
-		"--filter", "label="+containers.LabelRole+"="+serviceRole).Output()
+		"--filter", "label="+containers.LabelRole+"="+ServiceRole).Output()
 	if err != nil {
 		return fmt.Errorf("listing consumer service containers: %w", err)
 	}

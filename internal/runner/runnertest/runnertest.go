@@ -3,6 +3,8 @@
 package runnertest
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/onceproof/tck/internal/runner"
@@ -46,4 +48,16 @@ func Passes(t testing.TB, key string, register func()) {
 			t.Errorf("%s: %s: %s", r.Rule, r.Verdict, r.Reason)
 		}
 	}
+}
+
+// Table is each result's verdict by rule, and the results as a table (one
+// line per rule: id, verdict, duration, reason) for a failing test's message.
+func Table(rs []verdict.Result) (map[string]verdict.Verdict, string) {
+	got := map[string]verdict.Verdict{}
+	var b strings.Builder
+	for _, r := range rs {
+		got[r.Rule] = r.Verdict
+		fmt.Fprintf(&b, "\n  %-7s %-14s %6.0fms %s", r.Rule, r.Verdict, r.DurationMs, r.Reason)
+	}
+	return got, b.String()
 }

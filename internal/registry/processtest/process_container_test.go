@@ -1,4 +1,4 @@
-package registry
+package processtest
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/onceproof/tck/internal/containers"
+	"github.com/onceproof/tck/internal/registry"
+	"github.com/onceproof/tck/internal/runner/runnertest"
 	"github.com/onceproof/tck/internal/verdict"
 )
 
@@ -25,7 +27,7 @@ func TestServiceContainer(t *testing.T) {
 		}
 		t.Skipf("Docker is not available: %v", err)
 	}
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,14 +35,14 @@ func TestServiceContainer(t *testing.T) {
 	if out, err := exec.Command(filepath.Join(root, "examples/consumer-service/go/build-image.sh"), image).CombinedOutput(); err != nil {
 		t.Fatalf("building %s: %v\n%s", image, err, out)
 	}
-	got, sum := verdicts(runService(t, "process", "container:"+image, "CO-1.1", "CO-2.1", "CO-2.2", "CO-2.3"))
+	got, sum := runnertest.Table(runService(t, "process", "container:"+image, "CO-1.1", "CO-2.1", "CO-2.2", "CO-2.3"))
 	t.Log(sum)
 	for _, id := range []string{"CO-1.1", "CO-2.1", "CO-2.2", "CO-2.3"} {
 		if got[id] != verdict.Pass {
 			t.Errorf("%s is %s, want pass", id, got[id])
 		}
 	}
-	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label="+containers.LabelRole+"="+serviceRole,
+	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label="+containers.LabelRole+"="+registry.ServiceRole,
 		"--filter", "label="+containers.LabelSession+"="+containers.SessionID()).Output()
 	if err != nil {
 		t.Fatal(err)

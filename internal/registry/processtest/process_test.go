@@ -1,14 +1,14 @@
-package registry
+package processtest
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
+	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/runner/runnertest"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
 )
@@ -17,7 +17,7 @@ import (
 // SUITE/NAME[=ADDRESS]) and runs the consumer rules against it.
 func runService(t *testing.T, name, addr string, rules ...string) []verdict.Result {
 	t.Helper()
-	k, ref, err := Targets().Resolve(target.Ref{Suite: "consumer", Name: name, Address: addr})
+	k, ref, err := registry.Targets().Resolve(target.Ref{Suite: "consumer", Name: name, Address: addr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,16 +33,6 @@ func runService(t *testing.T, name, addr string, rules ...string) []verdict.Resu
 	return runner.Run(ref.Key(), st.Register, runner.Options{Rules: rules})
 }
 
-func verdicts(rs []verdict.Result) (map[string]verdict.Verdict, string) {
-	got := map[string]verdict.Verdict{}
-	var b strings.Builder
-	for _, r := range rs {
-		got[r.Rule] = r.Verdict
-		fmt.Fprintf(&b, "\n  %-7s %-14s %6.0fms %s", r.Rule, r.Verdict, r.DurationMs, r.Reason)
-	}
-	return got, b.String()
-}
-
 // The Go reference service, run as its own process and killed with SIGKILL
 // at every crash point, passes every rule that applies to a black box, and
 // nothing of the run is left in the TMPDIR (the build, the data
@@ -52,7 +42,7 @@ func TestServiceReferencePassesEveryRule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped with -short: runs a consumer service through every consumer rule (about a minute)")
 	}
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +50,7 @@ func TestServiceReferencePassesEveryRule(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 
-	got, sum := verdicts(runService(t, "process", "cmd:go run ./examples/consumer-service/go"))
+	got, sum := runnertest.Table(runService(t, "process", "cmd:go run ./examples/consumer-service/go"))
 	t.Log(sum)
 	for id, v := range got {
 		want := verdict.Pass

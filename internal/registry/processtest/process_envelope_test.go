@@ -1,4 +1,4 @@
-package registry
+package processtest
 
 import (
 	"context"
@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"github.com/onceproof/tck/internal/profile"
+	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/runner/runnertest"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/suites/consumer"
@@ -18,7 +20,7 @@ import (
 // runServiceProfile is runService with a profile, as `tck run --profile`.
 func runServiceProfile(t *testing.T, addr string, p *profile.Profile, rules ...string) []verdict.Result {
 	t.Helper()
-	k, ref, err := Targets().Resolve(target.Ref{Suite: "consumer", Name: "process", Address: addr})
+	k, ref, err := registry.Targets().Resolve(target.Ref{Suite: "consumer", Name: "process", Address: addr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +46,7 @@ func TestServiceEnvelopeMapping(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped with -short: runs a consumer service as its own process (a few seconds)")
 	}
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +67,7 @@ func TestServiceEnvelopeMapping(t *testing.T) {
 	nested := "cmd:" + svc + " -envelope nested"
 	rules := []string{"CO-1.1", "CO-2.2"}
 
-	got, sum := verdicts(runServiceProfile(t, nested, prof, rules...))
+	got, sum := runnertest.Table(runServiceProfile(t, nested, prof, rules...))
 	t.Log("mapped:", sum)
 	for _, id := range rules {
 		if got[id] != verdict.Pass {
@@ -81,7 +83,7 @@ func TestServiceEnvelopeMapping(t *testing.T) {
 		{"the reference (documented envelope) with the mapping", "cmd:" + svc, prof},
 	} {
 		rs := runServiceProfile(t, c.addr, c.p, rules...)
-		got, sum := verdicts(rs)
+		got, sum := runnertest.Table(rs)
 		t.Log(c.name+":", sum)
 		for _, r := range rs {
 			if r.Verdict == verdict.Skipped {
@@ -108,25 +110,25 @@ func TestServiceEnvelopeMapping(t *testing.T) {
 // The profile's consumer is the service only when it is the profile's one
 // consumer: with several, a mapped envelope is a usage error.
 func TestServiceEnvelopeMatching(t *testing.T) {
-	prof, err := profile.Load("../../examples/profiles/consumer-envelope.yaml")
+	prof, err := profile.Load("../../../examples/profiles/consumer-envelope.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, from, err := ServiceEnvelope(prof)
+	env, from, err := registry.ServiceEnvelope(prof)
 	if err != nil || from != "search-notify-worker" || env.MessageID != "meta.id" || env.EventID != "header:Event-Id" {
 		t.Errorf("one consumer: %+v %q %v", env, from, err)
 	}
-	if env, from, err := ServiceEnvelope(nil); err != nil || from != "" || env != (consumer.Envelope{}) {
+	if env, from, err := registry.ServiceEnvelope(nil); err != nil || from != "" || env != (consumer.Envelope{}) {
 		t.Errorf("no profile: %+v %q %v", env, from, err)
 	}
 	two := *prof
 	two.Consumers = append(append([]profile.Consumer(nil), prof.Consumers...), prof.Consumers[0])
 	two.Consumers[1].Name, two.Consumers[1].Envelope = "other", nil
-	if _, _, err := ServiceEnvelope(&two); err == nil || !strings.Contains(err.Error(), "declares 2 consumers (an envelope for search-notify-worker)") {
+	if _, _, err := registry.ServiceEnvelope(&two); err == nil || !strings.Contains(err.Error(), "declares 2 consumers (an envelope for search-notify-worker)") {
 		t.Errorf("two consumers, one mapped: %v", err)
 	}
 	two.Consumers[0].Envelope = nil
-	if env, _, err := ServiceEnvelope(&two); err != nil || env != (consumer.Envelope{}) {
+	if env, _, err := registry.ServiceEnvelope(&two); err != nil || env != (consumer.Envelope{}) {
 		t.Errorf("two consumers, none mapped: %+v %v", env, err)
 	}
 }

@@ -1,4 +1,4 @@
-package registry
+package processtest
 
 import (
 	"context"
@@ -16,7 +16,9 @@ import (
 
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/adapters/broker/redis"
+	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/runner/runnertest"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
 )
@@ -25,7 +27,7 @@ import (
 // `tck run --broker b` does.
 func runServiceOver(t *testing.T, name, b string, rules ...string) []verdict.Result {
 	t.Helper()
-	k, ref, err := Targets().Resolve(target.Ref{Suite: "consumer", Name: name})
+	k, ref, err := registry.Targets().Resolve(target.Ref{Suite: "consumer", Name: name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,11 +49,11 @@ func runServiceOver(t *testing.T, name, b string, rules ...string) []verdict.Res
 // or a failure with TCK_REQUIRE_REDIS=1.
 func serviceRedis(t *testing.T) {
 	t.Helper()
-	if os.Getenv(RedisURLEnv) == "" && !redis.HaveServerBinary() {
+	if os.Getenv(registry.RedisURLEnv) == "" && !redis.HaveServerBinary() {
 		if os.Getenv("TCK_REQUIRE_REDIS") == "1" {
-			t.Fatalf("TCK_REQUIRE_REDIS=1 but %s is unset and %s is not on PATH", RedisURLEnv, redis.ServerBinary)
+			t.Fatalf("TCK_REQUIRE_REDIS=1 but %s is unset and %s is not on PATH", registry.RedisURLEnv, redis.ServerBinary)
 		}
-		t.Skipf("no Redis: %s is unset and %s is not on PATH (scripts/redis-local.sh starts one)", RedisURLEnv, redis.ServerBinary)
+		t.Skipf("no Redis: %s is unset and %s is not on PATH (scripts/redis-local.sh starts one)", registry.RedisURLEnv, redis.ServerBinary)
 	}
 }
 
@@ -66,7 +68,7 @@ func TestServiceOverRedis(t *testing.T) {
 	serviceRedis(t)
 	atRepoRoot(t)
 
-	got, sum := verdicts(runServiceOver(t, "process-python", "broker/redis"))
+	got, sum := runnertest.Table(runServiceOver(t, "process-python", "broker/redis"))
 	t.Log(sum)
 	for id, v := range got {
 		want := verdict.Pass
@@ -81,13 +83,13 @@ func TestServiceOverRedis(t *testing.T) {
 		t.Errorf("%d rules ran, want every consumer rule", len(got))
 	}
 	for _, m := range []string{"mutant-process-python-ack-before-notify", "mutant-process-go-ack-first"} {
-		got, sum := verdicts(runServiceOver(t, m, "broker/redis", "CO-2.2"))
+		got, sum := runnertest.Table(runServiceOver(t, m, "broker/redis", "CO-2.2"))
 		t.Log(sum)
 		if got["CO-2.2"] != verdict.Fail {
 			t.Errorf("%s over Redis: CO-2.2 is %s, want fail", m, got["CO-2.2"])
 		}
 	}
-	if url := os.Getenv(RedisURLEnv); url != "" {
+	if url := os.Getenv(registry.RedisURLEnv); url != "" {
 		o, err := goredis.ParseURL(url)
 		if err != nil {
 			t.Fatal(err)
@@ -118,7 +120,7 @@ func TestServiceOverNATSURL(t *testing.T) {
 	}
 	defer func() { _ = e.Stop() }()
 
-	got, sum := verdicts(runServiceOver(t, "process-python", "broker/nats="+e.URL(), "CO-1.1", "CO-2.1"))
+	got, sum := runnertest.Table(runServiceOver(t, "process-python", "broker/nats="+e.URL(), "CO-1.1", "CO-2.1"))
 	t.Log(sum)
 	for _, id := range []string{"CO-1.1", "CO-2.1"} {
 		if got[id] != verdict.Pass {
@@ -159,7 +161,7 @@ func TestServiceOverKafka(t *testing.T) {
 	needKafkaPython(t)
 	atRepoRoot(t)
 	rules := []string{"CO-1.1", "CO-1.2", "CO-2.1", "CO-2.2"}
-	got, sum := verdicts(runServiceOver(t, "process-python", "broker/kafka", rules...))
+	got, sum := runnertest.Table(runServiceOver(t, "process-python", "broker/kafka", rules...))
 	t.Log(sum)
 	for _, id := range rules {
 		want := verdict.Pass
@@ -171,7 +173,7 @@ func TestServiceOverKafka(t *testing.T) {
 		}
 	}
 	for _, m := range []string{"mutant-process-python-ack-before-notify", "mutant-process-go-ack-first"} {
-		got, sum := verdicts(runServiceOver(t, m, "broker/kafka", "CO-2.2"))
+		got, sum := runnertest.Table(runServiceOver(t, m, "broker/kafka", "CO-2.2"))
 		t.Log(sum)
 		if got["CO-2.2"] != verdict.Fail {
 			t.Errorf("%s over Kafka: CO-2.2 is %s, want fail", m, got["CO-2.2"])
@@ -192,7 +194,7 @@ func TestServiceOverKafkaURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	got, sum := verdicts(runServiceOver(t, "process-python", "broker/kafka=kafka://"+c.ListenAddrs()[0], "CO-2.1"))
+	got, sum := runnertest.Table(runServiceOver(t, "process-python", "broker/kafka=kafka://"+c.ListenAddrs()[0], "CO-2.1"))
 	t.Log(sum)
 	if got["CO-2.1"] != verdict.Pass {
 		t.Errorf("Python reference over broker/kafka=kafka://HOST:PORT: CO-2.1 is %s, want pass", got["CO-2.1"])
@@ -218,7 +220,7 @@ func needKafkaPython(t *testing.T) {
 // directories go with the test.
 func atRepoRoot(t *testing.T) {
 	t.Helper()
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}

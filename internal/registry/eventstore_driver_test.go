@@ -1,14 +1,12 @@
 package registry
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/runner/runnertest"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
@@ -18,20 +16,7 @@ import (
 // ES rules (all of them when none are given) against it.
 func runDriver(t *testing.T, name, addr string, rules ...string) []verdict.Result {
 	t.Helper()
-	k, ref, err := Targets().Resolve(target.Ref{Suite: "eventstore", Name: name, Address: addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := k.Start(context.Background(), ref)
-	if err != nil {
-		t.Fatalf("starting %s: %v", name, err)
-	}
-	defer func() {
-		if err := st.Stop(); err != nil {
-			t.Errorf("stopping %s: %v", name, err)
-		}
-	}()
-	return runner.Run(ref.Key(), st.Register, runner.Options{Rules: rules})
+	return runnertest.Target(t, Targets(), target.Ref{Suite: "eventstore", Name: name, Address: addr}, nil, rules...)
 }
 
 // inRoot runs the test from the module root with a TMPDIR of its own, and

@@ -58,7 +58,7 @@ func (s *Set) ginkgoAt(loc types.CodeLocation, o Option) {
 			if !s.Ahead {
 				// A body running ahead has its own deadline (runWithin);
 				// its spec may wait longer, for the bodies queued before it.
-				decorations = append(decorations, ginkgo.SpecTimeout(s.Timeout))
+				decorations = append(decorations, ginkgo.SpecTimeout(s.timeoutOf(ru.id)))
 			}
 			ginkgo.It(ru.id+" "+ru.meta.Title, append(decorations, func(ctx ginkgo.SpecContext) {
 				once.Do(func() {

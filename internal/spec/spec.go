@@ -221,6 +221,12 @@ type Set struct {
 
 	// Timeout bounds each rule.
 	Timeout time.Duration
+	// SetUp is more time for a rule, by id, on top of Timeout: set-up of
+	// the kit's own that the rule cannot do without and that takes what
+	// the host gives it (a server of the rule's own started and restarted:
+	// an Erlang node boots in seconds on quiet cores, in tens of seconds
+	// beside CPU burners). The target's time is still bounded by Timeout.
+	SetUp map[string]time.Duration
 	// Parallel runs the rules at the same time under go test, as parallel
 	// subtests: they run after the test function that called Test
 	// returned, so only a suite whose targets clean up with t.Cleanup sets
@@ -337,3 +343,6 @@ type ended struct {
 	v      verdict.Verdict
 	reason string
 }
+
+// timeoutOf bounds rule id: Timeout and its SetUp allowance.
+func (s *Set) timeoutOf(id string) time.Duration { return s.Timeout + s.SetUp[id] }

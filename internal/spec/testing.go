@@ -119,7 +119,8 @@ func (s *Set) runWithin(parent context.Context, ru rule, out ...func(line string
 		}
 		defer release()
 	}
-	ctx, cancel := context.WithTimeout(parent, s.Timeout)
+	limit := s.timeoutOf(ru.id)
+	ctx, cancel := context.WithTimeout(parent, limit)
 	defer cancel()
 	start := time.Now()
 	done := make(chan outcome, 1)
@@ -185,8 +186,8 @@ func (s *Set) runWithin(parent context.Context, ru rule, out ...func(line string
 		case <-time.After(Grace):
 			return outcome{v: verdict.Skipped, reason: "the run was interrupted and the rule did not return within " + Grace.String(), ev: ev}
 		}
-	case <-time.After(s.Timeout + Grace):
-		return outcome{v: verdict.Unknown, reason: fmt.Sprintf("the rule did not finish within %s of its deadline %s (the target may hang)", Grace, s.Timeout), ev: ev}
+	case <-time.After(limit + Grace):
+		return outcome{v: verdict.Unknown, reason: fmt.Sprintf("the rule did not finish within %s of its deadline %s (the target may hang)", Grace, limit), ev: ev}
 	}
 }
 

@@ -71,3 +71,25 @@ func runWant(t *testing.T, s *Set, wants map[string]want) {
 		}
 	}
 }
+
+// A rule's SetUp allowance lengthens its deadline, and only its own: the
+// same slow body is unknown without it.
+func TestSetUpAllowance(t *testing.T) {
+	s := New("eventstore")
+	s.Timeout = 100 * time.Millisecond
+	s.SetUp = map[string]time.Duration{"ES-1.1": 400 * time.Millisecond}
+	slow := func(r *R) {
+		select {
+		case <-time.After(250 * time.Millisecond):
+			r.Ev.Notef("set up")
+		case <-r.Context().Done():
+			r.Unknown("the deadline came first")
+		}
+	}
+	s.It("ES-1.1", slow)
+	s.It("ES-1.2", slow)
+	runWant(t, s, map[string]want{
+		"ES-1.1": {verdict.Pass, "set up"},
+		"ES-1.2": {verdict.Unknown, "the deadline came first"},
+	})
+}

@@ -17,7 +17,6 @@ import (
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/adapters/broker/redis"
 	"github.com/onceproof/tck/internal/registry"
-	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/runner/runnertest"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
@@ -27,21 +26,8 @@ import (
 // `tck run --broker b` does.
 func runServiceOver(t *testing.T, name, b string, rules ...string) []verdict.Result {
 	t.Helper()
-	k, ref, err := registry.Targets().Resolve(target.Ref{Suite: "consumer", Name: name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref.Opts.Broker = b
-	st, err := k.Start(context.Background(), ref)
-	if err != nil {
-		t.Fatalf("starting %s over %s: %v", name, b, err)
-	}
-	defer func() {
-		if err := st.Stop(); err != nil {
-			t.Errorf("stopping %s: %v", name, err)
-		}
-	}()
-	return runner.Run(ref.Key(), st.Register, runner.Options{Rules: rules})
+	return runnertest.Target(t, registry.Targets(), target.Ref{Suite: "consumer", Name: name},
+		func(ref *target.Ref) { ref.Opts.Broker = b }, rules...)
 }
 
 // serviceRedis is the Redis server of the test: TCK_REDIS_URL, else a

@@ -1,7 +1,6 @@
 package processtest
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/registry"
-	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/runner/runnertest"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
@@ -20,21 +18,8 @@ import (
 // runServiceProfile is runService with a profile, as `tck run --profile`.
 func runServiceProfile(t *testing.T, addr string, p *profile.Profile, rules ...string) []verdict.Result {
 	t.Helper()
-	k, ref, err := registry.Targets().Resolve(target.Ref{Suite: "consumer", Name: "process", Address: addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref.Opts.Profile = p
-	st, err := k.Start(context.Background(), ref)
-	if err != nil {
-		t.Fatalf("starting %s: %v", addr, err)
-	}
-	defer func() {
-		if err := st.Stop(); err != nil {
-			t.Errorf("stopping %s: %v", addr, err)
-		}
-	}()
-	return runner.Run(ref.Key(), st.Register, runner.Options{Rules: rules})
+	return runnertest.Target(t, registry.Targets(), target.Ref{Suite: "consumer", Name: "process", Address: addr},
+		func(ref *target.Ref) { ref.Opts.Profile = p }, rules...)
 }
 
 // A service reading its own event shape passes the crash rule when the

@@ -1,13 +1,11 @@
 package processtest
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/onceproof/tck/internal/registry"
-	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/runner/runnertest"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
@@ -17,20 +15,7 @@ import (
 // SUITE/NAME[=ADDRESS]) and runs the consumer rules against it.
 func runService(t *testing.T, name, addr string, rules ...string) []verdict.Result {
 	t.Helper()
-	k, ref, err := registry.Targets().Resolve(target.Ref{Suite: "consumer", Name: name, Address: addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := k.Start(context.Background(), ref)
-	if err != nil {
-		t.Fatalf("starting %s: %v", name, err)
-	}
-	defer func() {
-		if err := st.Stop(); err != nil {
-			t.Errorf("stopping %s: %v", name, err)
-		}
-	}()
-	return runner.Run(ref.Key(), st.Register, runner.Options{Rules: rules})
+	return runnertest.Target(t, registry.Targets(), target.Ref{Suite: "consumer", Name: name, Address: addr}, nil, rules...)
 }
 
 // The Go reference service, run as its own process and killed with SIGKILL

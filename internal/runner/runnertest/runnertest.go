@@ -3,11 +3,13 @@
 package runnertest
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
 )
 
@@ -60,4 +62,29 @@ func Table(rs []verdict.Result) (map[string]verdict.Verdict, string) {
 		fmt.Fprintf(&b, "\n  %-7s %-14s %6.0fms %s", r.Rule, r.Verdict, r.DurationMs, r.Reason)
 	}
 	return got, b.String()
+}
+
+// Target resolves ref in targets as the CLI does, lets set adjust the
+// resolved ref's options (nil: none), starts it, runs its rules (every rule
+// when none are given) and stops it, failing t when it does not start or
+// stop cleanly.
+func Target(t testing.TB, targets *target.Registry, ref target.Ref, set func(*target.Ref), rules ...string) []verdict.Result {
+	t.Helper()
+	k, ref, err := targets.Resolve(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set != nil {
+		set(&ref)
+	}
+	st, err := k.Start(context.Background(), ref)
+	if err != nil {
+		t.Fatalf("starting %s: %v", ref.Key(), err)
+	}
+	defer func() {
+		if err := st.Stop(); err != nil {
+			t.Errorf("stopping %s: %v", ref.Key(), err)
+		}
+	}()
+	return runner.Run(ref.Key(), st.Register, runner.Options{Rules: rules})
 }

@@ -239,9 +239,9 @@ func (p *plan) finish() {
 const workloadMargin = 10 * time.Second
 
 // start runs id's workload on a fixture of its own, in its own goroutine,
-// bounded by the budget and the margin.
+// bounded by the budget, the margin and the kit's own set-up it needs.
 func (p *plan) start(id string, work workload) spec.Job {
-	ctx, cancel := context.WithTimeout(p.ctx, p.t.Budget+workloadMargin)
+	ctx, cancel := context.WithTimeout(p.ctx, p.t.Budget+workloadMargin+p.set.SetUp[id])
 	f := newFixture(ctx, cancel, p.t, id)
 	judged := make(chan spec.Body, 1)
 	f.spawn(func() {

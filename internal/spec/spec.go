@@ -225,7 +225,8 @@ type Set struct {
 	// the kit's own that the rule cannot do without and that takes what
 	// the host gives it (a server of the rule's own started and restarted:
 	// an Erlang node boots in seconds on quiet cores, in tens of seconds
-	// beside CPU burners). The target's time is still bounded by Timeout.
+	// beside CPU burners). A correct target is no slower for it: only a
+	// set-up that never ends runs into the longer bound.
 	SetUp map[string]time.Duration
 	// Parallel runs the rules at the same time under go test, as parallel
 	// subtests: they run after the test function that called Test

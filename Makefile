@@ -77,7 +77,8 @@ bench-go:
 race-rate:
 	scripts/race-power.sh
 
-# The default run N times with two CPU burners alongside: false failures,
+# The default run N times beside CPU burners (STRESS_FLAGS="--burners 4
+# --pauses 2" for four burners and two 20 s SIGSTOPs of the kit a run): false failures,
 # unknowns, wall times and leftovers (see scripts/stress.sh).
 stress:
-	scripts/stress.sh $(or $(N),10)
+	scripts/stress.sh $(STRESS_FLAGS) $(or $(N),10)

@@ -71,7 +71,7 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // checks a caller makes after decoding.
 func Decode(file string, data []byte, out any, opts Options) (positions map[string]int, err error) {
 	if len(data) > MaxBytes {
-		return nil, &Error{File: file, Msg: fmt.Sprintf("%d bytes, more than the %d a configuration file may hold", len(data), MaxBytes)}
+		return nil, &Error{File: file, Msg: fmt.Sprintf("%d bytes, more than %s, the most a configuration file may hold", len(data), byteSize(MaxBytes))}
 	}
 	syntax := func(err error) error {
 		e := &Error{File: file, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
@@ -112,6 +112,7 @@ func Decode(file string, data []byte, out any, opts Options) (positions map[stri
 }
 
 // MaxBytes bounds a configuration file: the kit's largest is a few KB.
+// ReadFile with it reads no more than this (plus one byte).
 const MaxBytes = 1 << 20
 
 // MaxNodes bounds the nodes a document holds once every alias is expanded:

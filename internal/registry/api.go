@@ -145,7 +145,7 @@ func apiCommand(ctx context.Context, ref target.Ref) (*target.Started, error) {
 	var dir string
 	var untrack func()
 	if err := leftovers.Create(func() error {
-		d, err := os.MkdirTemp("", "tck-api-data-*")
+		d, err := leftovers.MkdirTemp("tck-api-data-*")
 		if err != nil {
 			return err
 		}

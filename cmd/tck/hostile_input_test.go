@@ -1,6 +1,8 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,5 +92,34 @@ func TestHostileInputReportIn(t *testing.T) {
 			code, stdout, stderr = tck(t, "report", "diff", dir, dir)
 			wantOneLine(t, code, stdout, stderr, "results.json: "+want)
 		})
+	}
+}
+
+// TestAPIDescRequestPartsExit3: a description the HTTP client would refuse
+// (a CR LF in a header name) or a server could not take (a 900 KB header
+// name) is exit 3 naming the field, found at load time before the service
+// is reached; it was exit 4, "does not answer" (issue 35).
+func TestAPIDescRequestPartsExit3(t *testing.T) {
+	reached := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached = true }))
+	defer srv.Close()
+	desc := "contract: reject-409\ncreate:\n  path: /orders\n  id: {in: header, name: NAME}\n  body: {item: book, qty: 1}\n  vary: qty\nread: {path: \"/orders/{id}\"}\n"
+	for name, c := range map[string]struct{ header, want string }{
+		"CRLF in a header name": {`"Idempotency-Key\r\nX-Injected: 1"`, `d.yaml:4: create.id.name: "Idempotency-Key\r\nX-Injected: 1" is not a header name`},
+		"900 KB header name":    {strings.Repeat("K", 900<<10), "d.yaml:4: create.id.name: 921600 bytes, more than 256, the longest header name the kit sends"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			file := filepath.Join(dir, "d.yaml")
+			os.WriteFile(file, []byte(strings.Replace(desc, "NAME", c.header, 1)), 0o644)
+			code, stdout, stderr := tck(t, "run", "--target", "api/http="+srv.URL, "--api-desc", file, "--out", filepath.Join(dir, "out"))
+			wantOneLine(t, code, stdout, stderr, strings.ReplaceAll(strings.ReplaceAll(c.want, "\r", `\r`), "\n", `\n`))
+			if len(stderr) > 1000 || rawControl(stderr) {
+				t.Errorf("stderr is %d bytes or holds a control character: %.200q", len(stderr), stderr)
+			}
+		})
+	}
+	if reached {
+		t.Errorf("the service was reached with a malformed description")
 	}
 }

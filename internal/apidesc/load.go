@@ -116,6 +116,9 @@ func (d *Description) validate(dec decoded) error {
 			return errf("create.created", "%d is not a success status", c)
 		}
 	}
+	if err := d.checkRequest(dec); err != nil {
+		return err
+	}
 	if d.Retention != "" {
 		if _, err := parseRetention(d.Retention); err != nil {
 			return errf("retention", "%v: want a duration such as 24h or 7d", err)

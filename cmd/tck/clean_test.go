@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,5 +65,39 @@ func TestCleanRemovesStaleTempAndLocks(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join("tck-results", "live", lockFile)); err != nil {
 		t.Errorf("a live run's lock removed: %v", err)
+	}
+}
+
+// TestCleanSkipsPlantedLock: a FIFO (or a link to one) in place of a
+// report folder's lock neither hangs clean (a plain open of a FIFO blocks
+// until a writer comes) nor is removed: it is not the kit's (issue 35).
+func TestCleanSkipsPlantedLock(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(tmp, "no-docker.sock"))
+	t.Chdir(t.TempDir())
+	dir := filepath.Join("tck-results", "planted")
+	os.MkdirAll(dir, 0o755)
+	fifo := filepath.Join(dir, lockFile)
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var code int
+	var stdout string
+	go func() {
+		code, stdout, _ = tck(t, "clean")
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("tck clean hangs on a FIFO in place of a lock")
+	}
+	if code != reports.ExitUnavailable {
+		t.Errorf("exit %d, want 4 (no docker)", code)
+	}
+	if _, err := os.Lstat(fifo); err != nil || strings.Contains(stdout, "planted") {
+		t.Errorf("the planted FIFO was removed: %v, %q", err, stdout)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -100,8 +101,8 @@ func TestHostileInputReportIn(t *testing.T) {
 // name) is exit 3 naming the field, found at load time before the service
 // is reached; it was exit 4, "does not answer" (issue 35).
 func TestAPIDescRequestPartsExit3(t *testing.T) {
-	reached := false
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached = true }))
+	var reached atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached.Store(true) }))
 	defer srv.Close()
 	desc := "contract: reject-409\ncreate:\n  path: /orders\n  id: {in: header, name: NAME}\n  body: {item: book, qty: 1}\n  vary: qty\nread: {path: \"/orders/{id}\"}\n"
 	for name, c := range map[string]struct{ header, want string }{
@@ -119,7 +120,7 @@ func TestAPIDescRequestPartsExit3(t *testing.T) {
 			}
 		})
 	}
-	if reached {
+	if reached.Load() {
 		t.Errorf("the service was reached with a malformed description")
 	}
 }

@@ -11,6 +11,10 @@
 # connections and prints the export line on stdout (progress goes to stderr).
 # Idempotent: when the server is already up it only prints the URL.
 #
+# The data directory stays after `stop` (the next start reuses it); `tck clean`
+# leaves it alone: it removes only folders carrying the kit's marker file
+# (.onceproof-temp), never a folder by its tck- name. Remove it by hand.
+#
 # Settings (environment): PGPORT (5432), TCK_PG_DIR (/tmp/tck-postgres),
 # TCK_PG_USER (tck), TCK_PG_PASSWORD (tck-local-only), TCK_PG_DB (tck).
 set -euo pipefail

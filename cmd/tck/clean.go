@@ -13,7 +13,9 @@ import (
 	"github.com/onceproof/tck/internal/target"
 )
 
-// tempPrefixes name the temporary folders the kit creates (os.MkdirTemp).
+// tempPrefixes name the temporary folders the kit creates
+// (leftovers.MkdirTemp); clean removes only those that also carry the
+// kit's marker file (leftovers.TempMarker), never by the name alone.
 var tempPrefixes = []string{"onceproof-", "tck-"}
 
 // staleAge is how long a temporary folder no process holds must have been
@@ -21,7 +23,9 @@ var tempPrefixes = []string{"onceproof-", "tck-"}
 const staleAge = 10 * time.Minute
 
 // cmdClean removes what runs killed with SIGKILL left behind (they cannot
-// clean up after themselves): temporary folders no process holds, locks of
+// clean up after themselves): temporary folders the kit marked as its own
+// that no process holds (a user's tck-mine, or the data directory
+// scripts/postgres-local.sh leaves, carries no marker and stays), locks of
 // report folders under ./tck-results that no run holds, and containers,
 // networks and volumes on this Docker host. By default only those whose
 // owning process is gone; --all removes every container, running sessions

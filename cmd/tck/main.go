@@ -10,7 +10,7 @@
 //	tck report    --in DIR
 //	tck report    diff [--format text|json] OLD NEW
 //	tck clean     [--all]
-//	tck version
+//	tck version   (also tck --version, tck -v)
 //
 // Exit codes: 0 conformant, 1 a MUST rule failed, 2 inconclusive,
 // 3 usage or configuration error, 4 a target could not be started or reached,
@@ -149,6 +149,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return reports.ExitUsage
 	}
 	name := args[0]
+	if name == "--version" || name == "-v" || name == "-version" {
+		name = "version" // what every CLI answers; tck version is the command
+	}
 	if name == "help" || name == "-h" || name == "--help" {
 		help(stdout)
 		return 0
@@ -197,7 +200,7 @@ func commandNames() string {
 func help(w io.Writer) {
 	fmt.Fprintf(w, `tck: the onceproof conformance kit %s
 
-Usage: tck <command> [flags]   (tck <command> -h for its flags)
+Usage: tck <command> [flags]   (tck <command> -h for its flags; tck --version)
 
 `, kitVersion())
 	for _, n := range strings.Split(commandNames(), ", ") {

@@ -147,3 +147,18 @@ func TestListJSON(t *testing.T) {
 		t.Errorf("listed %d rules, want 23 (ES-1.x, ES-2.x, ES-3.1, ES-4.1, ES-4.2, ES-4.3)", len(doc.Rules))
 	}
 }
+
+// TestVersionFlags: tck --version and tck -v print what tck version prints
+// (issue 35: --version was an unknown command).
+func TestVersionFlags(t *testing.T) {
+	_, want, _ := tck(t, "version")
+	if !strings.HasPrefix(want, "onceproof tck ") {
+		t.Fatalf("tck version printed %q", want)
+	}
+	for _, arg := range []string{"--version", "-v", "-version"} {
+		code, stdout, stderr := tck(t, arg)
+		if code != 0 || stdout != want || stderr != "" {
+			t.Errorf("tck %s: exit %d, stdout %q, stderr %q; want exit 0 and %q", arg, code, stdout, stderr, want)
+		}
+	}
+}

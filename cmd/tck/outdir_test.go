@@ -181,3 +181,24 @@ func TestLockChild(t *testing.T) {
 	unlock()
 	fmt.Printf("held %d %d\n", from, to)
 }
+
+// TestReadOnlyOutIsExit3: a --out that is read-only from the start is
+// refused before anything runs: exit 3 (nothing ran), as the README's
+// table says; 5 is for a report the run could not write (issue 35).
+func TestReadOnlyOutIsExit3(t *testing.T) {
+	ro := t.TempDir()
+	if err := os.Chmod(ro, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(ro, 0o755)
+	if f, err := os.Create(filepath.Join(ro, "probe")); err == nil {
+		f.Close()
+		t.Skip("this user writes into a read-only folder (root)")
+	}
+	for _, out := range []string{ro, filepath.Join(ro, "new")} {
+		code, stdout, stderr := tck(t, "run", "--quiet", "--target", "eventstore/memory", "--rule", "ES-1.1", "--out", out)
+		if code != reports.ExitUsage || strings.Count(stderr, "\n") != 1 || stdout != "" {
+			t.Errorf("--out %s: exit %d, stdout %q, stderr %q; want exit 3 and one line", out, code, stdout, stderr)
+		}
+	}
+}

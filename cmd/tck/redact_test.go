@@ -121,3 +121,29 @@ func TestOddCredentialFormsRedactedEverywhere(t *testing.T) {
 		})
 	}
 }
+
+// TestRedactKeepsHintPlaceholder: the Redis URL hint's placeholder reaches
+// the user as written ("want redis://[user:password@]host:port/db"), not
+// garbled into "[user:xxxxx@..."; the real password never appears (issue
+// 35).
+func TestRedactKeepsHintPlaceholder(t *testing.T) {
+	const secret = "pw-s3cr3t-value"
+	for _, url := range []string{"redis://u:" + secret + "@127.0.0.1:1/x", "redis://u:" + secret + "@127.0.0.1:1/0@x"} {
+		dir := filepath.Join(t.TempDir(), "out")
+		code, stdout, stderr := tck(t, "run", "--quiet", "--suite", "broker", "--target", "broker/redis="+url, "--rule", "BR-4.1", "--out", dir)
+		if code != reports.ExitUnavailable || !strings.Contains(stderr, "(want redis://[user:password@]host:port/db)") {
+			t.Errorf("%s: exit %d, stderr %q: want exit 4 and the hint as written", url, code, stderr)
+		}
+		if strings.Contains(stdout+stderr, secret) {
+			t.Errorf("%s: the password is shown: %q %q", url, stdout, stderr)
+		}
+		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				if data, _ := os.ReadFile(p); strings.Contains(string(data), secret) {
+					t.Errorf("%s holds the password", p)
+				}
+			}
+			return nil
+		})
+	}
+}

@@ -2,9 +2,7 @@ package apidesc
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"strings"
 
@@ -19,13 +17,9 @@ type Error = strictyaml.Error
 
 // Load reads and validates a description file (YAML or JSON).
 func Load(path string) (*Description, error) {
-	data, err := os.ReadFile(path)
+	data, err := strictyaml.ReadFile(path, "endpoint description", strictyaml.MaxBytes)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, &Error{File: path, Msg: "cannot read the endpoint description: " + err.Error()}
+		return nil, err
 	}
 	return Parse(path, data)
 }
@@ -121,6 +115,9 @@ func (d *Description) validate(dec decoded) error {
 		if c >= 300 {
 			return errf("create.created", "%d is not a success status", c)
 		}
+	}
+	if err := d.checkRequest(dec); err != nil {
+		return err
 	}
 	if d.Retention != "" {
 		if _, err := parseRetention(d.Retention); err != nil {

@@ -583,7 +583,7 @@ type Server struct {
 func Start(ctx context.Context, c apidesc.Contract, d Defect) (*Server, error) {
 	s := &Server{contract: c, defect: d}
 	err := leftovers.Create(func() error {
-		dir, err := os.MkdirTemp("", "tck-api-*")
+		dir, err := leftovers.MkdirTemp("tck-api-*")
 		if err != nil {
 			return err
 		}

@@ -22,6 +22,8 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/onceproof/tck/internal/leftovers"
 )
 
 // ErrNoBrowser: no Chromium binary was found.
@@ -58,7 +60,7 @@ func Start(ctx context.Context, env ...string) (*Browser, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "tck-chromium-*")
+	dir, err := leftovers.MkdirTemp("tck-chromium-*")
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"sync"
 	"syscall"
@@ -193,12 +194,43 @@ func RemoveAll() error { return std.RemoveAll() }
 // Pending is Registry.Pending on the process-wide registry.
 func Pending() []string { return std.Pending() }
 
-// TempDir creates a temporary directory (os.MkdirTemp("", pattern))
-// registered with the process-wide registry; remove deletes it and
-// untracks it.
+// TempMarker is the file the kit writes into every temporary directory it
+// creates (MkdirTemp): `tck clean` removes a stale directory only when it
+// holds this file, never by its name alone (a user's tck-mine, or the data
+// directory scripts/postgres-local.sh leaves, is not the kit's).
+const TempMarker = ".onceproof-temp"
+
+// markerText says what the marker is, for whoever finds it.
+const markerText = "This folder is a temporary folder of the onceproof kit (tck); `tck clean` removes it once no process uses it.\n"
+
+// MkdirTemp is os.MkdirTemp("", pattern) carrying TempMarker: every
+// temporary directory of the kit's is made by it, so that `tck clean` can
+// tell it from a folder that only shares its prefix.
+func MkdirTemp(pattern string) (string, error) {
+	d, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(d, TempMarker), []byte(markerText), 0o644); err != nil {
+		_ = os.RemoveAll(d)
+		return "", err
+	}
+	return d, nil
+}
+
+// IsKitTemp says whether dir carries TempMarker (a regular file, not a
+// link planted to look like one).
+func IsKitTemp(dir string) bool {
+	fi, err := os.Lstat(filepath.Join(dir, TempMarker))
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// TempDir creates a temporary directory (MkdirTemp(pattern), so it carries
+// TempMarker) registered with the process-wide registry; remove deletes it
+// and untracks it.
 func TempDir(pattern string) (dir string, remove func() error, err error) {
 	err = Create(func() error {
-		d, err := os.MkdirTemp("", pattern)
+		d, err := MkdirTemp(pattern)
 		if err != nil {
 			return err
 		}

@@ -9,8 +9,9 @@ import (
 )
 
 // StaleTempDirs lists the temporary folders a dead run of the kit left in
-// root (os.TempDir()): a folder whose name starts with one of prefixes,
-// that no process holds open (no open file, working directory or mapped
+// root (os.TempDir()): a folder whose name starts with one of prefixes and
+// that carries the kit's TempMarker (MkdirTemp wrote it: a name alone is
+// never enough, a user's tck-mine is left alone), that no process holds open (no open file, working directory or mapped
 // file inside it, as /proc shows) and where nothing changed for minAge. A
 // run killed with SIGKILL cannot remove its own; `tck clean` removes these.
 // Without /proc (not Linux) nothing is reported: a folder in use cannot be
@@ -29,7 +30,7 @@ func StaleTempDirs(root string, prefixes []string, minAge time.Duration) []strin
 			continue
 		}
 		for _, p := range prefixes {
-			if strings.HasPrefix(e.Name(), p) {
+			if strings.HasPrefix(e.Name(), p) && IsKitTemp(filepath.Join(root, e.Name())) {
 				candidates = append(candidates, filepath.Join(root, e.Name()))
 				break
 			}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"reflect"
 
 	"github.com/onceproof/tck/internal/strictyaml"
@@ -16,13 +15,9 @@ type Error = strictyaml.Error
 
 // Load reads and validates a profile file.
 func Load(path string) (*Profile, error) {
-	data, err := os.ReadFile(path)
+	data, err := strictyaml.ReadFile(path, "profile", strictyaml.MaxBytes)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, &Error{File: path, Msg: "cannot read the profile: " + err.Error()}
+		return nil, err
 	}
 	return Parse(path, data)
 }

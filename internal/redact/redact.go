@@ -18,6 +18,10 @@ var (
 	// A key=value secret: a quoted value to its closing quote (libpq's
 	// password='a b\'c'), else to the next space or &.
 	paramRe = regexp.MustCompile(`(?i)((?:password|passwd|pass|pwd|token|secret|nkey|seed|creds|jwt|sasl_password|api_key|apikey)=)(?:'(?:[^'\\]|\\.)*'?|"(?:[^"\\]|\\.)*"?|[^&\s]*)`)
+	// The placeholder of a usage hint right after SCHEME://: [user:password@]
+	// or [token@], the words themselves, in brackets (a real userinfo has no
+	// brackets around it).
+	placeholderRe = regexp.MustCompile(`^\[(?:(?:user|username):(?:password|pass|pw|token)|token|password)@\]`)
 	// A word of text, for user:password@host written without a scheme.
 	wordRe = regexp.MustCompile(`[^\s"'<>()\[\]{}=,;]+`)
 )
@@ -50,7 +54,11 @@ func Text(s string) string {
 		at := strings.LastIndex(seg, "@")
 		b.WriteString(s[prev:loc[1]])
 		prev = loc[1]
-		if at < 0 {
+		// A usage hint's optional userinfo (want redis://[user:password@]host)
+		// is a placeholder, not a secret: kept as written. What follows it
+		// is the hint's text, not a userinfo; a user:password@ in it is
+		// masked as in any text without a scheme (bareWords).
+		if at < 0 || placeholderRe.MatchString(seg) {
 			continue
 		}
 		info := seg[:at]
@@ -69,8 +77,25 @@ func Text(s string) string {
 		prev = loc[1] + at + 1
 	}
 	b.WriteString(s[prev:])
-	s = wordRe.ReplaceAllStringFunc(b.String(), bareUserinfo)
+	s = bareWords(b.String())
 	return paramRe.ReplaceAllString(s, "${1}"+Mask)
+}
+
+// bareWords masks user:password@host written without a scheme in every
+// word of s but a usage hint's placeholder ([user:password@]).
+func bareWords(s string) string {
+	var b strings.Builder
+	prev := 0
+	for _, w := range wordRe.FindAllStringIndex(s, -1) {
+		if w[0] > 0 && s[w[0]-1] == '[' && placeholderRe.MatchString(s[w[0]-1:]) {
+			continue
+		}
+		b.WriteString(s[prev:w[0]])
+		b.WriteString(bareUserinfo(s[w[0]:w[1]]))
+		prev = w[1]
+	}
+	b.WriteString(s[prev:])
+	return b.String()
 }
 
 // bareUserinfo masks user:password@host written without a scheme.

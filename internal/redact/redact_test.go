@@ -44,9 +44,23 @@ func TestEveryCredentialForm(t *testing.T) {
 		`target "broker/nats=user:Secret@host"`:                      `target "broker/nats=user:xxxxx@host"`,
 		"password='a Secret' dbname=x":                               "password=xxxxx dbname=x",
 		"dial tcp 127.0.0.1:4222: refused":                           "dial tcp 127.0.0.1:4222: refused",
+		// A usage hint's placeholder is kept as written (issue 35).
+		`not a Redis URL (want redis://[user:password@]host:port/db): redis: invalid database number: "x"`: `not a Redis URL (want redis://[user:password@]host:port/db): redis: invalid database number: "x"`,
+		"want nats://[token@]host:port": "want nats://[token@]host:port",
+		"redis://[user:Secret@]host":    "redis://[user:xxxxx@]host",
 	} {
 		if got := Text(in); got != want {
 			t.Errorf("Text(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// A secret after a placeholder is still masked.
+	for _, in := range []string{
+		`(want redis://[user:password@]host:port/db): parse "u:Secret@127.0.0.1:1/0": bad`,
+		`(want redis://[user:password@]host:port/db): parse "redis://u:Secret@127.0.0.1:1/0": bad`,
+		`(want redis://[user:password@]host:port/db): u:Secret@127.0.0.1`,
+	} {
+		if got := Text(in); strings.Contains(got, "Secret") || !strings.Contains(got, "[user:password@]") {
+			t.Errorf("Text(%q) = %q: want the placeholder kept and the secret masked", in, got)
 		}
 	}
 	if got := Opaque("user:x Secret@host"); got != "user:xxxxx" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -142,20 +143,26 @@ func apiCommand(ctx context.Context, ref target.Ref) (*target.Started, error) {
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	// A directory for the service's data that outlives its restarts and
 	// not the run.
-	var dir string
+	// The service gets an empty folder inside the kit's marked one
+	// (leftovers.MkdirTemp): the marker stays out of the service's sight.
+	var root, dir string
 	var untrack func()
 	if err := leftovers.Create(func() error {
-		d, err := os.MkdirTemp("", "tck-api-data-*")
+		d, err := leftovers.MkdirTemp("tck-api-data-*")
 		if err != nil {
 			return err
 		}
-		dir, untrack = d, leftovers.Track("directory "+d, func() error { return os.RemoveAll(d) })
+		if err := os.Mkdir(filepath.Join(d, "data"), 0o755); err != nil {
+			_ = os.RemoveAll(d)
+			return err
+		}
+		root, dir, untrack = d, filepath.Join(d, "data"), leftovers.Track("directory "+d, func() error { return os.RemoveAll(d) })
 		return nil
 	}); err != nil {
 		return nil, target.Unavailable(ref, fmt.Errorf("creating the service's data directory: %w", err))
 	}
 	rmDir := func() error {
-		err := os.RemoveAll(dir)
+		err := os.RemoveAll(root)
 		if err == nil {
 			untrack()
 		}

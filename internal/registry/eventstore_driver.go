@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/onceproof/tck/es"
@@ -90,9 +91,15 @@ func driverStarted(fixed, needEnv string) start {
 		if needEnv != "" && os.Getenv(needEnv) == "" {
 			return nil, target.Unavailable(ref, fmt.Errorf("%s is unset: the adapter needs a database (scripts/postgres-local.sh starts one)", needEnv))
 		}
-		data, rmData, err := kitDir("tck-esdriver-")
+		root, rmData, err := kitDir("tck-esdriver-")
 		if err != nil {
 			return nil, target.Unavailable(ref, err)
+		}
+		// The adapter gets an empty folder inside the kit's marked one:
+		// the marker (leftovers.TempMarker) stays out of its sight.
+		data := filepath.Join(root, "data")
+		if err := os.Mkdir(data, 0o755); err != nil {
+			return nil, target.Unavailable(ref, errors.Join(err, rmData()))
 		}
 		argv, err := procs.Split(line)
 		if err != nil || len(argv) == 0 {

@@ -240,7 +240,7 @@ func kitDir(pattern string) (string, func() error, error) {
 	var dir string
 	var untrack func()
 	err := leftovers.Create(func() error {
-		d, err := os.MkdirTemp("", pattern)
+		d, err := leftovers.MkdirTemp(pattern)
 		if err != nil {
 			return err
 		}

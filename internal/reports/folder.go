@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/strictyaml"
 	"github.com/onceproof/tck/internal/verdict"
 )
 
@@ -196,7 +197,7 @@ func LockFolder(dir string, wait time.Duration) (func(), error) {
 
 // ownerText names the pid a lock file holds, for the in-use message.
 func ownerText(lock string) string {
-	data, err := os.ReadFile(lock)
+	data, err := strictyaml.ReadFile(lock, "lock file", 64) // a pid: a planted FIFO or device is not read
 	if err != nil {
 		return ""
 	}
@@ -208,12 +209,20 @@ func ownerText(lock string) string {
 
 // LockHeld says whether a live process holds the lock file lock (tck clean
 // removes only the others).
+// Anything but a regular file there (a FIFO, whose plain open would block
+// clean for ever) counts as held: it is not the kit's to remove.
 func LockHeld(lock string) bool {
-	f, err := os.Open(lock)
+	if fi, err := os.Lstat(lock); err != nil || !fi.Mode().IsRegular() {
+		return err == nil
+	}
+	f, err := os.OpenFile(lock, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return true
+	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		return true
 	}

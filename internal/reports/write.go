@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+
+	"github.com/onceproof/tck/internal/strictyaml"
 )
 
 // Files written into the run's folder.
@@ -125,9 +127,16 @@ func writeTemp(path string, data []byte) (string, error) {
 	return tmp.Name(), nil
 }
 
-// Read loads a results.json written by WriteAll.
+// MaxResultsBytes bounds a results.json Read takes: a full run's is a few
+// MB (timelines included), so this leaves ample room and still refuses
+// /dev/zero's worth of input before the decode.
+const MaxResultsBytes = 64 << 20
+
+// Read loads a results.json written by WriteAll. The path must be a
+// regular file of at most MaxResultsBytes (strictyaml.ReadFile: a FIFO or a
+// device is refused before it is read).
 func Read(path string) (*Report, error) {
-	data, err := os.ReadFile(path)
+	data, err := strictyaml.ReadFile(path, "results.json", MaxResultsBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"math/big"
 	"reflect"
 	"regexp"
 	"slices"
@@ -71,7 +73,7 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // checks a caller makes after decoding.
 func Decode(file string, data []byte, out any, opts Options) (positions map[string]int, err error) {
 	if len(data) > MaxBytes {
-		return nil, &Error{File: file, Msg: fmt.Sprintf("%d bytes, more than the %d a configuration file may hold", len(data), MaxBytes)}
+		return nil, &Error{File: file, Msg: fmt.Sprintf("%d bytes, more than %s, the most a configuration file may hold", len(data), byteSize(MaxBytes))}
 	}
 	syntax := func(err error) error {
 		e := &Error{File: file, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
@@ -112,6 +114,7 @@ func Decode(file string, data []byte, out any, opts Options) (positions map[stri
 }
 
 // MaxBytes bounds a configuration file: the kit's largest is a few KB.
+// ReadFile with it reads no more than this (plus one byte).
 const MaxBytes = 1 << 20
 
 // MaxNodes bounds the nodes a document holds once every alias is expanded:
@@ -275,14 +278,25 @@ func (d decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 		v.SetBool(b)
 		return nil
 	case reflect.Int:
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
+		if n.Kind == yaml.ScalarNode && (n.Tag == "!!int" || n.Tag == "!!float") {
+			// A whole number past int64 (YAML tags a negative one a float).
+			// (A long one is bounded before math/big sees it: its parse is
+			// superlinear, and the line stays short.)
+			digits := strings.ReplaceAll(n.Value, "_", "")
+			if len(digits) > 100 && strings.Trim(digits, "+-0123456789") == "" {
+				return d.errf(n, path, "a number of %d digits is out of range: a whole number from %d to %d", len(digits), math.MinInt64, math.MaxInt64)
+			}
+			if len(digits) <= 100 {
+				if b, ok := new(big.Int).SetString(digits, 0); ok && !b.IsInt64() {
+					return d.errf(n, path, "%s is out of range: a whole number from %d to %d", n.Value, math.MinInt64, math.MaxInt64)
+				}
+			}
+		}
+		var i int64
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || n.Decode(&i) != nil {
 			return d.errf(n, path, "want a whole number, got %s", Describe(n))
 		}
-		i, err := strconv.Atoi(n.Value)
-		if err != nil {
-			return d.errf(n, path, "want a whole number, got %q", n.Value)
-		}
-		v.SetInt(int64(i))
+		v.SetInt(i)
 		return nil
 	}
 	return d.errf(n, path, "the kit cannot decode a %s (a bug)", t)

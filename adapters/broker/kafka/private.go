@@ -34,7 +34,7 @@ type Private struct {
 func StartPrivate(ctx context.Context, client Client, persist bool) (*Private, error) {
 	p := &Private{client: client, persist: persist}
 	if err := leftovers.Create(func() error {
-		d, err := os.MkdirTemp("", "onceproof-kfake-")
+		d, err := leftovers.MkdirTemp("onceproof-kfake-")
 		if err != nil {
 			return err
 		}

@@ -317,7 +317,7 @@ func OpenTemp(ctx context.Context) (db *DB, stop func() error, err error) {
 	var dir string
 	var untrack func()
 	err = leftovers.Create(func() error {
-		d, err := os.MkdirTemp("", "tck-sqlite-*")
+		d, err := leftovers.MkdirTemp("tck-sqlite-*")
 		if err != nil {
 			return err
 		}

@@ -412,20 +412,6 @@ func count(attempts []attempt, kind string) (ok, typed, other int) {
 	return
 }
 
-func firstErrors(attempts []attempt) string {
-	var s []string
-	for _, a := range attempts {
-		if a.err != nil && conflictName(a.err) == "error" {
-			s = append(s, a.err.Error())
-		}
-	}
-	sort.Strings(s)
-	if len(s) > 3 {
-		s = s[:3]
-	}
-	return fmt.Sprint(s)
-}
-
 // The trials of each race rule. They are plain values so the detection rate
 // can be measured outside a suite run (see races_test.go). A trial keeps
 // everything its judge needs in the round: a round raced during a fault may
@@ -439,16 +425,20 @@ func firstErrors(attempts []attempt) string {
 // get the typed conflict kind.
 func oneWinner(rd *round, kind, what string) string {
 	ok, typed, other := count(rd.at, kind)
-	noun := map[string]string{"VersionConflict": "version conflicts", "DuplicateAggregateID": "creation conflicts"}[kind]
+	ident := map[string]string{"VersionConflict": "es.VersionConflictError", "DuplicateAggregateID": "es.DuplicateAggregateIDError"}[kind]
+	others := ""
+	if other > 0 {
+		others = ": " + otherErrors(rd.at, kind)
+	}
 	if indet := rd.indeterminate(); rd.tolerant && indet > 0 {
 		if ok > 1 || other > indet {
-			return fmt.Sprintf("%d %s around a fault: %d succeeded, %d %s, %d indeterminate, %d other errors %s (want at most 1 success and no other error)",
-				rd.n, what, ok, typed, noun, indet, other-indet, firstErrors(rd.at))
+			return fmt.Sprintf("%d %s around a fault: want at most 1 success and the rest %s or indeterminate; got %d succeeded, %d %s, %d indeterminate, %d other errors%s",
+				rd.n, what, ident, ok, typed, ident, indet, other-indet, others)
 		}
 		return ""
 	}
 	if ok != 1 || typed != rd.n-1 {
-		return fmt.Sprintf("%d %s: %d succeeded, %d %s, %d other errors %s (want 1, %d, 0)", rd.n, what, ok, typed, noun, other, firstErrors(rd.at), rd.n-1)
+		return fmt.Sprintf("%d %s: want 1 success and %d %s; got %d succeeded, %d %s, %d other errors%s", rd.n, what, rd.n-1, ident, ok, typed, ident, other, others)
 	}
 	return ""
 }

@@ -45,7 +45,7 @@ func registerBasics(s *spec.Set, t Target) {
 		f.mustAppend(first)
 		err := f.append("intent-2", stream(agg, es.InitialVersion, f.req("2")))
 		var dup *es.DuplicateAggregateIDError
-		r.Expect(errors.As(err, &dup)).To(gomega.BeTrue(), "a create of an existing aggregate must return es.DuplicateAggregateIDError, got %s", said(r, err, 60))
+		r.Expect(errors.As(err, &dup)).To(gomega.BeTrue(), "a create of an existing aggregate must return es.DuplicateAggregateIDError, got %s", said(err, 60))
 		r.Expect(dup.Aggregate).To(gomega.Equal(agg), "the creation conflict names the aggregate")
 		r.Expect(dup.RequestID).To(gomega.Equal(f.req("2")), "the creation conflict carries the refused request id, not the stored one")
 		f.expectHistory(agg, []es.Stream{first}, "after the refused create")
@@ -62,7 +62,7 @@ func registerBasics(s *spec.Set, t Target) {
 		// the version asked for shows.
 		err := f.append("stale-writer", stream(agg, 2, f.req("4")))
 		var vc *es.VersionConflictError
-		r.Expect(errors.As(err, &vc)).To(gomega.BeTrue(), "an append at a taken version must return es.VersionConflictError, got %s", said(r, err, 60))
+		r.Expect(errors.As(err, &vc)).To(gomega.BeTrue(), "an append at a taken version must return es.VersionConflictError, got %s", said(err, 60))
 		r.Expect(vc.Aggregate).To(gomega.Equal(agg), "the version conflict names the aggregate")
 		r.Expect(vc.Version).To(gomega.Equal(2), "the version conflict carries the version asked for (the tail is 3)")
 		r.Expect(vc.RequestID).To(gomega.Equal(f.req("4")), "the version conflict carries the refused request id")
@@ -76,7 +76,7 @@ func registerBasics(s *spec.Set, t Target) {
 		f.mustAppend(v1)
 		err := f.append("retry", stream(agg, 2, f.req("1"), "Again", "AndAgain"))
 		var dr *es.DuplicateRequestIDError
-		r.Expect(errors.As(err, &dr)).To(gomega.BeTrue(), "the same request id at the next version must return es.DuplicateRequestIDError, got %s", said(r, err, 60))
+		r.Expect(errors.As(err, &dr)).To(gomega.BeTrue(), "the same request id at the next version must return es.DuplicateRequestIDError, got %s", said(err, 60))
 		r.Expect(dr.Aggregate).To(gomega.Equal(agg), "the duplicate-request-id conflict names the aggregate")
 		r.Expect(dr.RequestID).To(gomega.Equal(f.req("1")), "the duplicate-request-id conflict carries the request id")
 		r.Expect(dr.Version).To(gomega.Equal(2), "the duplicate-request-id conflict carries the version asked for")
@@ -90,7 +90,7 @@ func registerBasics(s *spec.Set, t Target) {
 			id := f.req(strconv.Itoa(v))
 			err := f.append("retry", stream(long, longHistory+1, id))
 			var dr *es.DuplicateRequestIDError
-			r.Expect(errors.As(err, &dr)).To(gomega.BeTrue(), "request id %s (version %d of %d) retried at version %d must return es.DuplicateRequestIDError, got %s", short(id), v, longHistory, longHistory+1, said(r, err, 60))
+			r.Expect(errors.As(err, &dr)).To(gomega.BeTrue(), "request id %s (version %d of %d) retried at version %d must return es.DuplicateRequestIDError, got %s", short(id), v, longHistory, longHistory+1, said(err, 60))
 			r.Expect(dr.RequestID).To(gomega.Equal(id), "the duplicate-request-id conflict carries the request id")
 		}
 		f.expectHistory(long, hist, "nothing persisted by the retries in a long history")
@@ -102,11 +102,11 @@ func registerBasics(s *spec.Set, t Target) {
 		a, b := f.aggregate("a"), f.aggregate("b")
 		sa, sb := stream(a, 1, f.req("shared")), stream(b, 1, f.req("shared"))
 		err := f.append("client", sa)
-		r.Expect(err == nil).To(gomega.BeTrue(), "a fresh request id on a new aggregate must be stored, got %s", said(r, err, 60))
+		r.Expect(err == nil).To(gomega.BeTrue(), "a fresh request id on a new aggregate must be stored, got %s", said(err, 60))
 		// Request ids are unique per aggregate (es.DuplicateRequestIDError
 		// is raised when "the aggregate already holds" the id).
 		err = f.append("client", sb)
-		r.Expect(err == nil).To(gomega.BeTrue(), "the same request id on another aggregate must be stored (unique per aggregate only), got %s", said(r, err, 40))
+		r.Expect(err == nil).To(gomega.BeTrue(), "the same request id on another aggregate must be stored (unique per aggregate only), got %s", said(err, 40))
 		f.expectHistory(b, []es.Stream{sb}, "aggregate b")
 	})
 
@@ -121,12 +121,12 @@ func registerBasics(s *spec.Set, t Target) {
 		chosen := conflictName(err)
 		r.Ev.Figure("conflict chosen for an exact retry", chosen, "")
 		r.Expect(chosen).To(gomega.BeElementOf("DuplicateRequestID", "DuplicateAggregateID"),
-			"an exact retry of a create must return es.DuplicateRequestIDError (or es.DuplicateAggregateIDError), got %s", said(r, err, 60))
+			"an exact retry of a create must return es.DuplicateRequestIDError (or es.DuplicateAggregateIDError), got %s", said(err, 60))
 		f.expectHistory(agg, []es.Stream{first}, "after the exact retry")
 		r.Expect(f.exists(agg, f.req("1"))).To(gomega.BeTrue(), "the authoritative query must find the caller's own earlier success")
 		// Another intent on the same id is told apart by the same query.
 		err = f.append("other-intent", stream(agg, es.InitialVersion, f.req("other")))
-		r.Expect(conflictName(err) == "DuplicateAggregateID").To(gomega.BeTrue(), "another intent creating the same aggregate must get es.DuplicateAggregateIDError, got %s", said(r, err, 60))
+		r.Expect(conflictName(err) == "DuplicateAggregateID").To(gomega.BeTrue(), "another intent creating the same aggregate must get es.DuplicateAggregateIDError, got %s", said(err, 60))
 		r.Expect(f.exists(agg, f.req("other"))).To(gomega.BeFalse(), "the other intent's request id must not be found")
 		if chosen != "DuplicateRequestID" {
 			r.Ev.Notef("SHOULD: the store raised %s for an exact retry; DuplicateRequestID tells the caller directly that its own request succeeded", chosen)
@@ -254,7 +254,7 @@ func registerBasics(s *spec.Set, t Target) {
 		r.Ev.Figure("measured: accepts tail+2", measured, "")
 		if err != nil {
 			var vc *es.VersionConflictError
-			r.Expect(errors.As(err, &vc)).To(gomega.BeTrue(), "an append at tail+2 must be refused with es.VersionConflictError, got %s", said(r, err, 60))
+			r.Expect(errors.As(err, &vc)).To(gomega.BeTrue(), "an append at tail+2 must be refused with es.VersionConflictError, got %s", said(err, 60))
 		}
 		if t.Caps.AcceptsVersionGap {
 			r.Expect(measured).To(gomega.BeTrue(), "Caps.AcceptsVersionGap is true, but an append at tail+2 (v3 after v1) was refused")

@@ -318,10 +318,11 @@ func (f *fixture) done() {
 	if ops := f.rec.Ops(); len(ops) > 0 {
 		f.ev.Record(ops)
 	}
-	// The timeline and the reason abbreviate long ids; these are whole.
+	// The timeline and the reason abbreviate long ids; these are whole
+	// (figures: the last note is a pass's reason).
 	if f.ids != nil {
-		f.ev.Notef("the rule's drawn identity, whole (each aggregate id carries the rule, a label and a nonce after its first character): context %q, name %q, id %q, tenant %q",
-			f.ids.context.S, f.ids.name.S, f.ids.id.S, f.ids.tenant.S)
+		f.ev.Figure("drawn identity, whole (each aggregate id has the rule, a label and a nonce after its first character)",
+			fmt.Sprintf("context %q, name %q, id %q, tenant %q", f.ids.context.S, f.ids.name.S, f.ids.id.S, f.ids.tenant.S), "")
 	}
 	if len(f.reqs) > 0 {
 		var parts []string
@@ -329,7 +330,7 @@ func (f *fixture) done() {
 			parts = append(parts, fmt.Sprintf("%s=%q", label, v))
 		}
 		sort.Strings(parts)
-		f.ev.Notef("the rule's request ids, whole, by label: %s", strings.Join(parts, ", "))
+		f.ev.Figure("request ids, whole, by label", strings.Join(parts, ", "), "")
 	}
 }
 

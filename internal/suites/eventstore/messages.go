@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/onceproof/tck/es"
-	"github.com/onceproof/tck/internal/spec"
 )
 
 // A failed rule's reason is read by a person in a terminal: its first line
@@ -68,14 +67,11 @@ func esName(err error) string {
 
 // said is what came back from a call, for a reason: "no error", or the
 // error's contract name (a typed conflict's alone) and its message with long
-// ids abbreviated, cut to max characters. The whole error goes to the
-// rule's notes.
-func said(r *spec.R, err error, max int) string {
+// ids abbreviated, cut to max characters. The whole error is on the rule's
+// timeline (the fixture records every call's answer).
+func said(err error, max int) string {
 	if err == nil {
 		return "no error"
-	}
-	if r != nil {
-		r.Ev.Notef("the whole error (%s): %v", esName(err), err)
 	}
 	if conflictName(err) != "error" {
 		return esName(err) // the type says it all; its message quotes the long ids

@@ -45,7 +45,7 @@ func registerBasics(s *spec.Set, t Target) {
 		f.mustAppend(first)
 		err := f.append("intent-2", stream(agg, es.InitialVersion, f.req("2")))
 		var dup *es.DuplicateAggregateIDError
-		r.Expect(errors.As(err, &dup)).To(gomega.BeTrue(), "a create of an existing aggregate must return es.DuplicateAggregateIDError, got %s", said(err, 60))
+		r.Expect(errors.As(err, &dup)).To(gomega.BeTrue(), "the second create must return es.DuplicateAggregateIDError, got %s", said(err, 60))
 		r.Expect(dup.Aggregate).To(gomega.Equal(agg), "the creation conflict names the aggregate")
 		r.Expect(dup.RequestID).To(gomega.Equal(f.req("2")), "the creation conflict carries the refused request id, not the stored one")
 		f.expectHistory(agg, []es.Stream{first}, "after the refused create")
@@ -106,7 +106,7 @@ func registerBasics(s *spec.Set, t Target) {
 		// Request ids are unique per aggregate (es.DuplicateRequestIDError
 		// is raised when "the aggregate already holds" the id).
 		err = f.append("client", sb)
-		r.Expect(err == nil).To(gomega.BeTrue(), "the same request id on another aggregate must be stored (unique per aggregate only), got %s", said(err, 40))
+		r.Expect(err == nil).To(gomega.BeTrue(), "the same request id on a second aggregate must be stored, got %s", said(err, 40))
 		f.expectHistory(b, []es.Stream{sb}, "aggregate b")
 	})
 
@@ -259,7 +259,7 @@ func registerBasics(s *spec.Set, t Target) {
 		if t.Caps.AcceptsVersionGap {
 			r.Expect(measured).To(gomega.BeTrue(), "Caps.AcceptsVersionGap is true, but an append at tail+2 (v3 after v1) was refused")
 		}
-		r.Expect(measured).To(gomega.BeFalse(), "an append at tail+2 (v3 after v1) must return es.VersionConflictError (Caps.AcceptsVersionGap false), got no error")
+		r.Expect(measured).To(gomega.BeFalse(), "an append at tail+2 must return es.VersionConflictError (Caps.AcceptsVersionGap is false), got no error")
 		r.Ev.Notef("version gap accepted: %v, as declared", measured)
 	})
 

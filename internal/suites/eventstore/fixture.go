@@ -336,10 +336,18 @@ func (f *fixture) done() {
 
 // expectHistory requires the stored history to equal want exactly.
 func (f *fixture) expectHistory(agg es.AggregateID, want []es.Stream, why string) {
-	got := f.history(agg)
-	f.r.Expect(summaries(got)).To(gomega.Equal(summaries(want)), "%s: stored history of %s", why, short(agg.ID))
-	if i, what := diffStreams(got, want); what != "" {
-		f.r.Expect(what == "").To(gomega.BeTrue(), "%s: stored stream %d of %s (bytes): %s", why, i+1, short(agg.ID), what)
+	f.expectStreams(f.history(agg), want, why+": the stored history of "+short(agg.ID))
+}
+
+// expectStreams requires got to equal want, stream by stream and byte for
+// byte; the reason names the first difference (the timeline has the whole
+// answer).
+func (f *fixture) expectStreams(got, want []es.Stream, what string) {
+	if len(got) != len(want) {
+		f.r.Expect(len(got) == len(want)).To(gomega.BeTrue(), "%s must hold %d streams, got %d", what, len(want), len(got))
+	}
+	if i, diff := diffStreams(got, want); diff != "" {
+		f.r.Expect(diff == "").To(gomega.BeTrue(), "%s: stream %d: %s", what, i+1, diff)
 	}
 }
 

@@ -728,7 +728,12 @@ func (p *player) existsProbe(op genOp, agg es.AggregateID, m *genModel) (string,
 
 func registerGenerated(s *spec.Set, t Target) {
 	defer registerTorn(s, t)
-	s.It("ES-4.1", func(r *spec.R) {
+	// Its bursts' reach is what the store takes in a time budget, like a
+	// race's contended trials: it holds a share of the processors
+	// (ItRace), so that beside it fewer races share the store's one lock.
+	// Measured with eventstore/memory-paced under tck run at a load of
+	// 18-20: 471 burst appends with every race beside it.
+	s.ItRace("ES-4.1", func(r *spec.R) {
 		seed := gen.Seed(t.Seed)
 		r.Ev.Figure("seed", seed, "")
 		instances := genInstances

@@ -35,10 +35,14 @@ func myTarget() eventstore.Target {
 			AcceptsVersionGap: false,       // what your store declares; ES-1.11 measures it
 			PreCheck:          newPreCheck, // your request-id pre-check chain, if you have one (ES-3.1)
 		},
-		// The race rules run until enough trials really overlapped. An
-		// in-memory store's calls take microseconds and overlap rarely on a
-		// busy machine, so this one gets more time than the 15 s default;
-		// a store behind a database needs none.
+		// The race rules run until enough trials really overlapped (459),
+		// for 30 s at most by default; at the cap they decide on the
+		// trials they reached and state their power, unknown only below a
+		// floor (90). An in-memory store's calls take microseconds and
+		// overlap rarely on a busy machine, so this one gets a longer cap;
+		// a store behind a database needs none (its calls overlap while
+		// they wait for its lock). A slow store that needs more for every
+		// rule sets Timeout (default 60 s): the race cap is half of it.
 		Race: eventstore.RaceConfig{Cap: time.Minute},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/onceproof/tck/adapters/eventstore/memory"
 	pgstore "github.com/onceproof/tck/adapters/eventstore/postgres"
@@ -46,6 +47,18 @@ func eventStores() []row {
 			modes: []mode{{target.Embedded, func(ctx context.Context, ref target.Ref) (*target.Started, error) {
 				db := memory.NewDB()
 				return esStarted(ref, "in-process map", refCaps(), func(context.Context) (es.EventStore, error) { return db.Open(), nil }, nil), nil
+			}}},
+		},
+		row{
+			Kind: target.Kind{
+				Suite: "eventstore", Name: "memory-paced",
+				Summary:   "the reference at a networked database's pace: every append holds one lock for 2-5 ms (a correct store the rules must pass however slow)",
+				Needs:     "nothing",
+				Reference: true,
+			},
+			modes: []mode{{target.Embedded, func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+				db := memory.NewPaced(2*time.Millisecond, 5*time.Millisecond)
+				return esStarted(ref, "in-process map, appends of 2-5 ms behind one lock", refCaps(), func(context.Context) (es.EventStore, error) { return db.Open(), nil }, nil), nil
 			}}},
 		},
 		row{

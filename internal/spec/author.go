@@ -30,6 +30,11 @@ func DrivenByCLI() func() {
 	return func() { cliDriven.Add(-1) }
 }
 
+// CLIDriven says whether the kit's own runner (tck run, tck selftest)
+// drives the rules, rather than an author's Check or Register: a rule's
+// reason tells each how to replay it (--seed, Target.Seed).
+func CLIDriven() bool { return cliDriven.Load() > 0 }
+
 // reportDir is where this run's report goes, "" for none.
 func reportDir(o Option) string {
 	if cliDriven.Load() > 0 {

@@ -48,7 +48,10 @@ type Target struct {
 	// handle on the same data; the rules then use one handle and the
 	// multi-instance rules say so in their evidence.
 	OneHandle string
-	// Timeout bounds each rule (default 60 s).
+	// Timeout bounds each rule (default 60 s). It is the budget of the
+	// rules whose work is volume, sized to the store's pace as they go: a
+	// longer one lets a slow store reach more (the race cap is half of it,
+	// ES-4.1's bursts and ES-4.3's fills get their share).
 	Timeout time.Duration
 }
 
@@ -65,9 +68,13 @@ type RaceConfig struct {
 	// out with 99% probability (default 0.01, which takes 459 contended
 	// trials). Smaller is stronger and slower.
 	Power float64
-	// Cap is the hard limit in wall time per rule, time the kit itself was
-	// not scheduled left out (default 30s; a fault
-	// run's cap is extended by the fault's duration).
+	// Cap is the limit in wall time per rule, time the kit itself was not
+	// scheduled left out (default 30s, or half of a Target.Timeout longer
+	// than 60s; a fault run's cap is extended by the fault's duration). A
+	// rule that reaches it short of its power target decides on the
+	// contended trials it reached and states their power; below its floor
+	// (the trials that catch a violation five times as frequent as Power)
+	// it is unknown.
 	Cap time.Duration
 	// MaxTrials is the hard limit in trials per rule (default 1,000,000).
 	MaxTrials int

@@ -47,7 +47,10 @@ type Target struct {
 	// handle on the same data; the rules then use one handle and the
 	// multi-instance rules say so in their evidence.
 	OneHandle string
-	// Timeout bounds each rule (default 60 s). A fault run sets it to cover
+	// Timeout bounds each rule (default 60 s). It is the budget of the
+	// rules whose work is volume, sized to the store's pace as they go: a
+	// longer one lets a slow store reach more (the race cap is half of it,
+	// ES-4.1's bursts and ES-4.3's fills get their share). A fault run sets it to cover
 	// the race budget, the fault and the store's recovery.
 	Timeout time.Duration
 	// Disrupt, when set, applies a fault (a restart, a kill) while each ES-2
@@ -89,9 +92,13 @@ type RaceConfig struct {
 	// out with 99% probability (default 0.01, which takes 459 contended
 	// trials). Smaller is stronger and slower.
 	Power float64
-	// Cap is the hard limit in wall time per rule, time the kit itself was
-	// not scheduled left out (default 30s; a fault
-	// run's cap is extended by the fault's duration).
+	// Cap is the limit in wall time per rule, time the kit itself was not
+	// scheduled left out (default 30s, or half of a Target.Timeout longer
+	// than 60s; a fault run's cap is extended by the fault's duration). A
+	// rule that reaches it short of its power target decides on the
+	// contended trials it reached and states their power; below its floor
+	// (the trials that catch a violation five times as frequent as Power)
+	// it is unknown.
 	Cap time.Duration
 	// MaxTrials is the hard limit in trials per rule (default 1,000,000).
 	MaxTrials int
@@ -172,6 +179,11 @@ func Register(target Target, opts ...RegisterOption) {
 
 // newSet is the one place both entry points get their rules from.
 func newSet(t Target) *spec.Set {
+	if t.Race.Cap <= 0 && t.Timeout > spec.DefaultTimeout {
+		// A longer Timeout is the author's budget for a slow store: the
+		// races get half of it, as they get 30 s of the default 60.
+		t.Race.Cap = t.Timeout / 2
+	}
 	t.Race = t.Race.withDefaults()
 	var caps []catalog.Capability
 	if t.Caps.PreCheck != nil {

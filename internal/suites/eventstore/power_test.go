@@ -31,12 +31,15 @@ func TestCatalogStatesThePowerTargets(t *testing.T) {
 		if !strings.HasPrefix(r.ID, "ES-2.") {
 			continue
 		}
-		want := full
+		want, floor := full, raceFloor(defaultPower)
 		if r.ID == "ES-2.4" || r.ID == "ES-2.6" {
-			want = weak
+			want, floor = weak, raceFloor(5*defaultPower)
 		}
 		if !strings.Contains(r.Contract, fmt.Sprintf("Power target: %d contended trials", want)) {
 			t.Errorf("%s: the catalog does not state the power target of %d contended trials: %s", r.ID, want, r.Contract)
+		}
+		if !strings.Contains(r.Contract, fmt.Sprintf("floor of %d", floor)) {
+			t.Errorf("%s: the catalog does not state the floor of %d contended trials: %s", r.ID, floor, r.Contract)
 		}
 	}
 }

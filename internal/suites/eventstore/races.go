@@ -412,20 +412,6 @@ func count(attempts []attempt, kind string) (ok, typed, other int) {
 	return
 }
 
-func firstErrors(attempts []attempt) string {
-	var s []string
-	for _, a := range attempts {
-		if a.err != nil && conflictName(a.err) == "error" {
-			s = append(s, a.err.Error())
-		}
-	}
-	sort.Strings(s)
-	if len(s) > 3 {
-		s = s[:3]
-	}
-	return fmt.Sprint(s)
-}
-
 // The trials of each race rule. They are plain values so the detection rate
 // can be measured outside a suite run (see races_test.go). A trial keeps
 // everything its judge needs in the round: a round raced during a fault may
@@ -439,16 +425,20 @@ func firstErrors(attempts []attempt) string {
 // get the typed conflict kind.
 func oneWinner(rd *round, kind, what string) string {
 	ok, typed, other := count(rd.at, kind)
-	noun := map[string]string{"VersionConflict": "version conflicts", "DuplicateAggregateID": "creation conflicts"}[kind]
+	ident := map[string]string{"VersionConflict": "es.VersionConflictError", "DuplicateAggregateID": "es.DuplicateAggregateIDError"}[kind]
+	others := ""
+	if other > 0 {
+		others = ": " + otherErrors(rd.at, kind)
+	}
 	if indet := rd.indeterminate(); rd.tolerant && indet > 0 {
 		if ok > 1 || other > indet {
-			return fmt.Sprintf("%d %s around a fault: %d succeeded, %d %s, %d indeterminate, %d other errors %s (want at most 1 success and no other error)",
-				rd.n, what, ok, typed, noun, indet, other-indet, firstErrors(rd.at))
+			return fmt.Sprintf("%d %s around a fault: want at most 1 success and the rest %s or indeterminate; got %d succeeded, %d %s, %d indeterminate, %d other errors%s",
+				rd.n, what, ident, ok, typed, ident, indet, other-indet, others)
 		}
 		return ""
 	}
 	if ok != 1 || typed != rd.n-1 {
-		return fmt.Sprintf("%d %s: %d succeeded, %d %s, %d other errors %s (want 1, %d, 0)", rd.n, what, ok, typed, noun, other, firstErrors(rd.at), rd.n-1)
+		return fmt.Sprintf("%d %s: want 1 success and %d %s; got %d succeeded, %d %s, %d other errors%s", rd.n, what, rd.n-1, ident, ok, typed, ident, other, others)
 	}
 	return ""
 }
@@ -689,33 +679,55 @@ func registerRaces(s *spec.Set, t Target) {
 			}
 			report(r.Ev, cfg, out)
 			r.Ev.Record(out.History)
-			r.Expect(out.Violation).To(gomega.BeEmpty(), "%s (trial %d)", out.Violation, out.Trials)
+			r.Expect(out.Violation == "").To(gomega.BeTrue(), "%s (trial %d)", out.Violation, out.Trials)
 			if out.fault.err != nil {
 				r.Unknown("the fault could not be applied: %v", out.fault.err)
 			}
 			if out.fault.undecided != "" {
 				r.Unknown("%s", out.fault.undecided)
 			}
+			// Reaching the cap is the store's pace, not a defect: short of
+			// the power target the rule decides on the trials it reached,
+			// and states the power they have, down to its floor.
+			floor := raceFloor(cfg.Power)
+			if !out.reached() && out.Contended < floor {
+				r.Unknown("reached %d contended trials in the %s cap (%d run), fewer than the floor of %d, with which a violation in %s of contended trials would be caught with 99%% probability: "+
+					"the calls rarely overlapped or the store is slow; raise RaceConfig.Cap or Target.Timeout",
+					out.Contended, cfg.Cap, out.Trials, floor, percent(powerOf(floor)))
+			}
 			if !out.reached() {
-				r.Unknown("reached the race cap (RaceConfig.Cap %s, RaceConfig.MaxTrials %d) with %d contended trials of the %d the power target needs "+
-					"(a violation in %s of contended trials caught with 99%% probability) after %d trials in %s: the writers' calls rarely overlapped in time "+
-					"(a loaded machine, a single processor, or a store that serializes its callers); raise the cap, e.g. eventstore.Target{Race: eventstore.RaceConfig{Cap: 2 * time.Minute}} (a pass short of the trials would be a guess)",
-					cfg.Cap, cfg.MaxTrials, out.Contended, out.Target, percent(cfg.Power), out.Trials, out.Elapsed.Round(time.Millisecond))
+				r.Ev.Notef("the cap (%s) came at %d of the %d contended trials the power target needs (a violation in %s); the rule decided on the %d it reached (floor %d)",
+					cfg.Cap, out.Contended, out.Target, percent(cfg.Power), out.Contended, floor)
 			}
 			during := ""
 			if t.Disrupt != nil {
 				during = fmt.Sprintf(", %d of them during a fault of %s", out.fault.trials, out.fault.duration.Round(time.Millisecond))
 			}
-			r.Ev.Notef("no violation in %d contended trials (%d run%s, %s writers, %s): a violation in %s of contended trials would have been caught with 99%% probability",
-				out.Contended, out.Trials, during, cfg.writerRange(), out.Elapsed.Round(time.Millisecond), percent(powerOf(out.Contended)))
+			cut := ""
+			if !out.reached() {
+				cut = fmt.Sprintf(" (the cap of %s came before the %d aimed at)", cfg.Cap, out.Target)
+			}
+			r.Ev.Notef("no violation in %d contended trials%s (%d run%s, %s writers, %s): a violation in %s of contended trials would have been caught with 99%% probability",
+				out.Contended, cut, out.Trials, during, cfg.writerRange(), out.Elapsed.Round(time.Millisecond), percent(powerOf(out.Contended)))
 		})
 	}
 }
+
+// raceFloor is the fewest contended trials on which a race rule that
+// reached its cap decides: those that rule out, with 99% probability, a
+// violation five times as frequent as its power target (90 for the
+// check-then-write races at the default 1%: a violation in 5% of contended
+// trials; 17 for the false-conflict races, which a broken store raises in
+// every trial: 25%). The check-then-write mutants show in 3-15% of
+// contended trials (docs/eventstore.md, "Races"); a store at 2-5 ms an
+// append reaches some hundreds of contended trials in the cap.
+func raceFloor(power float64) int { return contendedFor(min(0.5, 5*power)) }
 
 func report(ev *verdict.Evidence, cfg RaceConfig, out raceOutcome) {
 	ev.Figure("trials run", out.Trials, "")
 	ev.Figure("contended trials", out.Contended, "")
 	ev.Figure("contended trials needed", out.Target, "")
+	ev.Figure("contended trials floor (fewer at the cap: unknown)", raceFloor(cfg.Power), "")
 	ev.Figure("writers per trial", cfg.writerRange(), "")
 	ev.Figure("time spent", out.Elapsed.Milliseconds(), "ms")
 	ev.Figure("time cap", cfg.Cap.Milliseconds(), "ms")

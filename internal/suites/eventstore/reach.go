@@ -520,8 +520,8 @@ func registerReach(s *spec.Set, t Target) {
 			for _, v := range violations {
 				r.Ev.Notef("failed: %s", v)
 			}
-			r.Ev.Notef("tck run --seed %d replays the same request ids and sample positions (how many ids are stored depends on the store's rate)", f.seed)
-			r.Expect(len(violations) == 0).To(gomega.BeTrue(), "%d of %d checks failed after %d request ids over %.1f s (seed %d); the first: %s", len(violations), checks, stored, oldestAge.Seconds(), f.seed, violations[headline])
+			r.Ev.Notef("%s: the same request ids and sample positions (how many ids are stored depends on the store's rate)", replay(f.seed))
+			r.Expect(len(violations) == 0).To(gomega.BeTrue(), "%s (%d of %d checks failed after %d request ids over %.1f s; %s)", violations[headline], len(violations), checks, stored, oldestAge.Seconds(), replay(f.seed))
 		}
 		cut := ""
 		if !reached || oldestAge < horizon {
@@ -543,9 +543,9 @@ func reachEnd(r *spec.R, f *fixture, v string, setup error) {
 		return
 	}
 	if v != "" {
-		r.Expect(v == "").To(gomega.BeTrue(), "%s (seed %d)", v, f.seed)
+		r.Expect(v == "").To(gomega.BeTrue(), "%s (%s)", v, replay(f.seed))
 	}
-	r.Unknown("%v (seed %d)", setup, f.seed)
+	r.Unknown("%v (%s)", setup, replay(f.seed))
 }
 
 // countRequests names a request id a loaded history holds more than once

@@ -149,13 +149,13 @@ func registerTorn(s *spec.Set, t Target) {
 			if tr.torn != "" {
 				r.Ev.Smallest(tr.ops)
 				r.Ev.Record(tr.ops)
-				r.Expect(tr.torn).To(gomega.BeEmpty(), "%s (trial %d, seed %d)", tr.torn, trials, f.seed)
+				r.Expect(tr.torn == "").To(gomega.BeTrue(), "%s (trial %d, %s)", tr.torn, trials, replay(f.seed))
 			}
 			switch gen.Check(tornModel, tr.calls, tornCheckTime) {
 			case gen.Violation:
 				r.Ev.Smallest(tr.ops)
 				r.Ev.Record(tr.ops)
-				r.Expect("not linearizable").To(gomega.BeEmpty(), "trial %d (seed %d): no order of the calls consistent with their times gives these answers (a read saw part of an append, or an answer went back in time)", trials, f.seed)
+				r.Expect(false).To(gomega.BeTrue(), "no order of the calls consistent with their times gives these answers: a read saw part of an append, or an answer went back in time (trial %d, %s)", trials, replay(f.seed))
 			case gen.Undecided:
 				r.Unknown("the linearizability check of trial %d ran out of its %s", trials, tornCheckTime)
 			}

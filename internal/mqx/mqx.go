@@ -25,6 +25,15 @@ var ErrReturned = errors.New("returned by the broker as unroutable: not stored")
 // confirm, RabbitMQ basic.nack): it is not a stored message.
 var ErrNacked = errors.New("refused by the broker (negative publisher confirm): not stored")
 
+// ErrNotPending marks a settle (an ack, an in-progress) the broker answered
+// definitely: it holds no such unsettled delivery (Redis: XACK replied 0,
+// the entry is not on the group's pending list). It is an answer, not a
+// lost one: the rule weighs it against what the kit itself did with the
+// delivery (read it into its own member's pending list, never acked it,
+// never trimmed the topic), and where that makes the answer impossible it
+// is positive evidence against the target.
+var ErrNotPending = errors.New("the broker answered that the delivery was not pending")
+
 // UnroutablePublisher is a broker whose producer can ask for a publish to
 // come back when nothing routes it (Capabilities.Mandatory).
 type UnroutablePublisher interface {

@@ -401,7 +401,7 @@ func settledStaysSettled(f *fixture, action string, settle func(mq.Delivery) fun
 	return func(r *spec.R) {
 		f.must(r, settleErr, "%s", settleMsg)
 		r.Excuse(func(failure string) string {
-			if settled < aw-f.w.Tolerance {
+			if settled < aw-f.w.Tolerance || f.hasProof() {
 				return ""
 			}
 			// The kit settled late: the ack wait had (nearly) run out, so

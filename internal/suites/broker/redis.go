@@ -220,6 +220,7 @@ func trimDropsPending(f *fixture) judge {
 	storedBefore, errSB := f.b.ReadAll(f.ctx, topic)
 	errSB = unsure("reading the stream", errSB)
 
+	f.cut()
 	h := f.rec.Invoke("kit", "trim", fmt.Sprintf("%s keep=%d", topic, trimKeep))
 	tr, trimErr := trimmer.Trim(f.ctx, topic, trimKeep)
 	if trimErr != nil {

@@ -1,0 +1,150 @@
+package broker
+
+import (
+	"fmt"
+
+	"github.com/onsi/gomega"
+
+	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/mq"
+)
+
+// One judgement for every step that did not go as asked, and for every
+// "did not happen within T": an operation that errored or timed out, or a
+// wait that ran out, is indeterminate (unknown with its error, its
+// deadline, and the kit's lateness where that explains it) unless the kit
+// holds positive evidence against the target: an effect twice, an entry
+// gone that the kit acked, or an answer that is impossible given what the
+// kit itself did. Such evidence is kept as a proof (prove), and a rule
+// holding one fails, naming it, whatever else was indeterminate: the
+// judge looks at the proofs before anything else (proven), an unknown or
+// an unsure error looks again, and no excuse of the kit's lateness covers
+// a proven failure.
+//
+// The impossible answer the kit weighs today is a settle refused as "not
+// pending" (mqx.ErrNotPending, Redis: XACK replied 0): the kit's own
+// member had the entry delivered, so it was on the group's pending list;
+// only an ack (or a trim, or a deletion of the key) takes it off; the kit
+// sent no ack of it before, trimmed nothing, and reads the entry back in
+// the stream afterwards; nobody but the kit touches the kit's keys. The
+// answer cannot be true. A refusal after an earlier settle of the same
+// entry (a second member may have claimed and acked it), after a trim, or
+// for an entry no longer in the stream stays indeterminate.
+
+// provenError is a step whose answer is positive evidence against the
+// target (see prove).
+type provenError struct{ proof string }
+
+func (e *provenError) Error() string { return e.proof }
+
+// kitConsumer is a member the kit opened (fixture.consumer), knowing its
+// topic. A wrapper, not a map key: an author's consumer need not be
+// comparable.
+type kitConsumer struct {
+	mq.Consumer
+	topic string
+}
+
+// delivered notes that the kit's member c had d delivered.
+func (f *fixture) delivered(c mq.Consumer, d mq.Delivery) {
+	kc, ok := c.(*kitConsumer)
+	if !ok {
+		return
+	}
+	topic := kc.topic
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.onTopics == nil {
+		f.onTopics = map[string][]string{}
+	}
+	for _, t := range f.onTopics[d.Position()] {
+		if t == topic {
+			return
+		}
+	}
+	f.onTopics[d.Position()] = append(f.onTopics[d.Position()], topic)
+}
+
+// settling notes a settle of d about to go out, and says whether the kit
+// had sent one for the same position before.
+func (f *fixture) settling(d mq.Delivery) (earlier bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.settledAt == nil {
+		f.settledAt = map[string]bool{}
+	}
+	earlier = f.settledAt[d.Position()]
+	f.settledAt[d.Position()] = true
+	return earlier
+}
+
+// cut notes that the kit trimmed one of its topics: from then on an entry
+// may have left a pending list without an ack.
+func (f *fixture) cut() {
+	f.mu.Lock()
+	f.trimmed = true
+	f.mu.Unlock()
+}
+
+// refusal weighs a settle the target refused as not pending: the proof
+// when, given what the kit did, the answer is impossible, else "".
+func (f *fixture) refusal(action string, d mq.Delivery, earlier bool, err error) string {
+	f.mu.Lock()
+	topics, trimmed := f.onTopics[d.Position()], f.trimmed
+	f.mu.Unlock()
+	if earlier || trimmed || len(topics) != 1 || f.b == nil {
+		return ""
+	}
+	topic := topics[0]
+	h := f.rec.Invoke("checker", "read-all", topic)
+	all, rerr := f.b.ReadAll(f.ctx, topic)
+	if rerr != nil {
+		h.Info(rerr.Error())
+		return ""
+	}
+	stored := false
+	for _, s := range all {
+		if s.Position == d.Position() {
+			stored = true
+			break
+		}
+	}
+	h.OK(fmt.Sprintf("%d stored, entry %s stored: %v", len(all), d.Position(), stored))
+	if !stored {
+		return ""
+	}
+	return fmt.Sprintf("the %s of entry %s (id %s) was answered \"not pending\" (%s), an answer impossible given what the kit itself did: its own member had the entry delivered, which put it on the group's pending list; the kit sent no ack or other settle of it before, trimmed nothing, and read the entry back in the stream after the answer; nobody but the kit touches the kit's keys",
+		action, d.Position(), d.Message().ID, oneLine(err.Error()))
+}
+
+// prove keeps positive evidence against the target, and puts the step on
+// the rule's timeline as the smallest history that shows it.
+func (f *fixture) prove(actor, action, value, proof string) {
+	f.mu.Lock()
+	f.proofs = append(f.proofs, proof)
+	f.mu.Unlock()
+	f.rec.Note(actor, action+" answer impossible", value, proof)
+	f.ev.Smallest(smallest(f.rec.Ops(), []string{value}, 1))
+}
+
+// hasProof says whether the rule holds positive evidence against the target.
+func (f *fixture) hasProof() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.proofs) > 0
+}
+
+// proven fails the rule on the positive evidence it holds, if any; it
+// returns when there is none.
+func (f *fixture) proven(r *spec.R) {
+	f.mu.Lock()
+	ps := append([]string(nil), f.proofs...)
+	f.mu.Unlock()
+	if len(ps) == 0 {
+		return
+	}
+	for _, p := range ps[1:] {
+		r.Ev.Notef("further positive evidence: %s", p)
+	}
+	r.Expect(len(ps)).To(gomega.BeZero(), "%s", ps[0])
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/stall"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
 )
@@ -82,7 +83,7 @@ func registerDelivery(p *plan) {
 			if lb, ok := again.d.(lookedBefore); ok && delay > aw+tol {
 				if prev := lb.LookedBefore(); !prev.IsZero() && prev.Sub(first.at) <= aw+tol {
 					r.Ev.Figure("the member's previous look, which found nothing", prev.Sub(first.at).Seconds(), "s")
-					r.Unknown("redelivered after %.3fs, later than the ack wait %s plus the tolerance, but the member's previous look for claimable entries, which found nothing, was at %.3fs, inside it: between the two looks the kit did not ask, so whether the entry became claimable in time is not known (a loaded host spaces out the kit's own polling)", delay.Seconds(), aw, prev.Sub(first.at).Seconds())
+					r.Unknown("redelivered after %.3fs, later than the ack wait %s plus the tolerance, but the member's previous look for claimable entries, which found nothing, was at %.3fs, inside it: between the two looks the kit did not ask, so whether the entry became claimable in time is not known (%s: a loaded host spaces out the kit's own polling)", delay.Seconds(), aw, prev.Sub(first.at).Seconds(), stall.Late("the member's next look for claimable entries", aw, delay))
 				}
 			}
 			f.span = [2]time.Time{first.at, again.at}
@@ -276,7 +277,7 @@ func registerDelivery(p *plan) {
 			r.Ev.Figure("redelivered after in-progress", again.at.Sub(ipAt).Seconds(), "s")
 			if late := ipAt.Sub(first.at); late >= aw-tol {
 
-				f.unknown(r, "the in-progress, due at %.2fs, went out only %.3fs after the delivery, when the ack wait %s had run out: whether it pushes the deadline back was not tested", (aw * 6 / 10).Seconds(), late.Seconds(), aw)
+				f.unknown(r, "%s after the delivery, when the ack wait %s had run out: whether it pushes the deadline back was not tested", stall.Late("the in-progress", aw*6/10, late), aw)
 			}
 			f.atLeast(r, since, aw+tol,
 				"in-progress at %.2fs must push the deadline back; the message came back after %.3fs, at the original ack wait %s", (aw * 6 / 10).Seconds(), since.Seconds(), aw)
@@ -406,7 +407,7 @@ func settledStaysSettled(f *fixture, action string, settle func(mq.Delivery) fun
 			}
 			// The kit settled late: the ack wait had (nearly) run out, so
 			// the broker may rightly have redelivered first.
-			return fmt.Sprintf("the %s went out only %.3fs after the delivery, at the end of the ack wait %s, so a redelivery proves nothing: %s", action, settled.Seconds(), aw, failure)
+			return fmt.Sprintf("%s after the delivery, at the end of the ack wait %s, so a redelivery proves nothing: %s", stall.Late("the "+action, 0, settled), aw, failure)
 		})
 		var again *delivered
 		r.Consistently(w.back("")).WithTimeout(f.left()).ShouldNot(gomega.Receive(&again), func() string {

@@ -120,6 +120,7 @@ func registerDelivery(p *plan) {
 		} else {
 			h.OK("")
 		}
+		f.committedPast(topic, group, first.d)
 		w := f.watch("member-2", c2, first.at.Add(aw+4*tol))
 		return func(r *spec.R) {
 			var again *delivered

@@ -26,8 +26,9 @@ import (
 const stallChild = "TCK_STALL_CHILD_ARGS"
 
 // TestPausedRunIsUnknown stops a `tck run --suite broker` (this test binary
-// re-run as the CLI) with SIGSTOP for 6 s, 0.8 s and 1.6 s after its first
-// measurement began (a delivery awaiting its ack on the server), against a correct nats-server in this process (which is
+// re-run as the CLI) with SIGSTOP for 6 s inside a measurement (0.8 s after
+// BR-2.1's first delivery, 1.6 s after BR-1.3's first publish, as the
+// server shows them), against a correct nats-server in this process (which is
 // not stopped), then lets it go on: no rule may fail, the rules the pause
 // hit are unknown naming it, the others pass, and the exit code is 2 when
 // a MUST rule was among them (0 when only SHOULD rules were).
@@ -46,15 +47,41 @@ func TestPausedRunIsUnknown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped with -short: two broker runs stopped for 6 s each")
 	}
-	for _, at := range []time.Duration{800 * time.Millisecond, 1600 * time.Millisecond} {
-		t.Run(at.String(), func(t *testing.T) {
+	// Each pause lands inside one measurement a pause must decide, placed
+	// by what the server shows of it, not by the clock: 0.8 s after
+	// BR-2.1's first delivery (its redelivery is due at the ack wait, 1 s,
+	// and comes back late), and 1.6 s after BR-1.3's first publish (its
+	// branch A retry is due at 0.8 of the window, 1.6 s, and goes out
+	// late). Other rules may be hit too.
+	for _, c := range []struct {
+		rule string
+		at   time.Duration
+		due  func(*server.StreamDetail) bool
+	}{
+		{"BR-2.1", 800 * time.Millisecond, delivered},
+		{"BR-1.3", 1600 * time.Millisecond, published},
+	} {
+		t.Run(c.at.String(), func(t *testing.T) {
 			t.Parallel()
-			pausedRun(t, at, 6*time.Second)
+			pausedRun(t, c.rule, c.due, c.at, 6*time.Second)
 		})
 	}
 }
 
-func pausedRun(t *testing.T, at, pause time.Duration) {
+// delivered: a consumer of the stream holds a delivery not yet acknowledged.
+func delivered(st *server.StreamDetail) bool {
+	for _, c := range st.Consumer {
+		if c != nil && c.NumAckPending > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// published: the stream holds a message.
+func published(st *server.StreamDetail) bool { return st.State.Msgs > 0 }
+
+func pausedRun(t *testing.T, rule string, due func(*server.StreamDetail) bool, at, pause time.Duration) {
 	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
 	if err != nil {
 		t.Fatal(err)
@@ -73,17 +100,15 @@ func pausedRun(t *testing.T, at, pause time.Duration) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// The moment counts from the first measurement under way, as the
-	// server sees it: a delivery handed out and not yet acknowledged (the
-	// redelivery rules time it from there). Not from the run's start or
-	// its first stream: on a loaded host the set-up before the
-	// measurements takes as long as it takes, and a pause at a fixed time
-	// could land before any of them.
+	// The moment counts from the start of rule's measurement, as the
+	// server sees it (due), not from the run's start or its first stream:
+	// on a loaded host the set-up before a measurement takes as long as
+	// it takes, and a pause at a fixed time could land outside it.
 	deadline := time.Now().Add(60 * time.Second)
-	for !measuring(srv) {
+	for !measuring(srv, rule, due) {
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
-			t.Fatalf("no delivery of the run awaited its ack within a minute:\n%s", stderr.String())
+			t.Fatalf("%s's measurement did not start within a minute:\n%s", rule, stderr.String())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -144,19 +169,18 @@ func pausedRun(t *testing.T, at, pause time.Duration) {
 	t.Logf("paused %s at %s: exit %d, %d unknown (%d MUST)", pause, at, code, unknown, mustUnknown)
 }
 
-// measuring says whether a rule's measurement is under way on srv: some
-// consumer holds a delivery not yet acknowledged.
-func measuring(srv *server.Server) bool {
+// measuring says whether rule's measurement is under way on srv: one of
+// its scratch streams (named after the rule, "br-2_1-t-<nonce>") is due.
+func measuring(srv *server.Server, rule string, due func(*server.StreamDetail) bool) bool {
 	js, err := srv.Jsz(&server.JSzOptions{Accounts: true, Streams: true, Consumer: true})
 	if err != nil {
 		return false
 	}
+	prefix := strings.ReplaceAll(strings.ToLower(rule), ".", "_") + "-"
 	for _, a := range js.AccountDetails {
-		for _, st := range a.Streams {
-			for _, c := range st.Consumer {
-				if c != nil && c.NumAckPending > 0 {
-					return true
-				}
+		for i := range a.Streams {
+			if strings.Contains(a.Streams[i].Name, prefix) && due(&a.Streams[i]) {
+				return true
 			}
 		}
 	}

@@ -27,7 +27,7 @@ const stallChild = "TCK_STALL_CHILD_ARGS"
 
 // TestPausedRunIsUnknown stops a `tck run --suite broker` (this test binary
 // re-run as the CLI) with SIGSTOP for 6 s inside a measurement (0.8 s after
-// BR-2.1's first delivery, 1.6 s after BR-1.3's first publish, as the
+// BR-2.1's first delivery, 1.2 s after BR-1.3's first publish, as the
 // server shows them), against a correct nats-server in this process (which is
 // not stopped), then lets it go on: no rule may fail, the rules the pause
 // hit are unknown naming it, the others pass, and the exit code is 2 when
@@ -50,18 +50,19 @@ func TestPausedRunIsUnknown(t *testing.T) {
 	// Each pause lands inside one measurement a pause must decide, placed
 	// by what the server shows of it, not by the clock: 0.8 s after
 	// BR-2.1's first delivery (its redelivery is due at the ack wait, 1 s,
-	// and comes back late), and 1.6 s after BR-1.3's first publish (its
+	// and comes back late), and 1.2 s after BR-1.3's first publish (its
 	// branch A retry is due at 0.8 of the window, 1.6 s, and goes out
-	// late). Other rules may be hit too.
+	// late; the margin is for this process, on the same loaded host, to
+	// notice the publish late). Other rules may be hit too.
 	for _, c := range []struct {
 		rule string
 		at   time.Duration
 		due  func(*server.StreamDetail) bool
 	}{
 		{"BR-2.1", 800 * time.Millisecond, delivered},
-		{"BR-1.3", 1600 * time.Millisecond, published},
+		{"BR-1.3", 1200 * time.Millisecond, published},
 	} {
-		t.Run(c.at.String(), func(t *testing.T) {
+		t.Run(c.rule, func(t *testing.T) {
 			t.Parallel()
 			pausedRun(t, c.rule, c.due, c.at, 6*time.Second)
 		})

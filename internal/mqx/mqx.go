@@ -113,6 +113,15 @@ type SessionBroker interface {
 	Producer(ctx context.Context) (Producer, error)
 }
 
+// AckedInspector is a broker that can tell, changing nothing, whether a
+// consumer group holds a stored message as acknowledged (NATS: the
+// consumer's ack floor has reached its stream sequence). A rule that never
+// acked a delivery weighs a yes as positive evidence: an ack the kit never
+// sent.
+type AckedInspector interface {
+	Acked(ctx context.Context, topic, group, position string) (bool, error)
+}
+
 // GroupOffsets is a broker whose consumer group keeps a read position per
 // topic that can be read and set.
 type GroupOffsets interface {

@@ -65,12 +65,15 @@ func TestMutants(t *testing.T) {
 		}
 	}
 	killed := map[string][]string{}
+	undecided := map[string][]string{} // must fail, left undecided naming the kit's lateness
 	for _, m := range natsmutants.All() {
 		t.Run(m.Name, func(t *testing.T) {
 			only := append(slices.Clone(m.MustFail), unregistered...)
 			res := run(t, "broker/mutant-"+m.Name, m.Build, m.MustFail, only...)
 			for _, id := range m.MustFail {
-				runnertest.MustFail(t, m.Name, id, res)
+				if runnertest.MustFail(t, m.Name, id, res) {
+					undecided[id] = append(undecided[id], m.Name)
+				}
 			}
 			for id, r := range res {
 				if r.Verdict == verdict.Fail {
@@ -91,7 +94,9 @@ func TestMutants(t *testing.T) {
 		if other[r.ID] {
 			continue
 		}
-		if len(killed[r.ID]) == 0 {
+		if len(killed[r.ID]) == 0 && len(undecided[r.ID]) > 0 {
+			t.Logf("no mutant fails %s in this run: %v left it undecided, naming the kit's lateness", r.ID, undecided[r.ID])
+		} else if len(killed[r.ID]) == 0 {
 			t.Errorf("no mutant fails %s", r.ID)
 		} else {
 			t.Logf("%s failed by %v", r.ID, killed[r.ID])

@@ -158,21 +158,36 @@ func (noProof) Match(actual any) (bool, error)   { n, _ := actual.(int); return 
 func (noProof) FailureMessage(any) string        { return "" }
 func (noProof) NegatedFailureMessage(any) string { return "" }
 
-// committedPast looks, on a broker whose group keeps a committed position
-// (mqx.GroupOffsets), whether group's position on topic already lies past
-// d, which the kit never acked: a commit the kit never made, so d will not
-// come back to the group (Kafka: a client that commits as it hands a
-// record out, or when a member leaves). That is positive evidence, kept as
-// a proof; a position the kit cannot read or compare proves nothing.
+// committedPast looks whether the group already holds d, which the kit
+// never acked, as settled: on a broker that tells (mqx.AckedInspector,
+// NATS: the ack floor) that d is acknowledged, or on one whose group keeps
+// a committed position (mqx.GroupOffsets, Kafka) that it lies past d. An
+// ack or commit the kit never made, so d will not come back to the group
+// (a client that acks or commits as it hands a message out, or when a
+// member leaves). That is positive evidence, kept as a proof; an answer
+// the kit cannot read or compare proves nothing.
 func (f *fixture) committedPast(topic, group string, d mq.Delivery) {
-	offsets, ok := f.b.(mqx.GroupOffsets)
-	if !ok {
-		return
-	}
 	f.mu.Lock()
 	acked := f.settledAt[d.Position()]
 	f.mu.Unlock()
-	if acked {
+	if acked || f.hasProof() {
+		return
+	}
+	if a, ok := f.b.(mqx.AckedInspector); ok {
+		h := f.rec.Invoke("checker", "acked?", fmt.Sprintf("group %s pos=%s", group, d.Position()))
+		yes, err := a.Acked(f.ctx, topic, group, d.Position())
+		if err != nil {
+			h.Info(err.Error())
+			return
+		}
+		h.OK(fmt.Sprint(yes))
+		if yes {
+			f.prove("checker", "acked?", "id="+d.Message().ID, fmt.Sprintf("the group holds %s (id %s) as acknowledged, which its member had delivered and never acked before it crashed: an ack the kit never sent, so the delivery cannot come back to another member", d.Position(), d.Message().ID))
+		}
+		return
+	}
+	offsets, ok := f.b.(mqx.GroupOffsets)
+	if !ok {
 		return
 	}
 	h := f.rec.Invoke("checker", "committed offset", group)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/stall"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -219,4 +220,39 @@ func splitPosition(s string) (string, int64, bool) {
 	}
 	n, err := strconv.ParseInt(o, 10, 64)
 	return p, n, err == nil
+}
+
+// missed is the judgement of a deadline the target missed: something that
+// had to happen (a redelivery, a claim) did not within T. The miss alone is
+// no evidence (the kit's process, or a server on the same loaded host, may
+// have been late; the kit's own lateness is named where it was measured):
+// the rule fails only on a proof the kit holds, else it is unknown.
+func (f *fixture) missed(r *spec.R, format string, args ...any) {
+	f.proven(r)
+	what := fmt.Sprintf(format, args...)
+	late := stall.Since(f.started)
+	if late.Paused() || late.Lag >= stall.Floor {
+		f.unknown(r, "%s; a deadline missed is not evidence against the target without more (%s)", what, late)
+	}
+	f.unknown(r, "%s; a deadline missed is not evidence against the target without more (the kit was scheduled throughout; a server on the same loaded host may have been late)", what)
+}
+
+// heldAcked looks, on a broker that tells (mqx.AckedInspector), whether
+// the group holds d as acknowledged although the kit never acked it (it
+// nak'd it, say): an ack the kit never sent. Kept as a proof.
+func (f *fixture) heldAcked(topic, group string, d mq.Delivery, after string) {
+	a, ok := f.b.(mqx.AckedInspector)
+	if !ok || f.hasProof() {
+		return
+	}
+	h := f.rec.Invoke("checker", "acked?", fmt.Sprintf("group %s pos=%s", group, d.Position()))
+	yes, err := a.Acked(f.ctx, topic, group, d.Position())
+	if err != nil {
+		h.Info(err.Error())
+		return
+	}
+	h.OK(fmt.Sprint(yes))
+	if yes {
+		f.prove("checker", "acked?", "id="+d.Message().ID, fmt.Sprintf("the group holds %s (id %s) as acknowledged after %s, and the kit never acked it: an ack the kit never sent, so the delivery cannot come back", d.Position(), d.Message().ID, after))
+	}
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/reports"
+	"github.com/onceproof/tck/internal/runner/runnertest"
+	"github.com/onceproof/tck/internal/stall"
 	"github.com/onceproof/tck/internal/verdict"
 )
 
@@ -22,7 +24,11 @@ import (
 // (CI) and skips it, naming why, otherwise.
 func start(t *testing.T, env ...string) *Browser {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// The browser lives as long as the test: a bound on its whole life
+	// ran out while a loaded host was still producing the reports the
+	// test loads (TestAuthorReportInBrowser, 350 s beside four CPU
+	// burners). Each page load keeps a bound of its own (Load).
+	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	b, err := Start(ctx, env...)
 	if err != nil {
@@ -121,6 +127,61 @@ func tckRun(t *testing.T, args ...string) (html string, rep *reports.Report) {
 		t.Fatal(err)
 	}
 	return filepath.Join(out, reports.FileHTML), rep
+}
+
+// raceFailure runs the race mutant on ES-2.3 until it fails, at most
+// runnertest.Runs times: a race is stochastic, and a loaded host can keep
+// the mutant's calls from overlapping, so one run may pass it (or leave it
+// undecided) honestly. Each run that did not fail must say so honestly: a
+// pass rests on the contended trials its power target needs. When no run
+// failed, an undecided last run whose reason names the kit's lateness or
+// its contended trials skips the test, saying so; a pass in every run
+// fails it.
+func raceFailure(t *testing.T) (string, *reports.Report) {
+	t.Helper()
+	for run := 1; ; run++ {
+		file, rep := tckRun(t, "--target", "eventstore/mutant-request-check-then-write", "--rule", "ES-2.3")
+		if len(rep.Summary.MustFailed) > 0 {
+			return file, rep
+		}
+		var r verdict.Result
+		for _, x := range rep.Results {
+			if x.Rule == "ES-2.3" {
+				r = x
+			}
+		}
+		contended, needed := figure(r, "contended trials"), figure(r, "contended trials needed")
+		if r.Verdict == verdict.Pass && (needed <= 0 || contended < needed) {
+			t.Errorf("run %d: ES-2.3 passed the race mutant with %v contended trials of the %v needed: a pass must rest on its power target", run, contended, needed)
+		}
+		if run < runnertest.Runs {
+			t.Logf("run %d of at most %d: the race mutant's ES-2.3 is %s (%v contended trials of %v needed; a loaded host can keep its calls from overlapping), run again: %s", run, runnertest.Runs, r.Verdict, contended, needed, r.Reason)
+			continue
+		}
+		if r.Verdict == verdict.Unknown && (stall.Named(r.Reason) || strings.Contains(r.Reason, "contended trials")) {
+			t.Skipf("the race mutant's ES-2.3 is still undecided after %d runs (a loaded host: %v contended trials of %v needed), not a pass: %s", run, contended, needed, r.Reason)
+		}
+		t.Fatalf("the race mutant was not failed by ES-2.3 in %d runs: last %s: %s (%+v)", run, r.Verdict, r.Reason, rep.Summary)
+	}
+}
+
+// figure is the number named name in r's evidence (0: none).
+func figure(r verdict.Result, name string) float64 {
+	if r.Evidence == nil {
+		return 0
+	}
+	for _, f := range r.Evidence.Figures {
+		if f.Name != name {
+			continue
+		}
+		switch v := f.Value.(type) {
+		case float64:
+			return v
+		case int:
+			return float64(v)
+		}
+	}
+	return 0
 }
 
 // clean asserts what every report must show a reader's browser.
@@ -243,15 +304,12 @@ func TestReportInBrowser(t *testing.T) {
 	// with its reason, linked to its section, and the failure's timeline
 	// rings and labels the two appends that both won with one request id.
 	t.Run("report of a failure", func(t *testing.T) {
-		file, rep := tckRun(t, "--target", "eventstore/mutant-request-check-then-write", "--rule", "ES-2.3")
+		file, rep := raceFailure(t)
 		p, err := b.Load(file, Options{Pieces: pieces(), FirstScreen: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		clean(t, "failure", p)
-		if len(rep.Summary.MustFailed) == 0 {
-			t.Fatalf("the mutant passed ES-2.3 (a race: rerun): %+v", rep.Summary)
-		}
 		firstScreen(t, "failure", p, rep)
 		won := 0
 		for _, m := range p.Marks {

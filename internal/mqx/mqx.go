@@ -25,6 +25,15 @@ var ErrReturned = errors.New("returned by the broker as unroutable: not stored")
 // confirm, RabbitMQ basic.nack): it is not a stored message.
 var ErrNacked = errors.New("refused by the broker (negative publisher confirm): not stored")
 
+// ErrNotPending marks a settle (an ack, an in-progress) the broker answered
+// definitely: it holds no such unsettled delivery (Redis: XACK replied 0,
+// the entry is not on the group's pending list). It is an answer, not a
+// lost one: the rule weighs it against what the kit itself did with the
+// delivery (read it into its own member's pending list, never acked it,
+// never trimmed the topic), and where that makes the answer impossible it
+// is positive evidence against the target.
+var ErrNotPending = errors.New("the broker answered that the delivery was not pending")
+
 // UnroutablePublisher is a broker whose producer can ask for a publish to
 // come back when nothing routes it (Capabilities.Mandatory).
 type UnroutablePublisher interface {
@@ -102,6 +111,15 @@ type Trimmer interface {
 type SessionBroker interface {
 	// Producer starts a new producer session (Kafka: a new producer id).
 	Producer(ctx context.Context) (Producer, error)
+}
+
+// AckedInspector is a broker that can tell, changing nothing, whether a
+// consumer group holds a stored message as acknowledged (NATS: the
+// consumer's ack floor has reached its stream sequence). A rule that never
+// acked a delivery weighs a yes as positive evidence: an ack the kit never
+// sent.
+type AckedInspector interface {
+	Acked(ctx context.Context, topic, group, position string) (bool, error)
 }
 
 // GroupOffsets is a broker whose consumer group keeps a read position per

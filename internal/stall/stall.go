@@ -14,6 +14,7 @@ package stall
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -60,19 +61,43 @@ type Span struct {
 // Paused says whether a pause overlapped the interval at all.
 func (s Span) Paused() bool { return s.Count > 0 }
 
+// The wording by which a reason names the kit's own lateness: every
+// reason that puts an undecided verdict down to the kit's own timing says
+// one of these, and the kit's own tests (Named) accept an undecided rule
+// only when its reason does.
+const (
+	// PhraseLate starts a lateness summed over many wake-ups, or one step
+	// of the kit's that went out late (Late).
+	PhraseLate = "the kit's own process ran "
+	// PhraseNotScheduled starts a pause.
+	PhraseNotScheduled = "the kit was not scheduled for "
+)
+
+// Named says whether reason names the kit's own lateness in this
+// package's wording.
+func Named(reason string) bool {
+	return strings.Contains(reason, PhraseLate) || strings.Contains(reason, PhraseNotScheduled)
+}
+
+// Late names one step of the kit's that went out late: what was due at
+// due and went out at took (offsets from the same start).
+func Late(what string, due, took time.Duration) string {
+	return fmt.Sprintf("%slate: %s, due at %s, went out at %s", PhraseLate, what, seconds(due), seconds(took))
+}
+
 // String names the pause as a reason does.
 func (s Span) String() string {
 	if s.Count == 0 && s.Lag >= Floor {
-		return fmt.Sprintf("the kit's own process ran %s late in all during the measurement (every wake-up a little late: an overloaded host)", seconds(s.Lag))
+		return fmt.Sprintf("%s%s late in all during the measurement (every wake-up a little late: an overloaded host)", PhraseLate, seconds(s.Lag))
 	}
 	if s.Count == 0 {
 		return "the kit was scheduled throughout"
 	}
 	var msg string
 	if s.Count == 1 {
-		msg = fmt.Sprintf("the kit was not scheduled for %s during the measurement", seconds(s.Longest.Len))
+		msg = fmt.Sprintf("%s%s during the measurement", PhraseNotScheduled, seconds(s.Longest.Len))
 	} else {
-		msg = fmt.Sprintf("the kit was not scheduled for %s during the measurement (%d pauses, %s in all)", seconds(s.Longest.Len), s.Count, seconds(s.Total))
+		msg = fmt.Sprintf("%s%s during the measurement (%d pauses, %s in all)", PhraseNotScheduled, seconds(s.Longest.Len), s.Count, seconds(s.Total))
 	}
 	if s.Lag-s.Total >= Floor {
 		// The lateness is what explained the miss: say it.

@@ -233,6 +233,25 @@ func (b *Broker) Publish(ctx context.Context, topic string, m mq.Message) (mq.Pu
 }
 
 // Consumer opens a new member of cfg.Group on its own connection.
+// Acked says whether group's consumer on topic holds the message at
+// position (its stream sequence) as acknowledged: the consumer's ack floor
+// has reached it (CONSUMER.INFO). It changes nothing.
+func (b *Broker) Acked(ctx context.Context, topic, group, position string) (bool, error) {
+	seq, err := strconv.ParseUint(position, 10, 64)
+	if err != nil {
+		return false, fmt.Errorf("not a stream sequence: %q", position)
+	}
+	c, err := b.js.Consumer(ctx, StreamName(topic), StreamName(group))
+	if err != nil {
+		return false, err
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		return false, err
+	}
+	return info.AckFloor.Stream >= seq, nil
+}
+
 func (b *Broker) Consumer(ctx context.Context, topic string, cfg mq.ConsumerConfig) (mq.Consumer, error) {
 	if cfg.Group == "" {
 		return nil, errors.New("nats: a consumer needs a group")

@@ -76,6 +76,10 @@ type Options struct {
 	// their bodies with XRANGE, which leaves the delivery counter where it
 	// was. Only a mutant wants this.
 	ClaimJustID bool
+	// Hook, when set, is added to every client the handle opens (the
+	// handle's own and each member's): it stands for a proxy between the
+	// kit and the server that may rewrite replies. Only a mutant wants this.
+	Hook goredis.Hook
 }
 
 func (o Options) withDefaults() Options {
@@ -119,7 +123,7 @@ var (
 // does not check what the server can do: Probe does, once per target.
 // Errors never carry the password.
 func Connect(ctx context.Context, url string, opts Options) (*Broker, error) {
-	rdb, err := dial(ctx, url)
+	rdb, err := dialHooked(ctx, url, opts.Hook)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +131,10 @@ func Connect(ctx context.Context, url string, opts Options) (*Broker, error) {
 }
 
 // dial opens a client on url and pings it.
-func dial(ctx context.Context, url string) (*goredis.Client, error) {
+func dial(ctx context.Context, url string) (*goredis.Client, error) { return dialHooked(ctx, url, nil) }
+
+// dialHooked is dial with hook (nil: none) on the client.
+func dialHooked(ctx context.Context, url string, hook goredis.Hook) (*goredis.Client, error) {
 	o, err := goredis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("not a Redis URL (want redis://[user:password@]host:port/db): %s", scrub(err.Error(), url))
@@ -139,6 +146,9 @@ func dial(ctx context.Context, url string) (*goredis.Client, error) {
 	o.PoolSize = 4
 	o.ContextTimeoutEnabled = true
 	rdb := goredis.NewClient(o)
+	if hook != nil {
+		rdb.AddHook(hook)
+	}
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		_ = rdb.Close()
 		msg := scrub(err.Error(), url)
@@ -289,7 +299,7 @@ func (b *Broker) Consumer(ctx context.Context, topic string, cfg mq.ConsumerConf
 		return nil, errors.New("a consumer needs a group")
 	}
 	key := b.Key(topic)
-	rdb, err := dial(ctx, b.url)
+	rdb, err := dialHooked(ctx, b.url, b.opts.Hook)
 	if err != nil {
 		return nil, err
 	}
@@ -497,7 +507,7 @@ func (d *delivery) Ack(ctx context.Context) error {
 		return err
 	}
 	if n != 1 {
-		return fmt.Errorf("XACK %s %s %s removed %d entries: it was no longer pending (acknowledged before, or trimmed away)", d.c.key, d.c.group, d.pos, n)
+		return fmt.Errorf("XACK %s %s %s removed %d entries: %w (acknowledged before, or its key deleted)", d.c.key, d.c.group, d.pos, n, mqx.ErrNotPending)
 	}
 	return nil
 }
@@ -532,7 +542,7 @@ func (d *delivery) InProgress(ctx context.Context) error {
 	}
 	switch n {
 	case -1:
-		return fmt.Errorf("entry %s is no longer pending in group %s", d.pos, d.c.group)
+		return fmt.Errorf("entry %s is no longer pending in group %s: %w", d.pos, d.c.group, mqx.ErrNotPending)
 	case 0:
 		return fmt.Errorf("entry %s was claimed by another member of group %s", d.pos, d.c.group)
 	}

@@ -28,7 +28,8 @@ func serverURL(t *testing.T) string {
 }
 
 // The broker suite against the real server: every rule that applies
-// passes (a fail fails the test, an unknown twice does), the others are
+// passes (a fail fails the test, as does an unknown left after the reruns
+// unless it names the kit's lateness), the others are
 // not applicable with Redis's reason.
 func TestBrokerSuite(t *testing.T) {
 	rt, err := redis.URLTarget(context.Background(), serverURL(t), redis.Client{})
@@ -58,7 +59,11 @@ func TestLocalServerPassesBrokerSuite(t *testing.T) {
 	if rt.Private == nil {
 		t.Fatal("a local server declares no restartable server of a rule's own")
 	}
-	t.Run("suite", func(t *testing.T) { broker.Check(t, registry.RedisBrokerTarget(rt)) })
+	// Decided, not broker.Check: on a loaded host a timed rule can be
+	// honestly undecided once, its reason naming the kit's lateness; it
+	// is run again (at most runnertest.Runs times), as in TestBrokerSuite.
+	tg := registry.RedisBrokerTarget(rt)
+	t.Run("suite", func(t *testing.T) { runnertest.Passes(t, "broker/redis", func() { broker.Register(tg) }) })
 	if err := rt.Stop(); err != nil {
 		t.Errorf("stop: %v", err)
 	}

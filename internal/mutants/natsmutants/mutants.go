@@ -215,6 +215,14 @@ func (b *broker) Consumer(ctx context.Context, topic string, cfg mq.ConsumerConf
 	return &consumer{Consumer: c, h: b.h, held: map[*delivery]bool{}, inProgress: map[string]int{}}, nil
 }
 
+// Acked passes the broker's answer through untouched.
+func (b *broker) Acked(ctx context.Context, topic, group, position string) (bool, error) {
+	if a, ok := b.Broker.(mqx.AckedInspector); ok {
+		return a.Acked(ctx, topic, group, position)
+	}
+	return false, mq.ErrUnsupported
+}
+
 // WatchMaxDeliver passes the broker's signal through untouched.
 func (b *broker) WatchMaxDeliver(ctx context.Context, topic, group string) (<-chan string, error) {
 	if w, ok := b.Broker.(mqx.MaxDeliverWatcher); ok {

@@ -47,6 +47,13 @@ func All() []Mutant {
 			},
 		},
 		{
+			Name: "ack-answers-zero", Defect: "a proxy between the client and the server forwards XACK but answers :0 (nothing removed): the server did remove the entry from the pending list, the client is told it was not pending",
+			MustFail: []string{"BR-2.2", "BR-4.1"},
+			Build: redis.Client{
+				Options: redis.Options{Hook: xackAnswersZero{}},
+			},
+		},
+		{
 			Name: "claim-no-idle", Defect: "claims pending entries with min-idle-time 1ms instead of the ack wait: another member takes an entry its holder is still working on",
 			MustFail: []string{"BR-4.2", "BR-2.1"},
 			Build: redis.Client{
@@ -91,6 +98,27 @@ func All() []Mutant {
 			},
 		},
 	}
+}
+
+// xackAnswersZero is the proxy of the ack-answers-zero mutant, as a
+// go-redis hook on every client of the handle: XACK goes to the server as
+// sent, and its reply, whatever the server said, reaches the adapter as 0.
+type xackAnswersZero struct{}
+
+func (xackAnswersZero) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+
+func (xackAnswersZero) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		err := next(ctx, cmd)
+		if c, ok := cmd.(*goredis.IntCmd); ok && err == nil && cmd.Name() == "xack" {
+			c.SetVal(0)
+		}
+		return err
+	}
+}
+
+func (xackAnswersZero) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return next
 }
 
 // claimCounting is the in-progress of the real adapter with JUSTID dropped:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/internal/history"
+	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/stall"
 	"github.com/onceproof/tck/internal/verdict"
@@ -55,6 +57,13 @@ type fixture struct {
 	// each of them delays what it measures.
 	span    [2]time.Time
 	untimed bool // see notTimed
+
+	// What the kit itself did, against which a definite answer of the
+	// target's is weighed (see proof.go); under mu.
+	onTopics  map[string][]string // a delivery's position: the topics it was delivered on
+	settledAt map[string]bool     // positions the kit sent an ack or another settle for
+	trimmed   bool                // the kit cut one of its topics (BR-4.3)
+	proofs    []string            // positive evidence against the target (see prove)
 }
 
 func newFixture(ctx context.Context, cancel context.CancelFunc, t Target, rule string) *fixture {
@@ -66,7 +75,12 @@ func newFixture(ctx context.Context, cancel context.CancelFunc, t Target, rule s
 // the pause, and the pause is a hazard of the kit's set-up.
 func (f *fixture) stallAware(j judge) judge {
 	return func(r *spec.R) {
+		// Positive evidence first: no lateness of the kit's excuses it.
+		f.proven(r)
 		r.Excuse(func(failure string) string {
+			if f.hasProof() {
+				return ""
+			}
 			if f.need > 0 {
 				if p, ok := f.paused(r, f.need); ok {
 					return fmt.Sprintf("%s, enough to account for the %s by which the measurement missed: the delay may be the kit's own, not the target's: %s", p, f.need.Round(time.Millisecond), failure)
@@ -82,6 +96,8 @@ func (f *fixture) stallAware(j judge) judge {
 			return ""
 		})
 		j(r)
+		// A proof a watch found while the judge waited.
+		f.proven(r)
 	}
 }
 
@@ -394,7 +410,7 @@ func (f *fixture) consumer(topic, group string, cfg mq.ConsumerConfig) (mq.Consu
 		return nil, err
 	}
 	f.defer_(func() { _ = c.Close() })
-	return c, nil
+	return &kitConsumer{Consumer: c, topic: topic}, nil
 }
 
 // delivered is one delivery and the moment the kit had it.
@@ -433,21 +449,35 @@ func (f *fixture) next(actor string, c mq.Consumer, deadline time.Time) (*delive
 		if len(ds) > 0 {
 			d := ds[0]
 			at := time.Now()
+			f.delivered(c, d)
 			f.rec.Note(actor, "deliver", "id="+d.Message().ID, fmt.Sprintf("attempt=%d pos=%s", d.Attempt(), d.Position()))
 			return &delivered{d: d, at: at}, nil
 		}
 	}
 }
 
-// settle records one of ack, nak, term, in-progress.
+// settle records one of ack, nak, term, in-progress. An error is the
+// indeterminate outcome of the settle, unless the target answered that it
+// held no such delivery where, given what the kit itself did, that answer
+// is impossible (see refusal): then it is positive evidence against the
+// target.
 func (f *fixture) settle(actor, action string, d mq.Delivery, do func(context.Context) error) error {
 	h := f.rec.Invoke(actor, action, "id="+d.Message().ID)
-	if err := do(f.ctx); err != nil {
-		h.Info(err.Error())
-		return unsure(action, err)
+	earlier := f.settling(d)
+	err := do(f.ctx)
+	if err == nil {
+		h.OK("")
+		return nil
 	}
-	h.OK("")
-	return nil
+	if errors.Is(err, mqx.ErrNotPending) {
+		if proof := f.refusal(action, d, earlier, err); proof != "" {
+			h.Fail(oneLine(err.Error()))
+			f.prove(actor, action, "id="+d.Message().ID, proof)
+			return &provenError{proof: proof}
+		}
+	}
+	h.Info(err.Error())
+	return unsure(action, err)
 }
 
 // watch is a background fetch for deliveries that come back, started by a

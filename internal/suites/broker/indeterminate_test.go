@@ -3,12 +3,14 @@ package broker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
+	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/verdict"
@@ -27,6 +29,7 @@ func TestIndeterminateIsUnknown(t *testing.T) {
 		return func() broker.Target { return wrapped(ref, w) }
 	}
 	errEOF := errors.New("read tcp 127.0.0.1:4222: EOF")
+	errNotPending := fmt.Errorf("XACK k g 1-0 removed 0 entries: %w", mqx.ErrNotPending)
 	for _, tc := range []struct {
 		name    string
 		rule    string
@@ -83,6 +86,25 @@ func TestIndeterminateIsUnknown(t *testing.T) {
 				return tg
 			},
 			want: []string{"every acknowledged publish was delivered", "confirmed none of the 30 acks"},
+		},
+		{
+			// A definite answer impossible given what the kit did: its own
+			// member had the entry delivered, it never acked it before,
+			// trimmed nothing, and reads it back in the stream. Positive
+			// evidence: fail, whatever else was indeterminate.
+			name: "ack answered not pending, applied", rule: "BR-2.2", verdict: verdict.Fail,
+			target: wrap(func(b mq.Broker) mq.Broker { return flaky{Broker: b, ackReply: errNotPending} }),
+			want:   []string{"answered \"not pending\"", "impossible given what the kit itself did", "sent no ack"},
+		},
+		{
+			// The same answer when the kit cannot read the entry back: it
+			// may have been trimmed or its key deleted, so it stays
+			// indeterminate.
+			name: "ack answered not pending, entry not read back", rule: "BR-2.2", verdict: verdict.Unknown,
+			target: wrap(func(b mq.Broker) mq.Broker {
+				return flaky{Broker: b, ackReply: errNotPending, read: context.DeadlineExceeded}
+			}),
+			want: []string{"outcome is unknown", "not pending"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

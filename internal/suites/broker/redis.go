@@ -155,7 +155,9 @@ func idleClaim(f *fixture) judge {
 		p1, ok := findPending(held, pos)
 		r.Expect(ok).To(gomega.BeTrue(), "the delivered entry %s must be pending (%s)", pos, describePending(held))
 		f.must(r, errAgain, "member-2 fetching")
-		r.Expect(again).NotTo(gomega.BeNil(), "an entry idle past the min-idle-time %s must be claimed by another member; member-2 got nothing within %s", aw, aw+4*tol)
+		if again == nil {
+			f.missed(r, "an entry idle past the min-idle-time %s must be claimed by another member; member-2 got nothing within %s", aw, aw+4*tol)
+		}
 		delay := again.at.Sub(first.at)
 		r.Ev.Figure("claimed by member-2 after", delay.Seconds(), "s")
 		r.Expect(string(again.d.Message().Payload)).To(gomega.Equal("body of "+id), "member-2 claimed another message")
@@ -220,6 +222,7 @@ func trimDropsPending(f *fixture) judge {
 	storedBefore, errSB := f.b.ReadAll(f.ctx, topic)
 	errSB = unsure("reading the stream", errSB)
 
+	f.cut()
 	h := f.rec.Invoke("kit", "trim", fmt.Sprintf("%s keep=%d", topic, trimKeep))
 	tr, trimErr := trimmer.Trim(f.ctx, topic, trimKeep)
 	if trimErr != nil {

@@ -84,6 +84,10 @@ func (f *fixture) must(r *spec.R, err error, format string, args ...any) {
 		return
 	}
 	what := fmt.Sprintf(format, args...)
+	var pe *provenError
+	if errors.As(err, &pe) {
+		f.proven(r)
+	}
 	var se *setupError
 	if errors.As(err, &se) {
 		f.unknown(r, "the kit's own set-up failed (%s), so the rule was not checked: %s: %s", what, se.step, oneLine(se.err.Error()))
@@ -99,6 +103,7 @@ func (f *fixture) must(r *spec.R, err error, format string, args ...any) {
 // long enough to explain it (see scale), the reason names the pause first
 // (the likelier cause) and the pause is a hazard of the kit's set-up.
 func (f *fixture) unknown(r *spec.R, format string, args ...any) {
+	f.proven(r) // the kit holds positive evidence: that decides
 	why := fmt.Sprintf(format, args...)
 	if p, ok := f.paused(r, f.scale()); ok {
 		why = p + ": " + why

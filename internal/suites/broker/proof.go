@@ -1,0 +1,258 @@
+package broker
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/onceproof/tck/internal/mqx"
+	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/stall"
+	"github.com/onceproof/tck/mq"
+)
+
+// One judgement for every step that did not go as asked, and for every
+// "did not happen within T": an operation that errored or timed out, or a
+// wait that ran out, is indeterminate (unknown with its error, its
+// deadline, and the kit's lateness where that explains it) unless the kit
+// holds positive evidence against the target: an effect twice, an entry
+// gone that the kit acked, or an answer that is impossible given what the
+// kit itself did. Such evidence is kept as a proof (prove), and a rule
+// holding one fails, naming it, whatever else was indeterminate: the
+// judge looks at the proofs before anything else (proven), an unknown or
+// an unsure error looks again, and no excuse of the kit's lateness covers
+// a proven failure.
+//
+// The impossible answer the kit weighs today is a settle refused as "not
+// pending" (mqx.ErrNotPending, Redis: XACK replied 0): the kit's own
+// member had the entry delivered, so it was on the group's pending list;
+// only an ack (or a trim, or a deletion of the key) takes it off; the kit
+// sent no ack of it before, trimmed nothing, and reads the entry back in
+// the stream afterwards; nobody but the kit touches the kit's keys. The
+// answer cannot be true. A refusal after an earlier settle of the same
+// entry (a second member may have claimed and acked it), after a trim, or
+// for an entry no longer in the stream stays indeterminate.
+
+// provenError is a step whose answer is positive evidence against the
+// target (see prove).
+type provenError struct{ proof string }
+
+func (e *provenError) Error() string { return e.proof }
+
+// kitConsumer is a member the kit opened (fixture.consumer), knowing its
+// topic. A wrapper, not a map key: an author's consumer need not be
+// comparable.
+type kitConsumer struct {
+	mq.Consumer
+	topic string
+}
+
+// delivered notes that the kit's member c had d delivered.
+func (f *fixture) delivered(c mq.Consumer, d mq.Delivery) {
+	kc, ok := c.(*kitConsumer)
+	if !ok {
+		return
+	}
+	topic := kc.topic
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.onTopics == nil {
+		f.onTopics = map[string][]string{}
+	}
+	for _, t := range f.onTopics[d.Position()] {
+		if t == topic {
+			return
+		}
+	}
+	f.onTopics[d.Position()] = append(f.onTopics[d.Position()], topic)
+}
+
+// settling notes a settle of d about to go out, and says whether the kit
+// had sent one for the same position before.
+func (f *fixture) settling(d mq.Delivery) (earlier bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.settledAt == nil {
+		f.settledAt = map[string]bool{}
+	}
+	earlier = f.settledAt[d.Position()]
+	f.settledAt[d.Position()] = true
+	return earlier
+}
+
+// cut notes that the kit trimmed one of its topics: from then on an entry
+// may have left a pending list without an ack.
+func (f *fixture) cut() {
+	f.mu.Lock()
+	f.trimmed = true
+	f.mu.Unlock()
+}
+
+// refusal weighs a settle the target refused as not pending: the proof
+// when, given what the kit did, the answer is impossible, else "".
+func (f *fixture) refusal(action string, d mq.Delivery, earlier bool, err error) string {
+	f.mu.Lock()
+	topics, trimmed := f.onTopics[d.Position()], f.trimmed
+	f.mu.Unlock()
+	if earlier || trimmed || len(topics) != 1 || f.b == nil {
+		return ""
+	}
+	topic := topics[0]
+	h := f.rec.Invoke("checker", "read-all", topic)
+	all, rerr := f.b.ReadAll(f.ctx, topic)
+	if rerr != nil {
+		h.Info(rerr.Error())
+		return ""
+	}
+	stored := false
+	for _, s := range all {
+		if s.Position == d.Position() {
+			stored = true
+			break
+		}
+	}
+	h.OK(fmt.Sprintf("%d stored, entry %s stored: %v", len(all), d.Position(), stored))
+	if !stored {
+		return ""
+	}
+	return fmt.Sprintf("the %s of entry %s (id %s) was answered \"not pending\" (%s), an answer impossible given what the kit itself did: its own member had the entry delivered, which put it on the group's pending list; the kit sent no ack or other settle of it before, trimmed nothing, and read the entry back in the stream after the answer; nobody but the kit touches the kit's keys",
+		action, d.Position(), d.Message().ID, oneLine(err.Error()))
+}
+
+// prove keeps positive evidence against the target, and puts the step on
+// the rule's timeline as the smallest history that shows it.
+func (f *fixture) prove(actor, action, value, proof string) {
+	f.mu.Lock()
+	f.proofs = append(f.proofs, proof)
+	f.mu.Unlock()
+	f.rec.Note(actor, action+" answer impossible", value, proof)
+	f.ev.Smallest(smallest(f.rec.Ops(), []string{value}, 1))
+}
+
+// hasProof says whether the rule holds positive evidence against the target.
+func (f *fixture) hasProof() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.proofs) > 0
+}
+
+// proven fails the rule on the positive evidence it holds, if any; it
+// returns when there is none.
+func (f *fixture) proven(r *spec.R) {
+	f.mu.Lock()
+	ps := append([]string(nil), f.proofs...)
+	f.mu.Unlock()
+	if len(ps) == 0 {
+		return
+	}
+	for _, p := range ps[1:] {
+		r.Ev.Notef("further positive evidence: %s", p)
+	}
+	r.Expect(len(ps)).To(noProof{}, "%s", ps[0])
+}
+
+// noProof matches no proofs held; its failure message is the proof alone
+// (the description), with nothing of Gomega's layout.
+type noProof struct{}
+
+func (noProof) Match(actual any) (bool, error)   { n, _ := actual.(int); return n == 0, nil }
+func (noProof) FailureMessage(any) string        { return "" }
+func (noProof) NegatedFailureMessage(any) string { return "" }
+
+// committedPast looks whether the group already holds d, which the kit
+// never acked, as settled: on a broker that tells (mqx.AckedInspector,
+// NATS: the ack floor) that d is acknowledged, or on one whose group keeps
+// a committed position (mqx.GroupOffsets, Kafka) that it lies past d. An
+// ack or commit the kit never made, so d will not come back to the group
+// (a client that acks or commits as it hands a message out, or when a
+// member leaves). That is positive evidence, kept as a proof; an answer
+// the kit cannot read or compare proves nothing.
+func (f *fixture) committedPast(topic, group string, d mq.Delivery) {
+	f.mu.Lock()
+	acked := f.settledAt[d.Position()]
+	f.mu.Unlock()
+	if acked || f.hasProof() {
+		return
+	}
+	if a, ok := f.b.(mqx.AckedInspector); ok {
+		h := f.rec.Invoke("checker", "acked?", fmt.Sprintf("group %s pos=%s", group, d.Position()))
+		yes, err := a.Acked(f.ctx, topic, group, d.Position())
+		if err != nil {
+			h.Info(err.Error())
+			return
+		}
+		h.OK(fmt.Sprint(yes))
+		if yes {
+			f.prove("checker", "acked?", "id="+d.Message().ID, fmt.Sprintf("the group holds %s (id %s) as acknowledged, which its member had delivered and never acked before it crashed: an ack the kit never sent, so the delivery cannot come back to another member", d.Position(), d.Message().ID))
+		}
+		return
+	}
+	offsets, ok := f.b.(mqx.GroupOffsets)
+	if !ok {
+		return
+	}
+	h := f.rec.Invoke("checker", "committed offset", group)
+	pos, err := offsets.Committed(f.ctx, topic, group)
+	if err != nil {
+		h.Info(err.Error())
+		return
+	}
+	h.OK(orNone(pos))
+	if !positionPast(pos, d.Position()) {
+		return
+	}
+	f.prove("checker", "committed offset", "id="+d.Message().ID, fmt.Sprintf("the group's committed position is %s, past %s (id %s), which its member had delivered and never acked before it crashed: a commit the kit never made, so the delivery cannot come back to another member", pos, d.Position(), d.Message().ID))
+}
+
+// positionPast says whether next (a committed position: the next to read)
+// lies past pos on the same partition; positions are "partition/offset"
+// (Kafka). Anything else is not comparable: false.
+func positionPast(next, pos string) bool {
+	np, no, ok1 := splitPosition(next)
+	pp, po, ok2 := splitPosition(pos)
+	return ok1 && ok2 && np == pp && no > po
+}
+
+func splitPosition(s string) (string, int64, bool) {
+	p, o, ok := strings.Cut(s, "/")
+	if !ok {
+		return "", 0, false
+	}
+	n, err := strconv.ParseInt(o, 10, 64)
+	return p, n, err == nil
+}
+
+// missed is the judgement of a deadline the target missed: something that
+// had to happen (a redelivery, a claim) did not within T. The miss alone is
+// no evidence (the kit's process, or a server on the same loaded host, may
+// have been late; the kit's own lateness is named where it was measured):
+// the rule fails only on a proof the kit holds, else it is unknown.
+func (f *fixture) missed(r *spec.R, format string, args ...any) {
+	f.proven(r)
+	what := fmt.Sprintf(format, args...)
+	late := stall.Since(f.started)
+	if late.Paused() || late.Lag >= stall.Floor {
+		f.unknown(r, "%s; a deadline missed is not evidence against the target without more (%s)", what, late)
+	}
+	f.unknown(r, "%s; a deadline missed is not evidence against the target without more (the kit was scheduled throughout; a server on the same loaded host may have been late)", what)
+}
+
+// heldAcked looks, on a broker that tells (mqx.AckedInspector), whether
+// the group holds d as acknowledged although the kit never acked it (it
+// nak'd it, say): an ack the kit never sent. Kept as a proof.
+func (f *fixture) heldAcked(topic, group string, d mq.Delivery, after string) {
+	a, ok := f.b.(mqx.AckedInspector)
+	if !ok || f.hasProof() {
+		return
+	}
+	h := f.rec.Invoke("checker", "acked?", fmt.Sprintf("group %s pos=%s", group, d.Position()))
+	yes, err := a.Acked(f.ctx, topic, group, d.Position())
+	if err != nil {
+		h.Info(err.Error())
+		return
+	}
+	h.OK(fmt.Sprint(yes))
+	if yes {
+		f.prove("checker", "acked?", "id="+d.Message().ID, fmt.Sprintf("the group holds %s (id %s) as acknowledged after %s, and the kit never acked it: an ack the kit never sent, so the delivery cannot come back", d.Position(), d.Message().ID, after))
+	}
+}

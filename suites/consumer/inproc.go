@@ -246,6 +246,17 @@ type instance struct {
 // be on it after Handle returned).
 func (inst *instance) current() *kitDelivery { return inst.cur.Load() }
 
+// currentFor is the current delivery if it is of event, else nil: an
+// effect call a worker of the consumer's own makes after the ack (a task
+// queue) belongs to no delivery in flight, and its failure must not be
+// charged to one.
+func (inst *instance) currentFor(event string) *kitDelivery {
+	if kd := inst.current(); kd != nil && kd.e.EventID == event {
+		return kd
+	}
+	return nil
+}
+
 // work is one member of the consumer group: it runs one instance at a
 // time and starts a new one, on the same store file and a new broker
 // connection, whenever its instance is lost.
@@ -258,6 +269,11 @@ func (h *inproc) work(name string) {
 		}
 	}()
 	for h.ctx.Err() == nil {
+		if inst != nil && inst.dead.Load() {
+			// Ended at a call of a goroutine of the consumer's own (a
+			// worker draining its queue): start the next one now.
+			inst = nil
+		}
 		if inst == nil {
 			var err error
 			if inst, err = h.startInstance(name); err != nil {
@@ -416,6 +432,7 @@ func (h *inproc) deliver(inst *instance, d mq.Delivery) bool {
 		_ = d.Term(h.ctx)
 		return true
 	}
+	h.sawCall()
 	h.rec.Note(inst.name, "deliver", m.ID, fmt.Sprintf("attempt %d", d.Attempt()))
 	h.waitGate(e.EventID)
 	kd := &kitDelivery{inst: inst, d: d, e: e, brokerID: m.ID}

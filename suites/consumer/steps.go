@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -103,6 +104,11 @@ func (w *world) play(s step) {
 		w.model.apply(s.older)
 	}
 	w.model.apply(s.event)
+	// The step is over when its effects are: a consumer that does them
+	// after the ack (a durable task queue) has them come before the next
+	// step, so their order is the schedule's, and a crash or failure armed
+	// for them can still fire.
+	w.awaitEffects(map[string]bool{s.event.MessageID: true})
 	w.disarm()
 }
 
@@ -117,6 +123,8 @@ func (w *world) diff() []difference {
 // after crashes, a Reconcile on a fresh instance: seed 002, 三: 除非另有对账/重建).
 func (w *world) expectModel(why string) {
 	w.tr.judging()
+	// Effects are judged when they settle, not at the ack (quiesce.go).
+	quiet := w.awaitEffects(nil)
 	effects, docs := w.tr.observed()
 	diffs := w.model.diff(effects, docs)
 	writes := 0
@@ -139,6 +147,9 @@ func (w *world) expectModel(why string) {
 	if starved := w.overrunExplains(diffs); starved != "" {
 		w.ev.SetupHazard("a worker starved on a busy host held a delivery past the broker's ack wait on the kit's scaled clock")
 		w.r.Unknown("%s: every difference from the model is a duplicate that a starved worker explains (the kit's clock runs %.0f times real time, so a slow call on a busy host is minutes to the broker), which says nothing of the consumer: %s", why, w.scale, starved)
+	}
+	if !quiet && !slices.ContainsFunc(diffs, func(d difference) bool { return !d.pendingKind() }) {
+		w.r.Unknown("%s: %s, but the consumer was still busy when the kit stopped waiting for its effects: a missing effect is lost only once the consumer is quiet with nothing pending", why, lines[0])
 	}
 	more := ""
 	if len(diffs) > 1 {

@@ -42,6 +42,14 @@ type Target struct {
 	Distinct int
 	// Timeout bounds each rule (default 60 s; 180 s for a Service).
 	Timeout time.Duration
+	// Pace, when set, is how long the consumer may take per event at most,
+	// as its author measured it on a machine like the kit's (its own
+	// database, a remote call, a worker that does the effect after the
+	// ack). The kit measures the pace as it goes whether or not this is
+	// set; a declared pace extends the budgets: CO-5.2's deadline grows to
+	// hand its distinct events at that pace, and the quiet period before
+	// effects are judged is at least 4 times the pace.
+	Pace time.Duration
 	// Service, when set, is a consumer service the kit runs as its own
 	// process and checks from outside (see Service): the same rules, with
 	// Broker, BrokerCaps, New, Outbox and Timing unused.

@@ -54,6 +54,7 @@ type inproc struct {
 
 	instances atomic.Int32
 	inflight  atomic.Int32
+	starting  atomic.Int32   // instances being started
 	wg        sync.WaitGroup // the workers
 	handlers  sync.WaitGroup // the Handle calls, abandoned ones included
 }
@@ -112,7 +113,9 @@ func (h *inproc) send(e co.Event, brokerID string) (string, bool, error) {
 	return ack.Position, ack.Duplicate, err
 }
 
-func (h *inproc) quiet() bool { return h.inflight.Load() == 0 }
+// quiet: no Handle call in flight and no instance starting (a slot's next
+// instance may resume work its predecessor left, as a task queue does).
+func (h *inproc) quiet() bool { return h.inflight.Load() == 0 && h.starting.Load() == 0 }
 
 // unsettled: a consumer that blocked is unknown (the deadline is the
 // evidence), one that panicked or returned errors fails with the panic or
@@ -291,7 +294,10 @@ func (h *inproc) work(name string) {
 				continue
 			}
 		}
-		ds, err := inst.mc.Fetch(h.ctx, 1, 100*time.Millisecond)
+		ds, err := h.fetch(inst)
+		if inst.dead.Load() {
+			continue // ended meanwhile: what it fetched stays pending at the broker
+		}
 		if err != nil && h.ctx.Err() == nil {
 			h.rec.Note(inst.name, "fetch", "", "error: "+err.Error())
 			h.end(inst)
@@ -309,6 +315,30 @@ func (h *inproc) work(name string) {
 	}
 }
 
+// fetch fetches one delivery for inst, or returns at once when inst ends
+// meanwhile (a crash at a call of a goroutine of the consumer's own): a
+// fetch on a closed connection can take a second to give up, and the slot
+// must get its next instance at once, as a restarted process would.
+func (h *inproc) fetch(inst *instance) ([]mq.Delivery, error) {
+	type fetched struct {
+		ds  []mq.Delivery
+		err error
+	}
+	done := make(chan fetched, 1)
+	h.handlers.Add(1)
+	go func() {
+		defer h.handlers.Done()
+		ds, err := inst.mc.Fetch(h.ctx, 1, 100*time.Millisecond)
+		done <- fetched{ds, err}
+	}()
+	select {
+	case f := <-done:
+		return f.ds, f.err
+	case <-inst.gone:
+		return nil, nil
+	}
+}
+
 // factoryError is a start that failed in the target's factory (an error,
 // a panic, or a call that did not return): the consumer's error, unlike a
 // store or broker handle the kit could not open.
@@ -322,6 +352,8 @@ func (e *factoryError) Error() string { return e.msg }
 // *factoryError; the instance's handles are closed either way.
 func (h *inproc) startInstance(worker string) (*instance, error) {
 	name := fmt.Sprintf("%s#%d", worker, h.instances.Add(1))
+	h.starting.Add(1)
+	defer func() { h.sawCall(); h.starting.Add(-1) }()
 	store, err := sinks.OpenStore(h.storePath, h.now)
 	if err != nil {
 		return nil, err

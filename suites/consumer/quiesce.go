@@ -18,7 +18,7 @@ import (
 // in flight, is lost; one missing while the consumer was still busy when
 // the wait ran out is not decided.
 const (
-	quietFloor  = time.Second      // the quiet period before any late effect was seen
+	quietFloor  = 2 * time.Second  // the quiet period before any late effect was seen
 	quietFactor = 4                // times the longest ack-to-effect delay seen
 	quietCap    = 15 * time.Second // the quiet period at most
 	// awaitCap bounds one wait for effects (the rule's deadline may end it

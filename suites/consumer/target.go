@@ -36,9 +36,10 @@ type Target struct {
 	Seed int64
 	// Events is the size of the CO-5.1 schedule (default and minimum 200).
 	Events int
-	// Distinct is how many distinct events CO-5.2 hands the consumer
-	// before it replays the oldest (default 2000 in process, 1000 for a
-	// Service).
+	// Distinct is how many distinct events CO-5.2 plans to hand the
+	// consumer before it replays the oldest (default 12000 in process, 1000
+	// for a Service); the consumer's pace and the rule's deadline may stop
+	// it sooner, and the evidence states the reach.
 	Distinct int
 	// Timeout bounds each rule (default 60 s; 180 s for a Service).
 	Timeout time.Duration

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/onceproof/tck/internal/stall"
@@ -61,16 +62,25 @@ func (w *world) quietPeriod() time.Duration {
 // only (every message when only is nil), or until the consumer was quiet
 // for the quiet period. It reports whether it ended so (false: the wait ran
 // out, or the rule's deadline came, while the consumer was still busy).
+//
+// A difference no wait can mend (an effect twice, one the model does not
+// expect) ends the wait at once, with false: it fails the rule whether or
+// not the consumer is quiet, and waiting for every later step would only
+// run the rule into its deadline.
 func (w *world) awaitEffects(only map[string]bool) bool {
-	if len(w.diffOf(only)) == 0 {
-		return true
+	if settledDiffs(w.diffOf(only)) {
+		return len(w.diffOf(only)) == 0
 	}
 	q := w.quietPeriod()
 	start := time.Now()
 	for {
 		sleep(w.ctx, w.words.poll*5)
-		if len(w.diffOf(only)) == 0 {
+		diffs := w.diffOf(only)
+		if len(diffs) == 0 {
 			return true
+		}
+		if settledDiffs(diffs) {
+			return false
 		}
 		if w.ctx.Err() != nil {
 			return false
@@ -109,6 +119,12 @@ func (w *world) diffOf(only map[string]bool) []difference {
 		}
 	}
 	return out
+}
+
+// settledDiffs says whether waiting cannot change the verdict: no
+// difference, or one that is not an effect on its way.
+func settledDiffs(diffs []difference) bool {
+	return len(diffs) == 0 || slices.ContainsFunc(diffs, func(d difference) bool { return !d.pendingKind() })
 }
 
 // pendingKind says whether a difference may still be an effect on its

@@ -36,10 +36,11 @@ const (
 	// says unknown: 6000 events are 12000 keys over two scopes, past the
 	// lru-dedupe mutant's 10000. Above it the rule is paced by the target:
 	// it hands distinct events while the rule's deadline leaves time for
-	// one more batch and the replays at the pace measured so far
-	// (paceReserve times it, plus paceSlack), and states the reach.
+	// one more batch and the replays at the pace measured (the average so
+	// far or the last batch, whichever is slower; paceReserve times it,
+	// plus paceSlack), and states the reach.
 	inprocFloor = 6000
-	paceReserve = 3
+	paceReserve = 2
 	paceSlack   = 3 * time.Second
 	// Every probeEvery distinct events the kit replays the probeOldest
 	// oldest events it has not replayed yet: a store that dropped them
@@ -70,7 +71,7 @@ func registerCapacity(s *spec.Set, t Target) {
 		var clockAt []time.Time              // the consumer's clock then, in process
 		keep := map[string]bool{}            // the messages whose ops stay in the timeline
 		began, planned := time.Now(), n
-		var slowest time.Duration // the slowest batch so far, per event
+		var pace time.Duration // per event: the average so far or the last batch, whichever is slower
 		// replay publishes es again under fresh broker ids, in batches,
 		// each acked before the next.
 		replay := func(es []co.Event) {
@@ -95,13 +96,13 @@ func registerCapacity(s *spec.Set, t Target) {
 			}
 			if hasDeadline && start > 0 {
 				// One more batch, a look back and the replays at the
-				// slowest pace seen, with room to spare for the judgement.
+				// pace measured, with room to spare for the judgement.
 				left := time.Until(deadline)
-				need := time.Duration(paceReserve*(capacityBatch+probeOldest+replayOldest+replaySampled))*slowest + paceSlack + h.quietPeriod()
+				need := time.Duration(paceReserve*(capacityBatch+probeOldest+replayOldest+replaySampled))*pace + paceSlack + h.quietPeriod()
 				if left < need {
 					n = start
-					r.Ev.Notef("paced by the consumer: the distinct phase stopped at %d of %d events, %s before the rule's deadline (the slowest batch took %s per event; one more batch and the replays need about %s)",
-						n, planned, left.Round(time.Millisecond), slowest.Round(time.Microsecond), need.Round(time.Millisecond))
+					r.Ev.Notef("paced by the consumer: the distinct phase stopped at %d of %d events, %s before the rule's deadline (a pace of %s per event; one more batch and the replays need about %s)",
+						n, planned, left.Round(time.Millisecond), pace.Round(time.Microsecond), need.Round(time.Millisecond))
 					break
 				}
 			}
@@ -123,7 +124,7 @@ func registerCapacity(s *spec.Set, t Target) {
 				}
 			}
 			h.awaitEffects(batch)
-			slowest = max(slowest, time.Since(batchStart)/time.Duration(end-start))
+			pace = max(time.Since(batchStart)/time.Duration(end-start), time.Since(began)/time.Duration(end))
 			if r.Context().Err() != nil {
 				r.Unknown("the rule's deadline came after %d of %d distinct events", end, n)
 			}

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,10 +38,12 @@ const (
 	// lru-dedupe mutant's 10000. Above it the rule is paced by the target:
 	// it hands distinct events while the rule's deadline leaves time for
 	// one more batch and the replays at the pace measured (the average so
-	// far or the last batch, whichever is slower; paceReserve times it,
-	// plus paceSlack), and states the reach.
+	// far or the median of the last paceWindow batches, whichever is
+	// slower: a sustained slowdown counts, one stalled batch does not;
+	// paceReserve times it, plus paceSlack), and states the reach.
 	inprocFloor = 6000
 	paceReserve = 2
+	paceWindow  = 5
 	paceSlack   = 3 * time.Second
 	// Every probeEvery distinct events the kit replays the probeOldest
 	// oldest events it has not replayed yet: a store that dropped them
@@ -71,7 +74,8 @@ func registerCapacity(s *spec.Set, t Target) {
 		var clockAt []time.Time              // the consumer's clock then, in process
 		keep := map[string]bool{}            // the messages whose ops stay in the timeline
 		began, planned := time.Now(), n
-		var pace time.Duration // per event: the average so far or the last batch, whichever is slower
+		var pace time.Duration // per event (paceWindow)
+		var recent []time.Duration
 		// replay publishes es again under fresh broker ids, in batches,
 		// each acked before the next.
 		replay := func(es []co.Event) {
@@ -124,7 +128,11 @@ func registerCapacity(s *spec.Set, t Target) {
 				}
 			}
 			h.awaitEffects(batch)
-			pace = max(time.Since(batchStart)/time.Duration(end-start), time.Since(began)/time.Duration(end))
+			recent = append(recent, time.Since(batchStart)/time.Duration(end-start))
+			if len(recent) > paceWindow {
+				recent = recent[1:]
+			}
+			pace = max(median(recent), time.Since(began)/time.Duration(end))
 			if r.Context().Err() != nil {
 				r.Unknown("the rule's deadline came after %d of %d distinct events", end, n)
 			}
@@ -199,6 +207,13 @@ func registerCapacity(s *spec.Set, t Target) {
 		}
 		r.Ev.Notef("%d distinct events, then %d replays reaching back to the oldest (%s): every (message, version, scope) effect exactly once", n, len(picks), reach.Round(time.Millisecond))
 	})
+}
+
+// median is the median of ds (the upper one of an even count).
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // capacityDistinct is how many distinct events CO-5.2 plans to hand.

@@ -1,12 +1,19 @@
-// Package consumer is an example of a backend team's own consumer checked
-// by the kit: a search projection that keeps one document per message at
-// its newest version. It declares one scope (search-index) and relies on the
-// index's conditional, versioned upsert alone: a redelivery, a replay or a
-// second worker writes the same version again, which changes nothing, and
-// an older version never wins. It acks only after the write.
+// Package consumer holds examples of a backend team's own consumers checked
+// by the kit, each with the test that checks it:
 //
-// Copy this folder into a module of your own; projection_test.go shows the
-// one call that checks it.
+//   - Projection (projection.go): a search projection that keeps one
+//     document per message at its newest version. It declares one scope
+//     (search-index) and relies on the index's conditional, versioned
+//     upsert alone: a redelivery, a replay or a second worker writes the
+//     same version again, which changes nothing, and an older version
+//     never wins. It acks only after the write.
+//   - SQLiteDedupe (dedupe.go): both scopes, its de-dupe records in a
+//     SQLite file of its own, every effect before the ack.
+//   - TaskQueue (taskqueue.go): both scopes handed to a durable task queue
+//     before the ack, done by a worker of its own about 50 ms later.
+//
+// Copy this folder into a module of your own; the _test.go files show the
+// one call that checks each.
 package consumer
 
 import (

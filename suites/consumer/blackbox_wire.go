@@ -32,6 +32,7 @@ func (h *blackbox) sinkHook(c httpsinks.Call, st httpsinks.Stage) httpsinks.Acti
 	if w == nil {
 		return httpsinks.Proceed
 	}
+	h.sawCall()
 	kd := w.current()
 	event, delivery := "", ""
 	switch {
@@ -80,6 +81,7 @@ func (h *blackbox) sinkHook(c httpsinks.Call, st httpsinks.Stage) httpsinks.Acti
 	}
 	if c.Effect() {
 		pt = afterEffect
+		h.sawEffect(event)
 	}
 	if why, about := h.tripAround(false, delivery, n, label, pt, event, scope); why != "" {
 		h.crash(w, why+": the call applied, before its answer", about)
@@ -120,6 +122,9 @@ func (h *blackbox) wireHook(ev coservice.Event, st coservice.Stage) bool {
 	w := h.replicaNamed(ev.Worker)
 	if w == nil {
 		return true
+	}
+	if ev.Kind != coservice.Pull {
+		h.sawCall()
 	}
 	switch ev.Kind {
 	case coservice.Pull:

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,6 +33,18 @@ const (
 	// the evidence states the reach it got.
 	capacityBudget = 4 * time.Second
 	capacityFloor  = 2000
+	// inprocFloor is the reach below which CO-5.2 in process over NATS
+	// says unknown: 6000 events are 12000 keys over two scopes, past the
+	// lru-dedupe mutant's 10000. Above it the rule is paced by the target:
+	// it hands distinct events while the rule's deadline leaves time for
+	// one more batch and the replays at the pace measured (the average so
+	// far or the median of the last paceWindow batches, whichever is
+	// slower: a sustained slowdown counts, one stalled batch does not;
+	// paceReserve times it, plus paceSlack), and states the reach.
+	inprocFloor = 6000
+	paceReserve = 2
+	paceWindow  = 5
+	paceSlack   = 3 * time.Second
 	// Every probeEvery distinct events the kit replays the probeOldest
 	// oldest events it has not replayed yet: a store that dropped them
 	// already fails there.
@@ -44,35 +57,38 @@ const (
 func registerCapacity(s *spec.Set, t Target) {
 	s.It("CO-5.2", func(r *spec.R) {
 		h := openWith(r, t, openOpts{midnight: true, quickNotify: true})
-		n := t.Distinct
-		if n <= 0 {
-			n = defaultDistinct
-			if t.Service != nil {
-				n = defaultServiceDistinct
-			}
-		}
-		// In process over NATS (BrokerCaps nil: the embedded server or the
-		// target's URL) the phase always goes the whole way (the rule's
-		// deadline makes it unknown, never a shorter reach): a busy machine
-		// must not let a capped store through. Another broker (--broker), or
-		// a service, may be too slow for it: past the budget the reach is
-		// what it got, and the evidence says so.
+		n := capacityDistinct(t)
+		// Another broker (--broker), or a service, gets a short time budget
+		// (past capacityFloor events). In process over NATS the rule is
+		// paced by the target up to its deadline and decides on the reach
+		// it got: unknown below inprocFloor, never fail for a slow consumer.
 		budgeted := t.Service != nil || t.BrokerCaps != nil
+		floor := inprocFloor
+		if budgeted {
+			floor = capacityFloor
+		}
+		floor = min(floor, n) // a smaller Target.Distinct is the author's plan
+		deadline, hasDeadline := r.Context().Deadline()
 		events := make([]co.Event, 0, n)
 		handledAt := make([]time.Time, 0, n) // real time the event's batch was acked
 		var clockAt []time.Time              // the consumer's clock then, in process
 		keep := map[string]bool{}            // the messages whose ops stay in the timeline
 		began, planned := time.Now(), n
+		var pace time.Duration // per event (paceWindow)
+		var recent []time.Duration
 		// replay publishes es again under fresh broker ids, in batches,
 		// each acked before the next.
 		replay := func(es []co.Event) {
 			for i := 0; i < len(es); i += capacityBatch {
+				batch := map[string]bool{}
 				for _, e := range es[i:min(i+capacityBatch, len(es))] {
 					h.replays++
 					keep[e.MessageID] = true
+					batch[e.MessageID] = true
 					h.publish(e, fmt.Sprintf("%s#replay-%d", e.EventID, h.replays))
 				}
 				h.settle()
+				h.awaitEffects(batch)
 			}
 		}
 		probes := 0
@@ -82,9 +98,24 @@ func registerCapacity(s *spec.Set, t Target) {
 				r.Ev.Notef("the distinct phase stopped at %d of %d events after %s (its time budget): a slow broker", n, planned, capacityBudget)
 				break
 			}
+			if hasDeadline && start > 0 {
+				// One more batch, a look back and the replays at the
+				// pace measured, with room to spare for the judgement.
+				left := time.Until(deadline)
+				need := time.Duration(paceReserve*(capacityBatch+probeOldest+replayOldest+replaySampled))*pace + paceSlack + h.quietPeriod()
+				if left < need {
+					n = start
+					r.Ev.Notef("paced by the consumer: the distinct phase stopped at %d of %d events, %s before the rule's deadline (a pace of %s per event; one more batch and the replays need about %s)",
+						n, planned, left.Round(time.Millisecond), pace.Round(time.Microsecond), need.Round(time.Millisecond))
+					break
+				}
+			}
+			batchStart := time.Now()
 			end := min(start+capacityBatch, n)
+			batch := map[string]bool{}
 			for i := start; i < end; i++ {
 				events = append(events, h.event(fmt.Sprintf("m-d%d", i+1), 1))
+				batch[events[i].MessageID] = true
 			}
 			h.publishMany(events[start:end])
 			h.settle()
@@ -96,6 +127,12 @@ func registerCapacity(s *spec.Set, t Target) {
 					clockAt = append(clockAt, h.clockNow())
 				}
 			}
+			h.awaitEffects(batch)
+			recent = append(recent, time.Since(batchStart)/time.Duration(end-start))
+			if len(recent) > paceWindow {
+				recent = recent[1:]
+			}
+			pace = max(median(recent), time.Since(began)/time.Duration(end))
 			if r.Context().Err() != nil {
 				r.Unknown("the rule's deadline came after %d of %d distinct events", end, n)
 			}
@@ -159,8 +196,35 @@ func registerCapacity(s *spec.Set, t Target) {
 			return out
 		}
 		h.expectModel(fmt.Sprintf("replays of %d of %d distinct events, the oldest %d events back", len(picks), n, n))
+		r.Ev.Figure("reach", fmt.Sprintf("%d of %d distinct events", n, planned), fmt.Sprintf("the floor below which the rule is unknown: %d", floor))
+		if n < planned {
+			r.Ev.Notef("reached %d distinct events and replayed back to the oldest, %d events back; a de-dupe store holding more than %d keys (%d per scope) was not reached",
+				n, n, n*scopes, n)
+		}
+		if n < floor {
+			r.Unknown("the consumer's pace let the rule reach %d distinct events before its deadline, below its floor of %d (%d keys over %d scopes): every replay made no second effect, but a store that holds %d keys or more was not ruled out (Target.Pace declares a slower pace, which extends the deadline)",
+				n, floor, floor*scopes, scopes, n*scopes)
+		}
 		r.Ev.Notef("%d distinct events, then %d replays reaching back to the oldest (%s): every (message, version, scope) effect exactly once", n, len(picks), reach.Round(time.Millisecond))
 	})
+}
+
+// median is the median of ds (the upper one of an even count).
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// capacityDistinct is how many distinct events CO-5.2 plans to hand.
+func capacityDistinct(t Target) int {
+	switch {
+	case t.Distinct > 0:
+		return t.Distinct
+	case t.Service != nil:
+		return defaultServiceDistinct
+	}
+	return defaultDistinct
 }
 
 // seedReach is the reach in the consumer's seed time, in process.

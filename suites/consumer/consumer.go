@@ -100,6 +100,11 @@ func newSet(t Target) *spec.Set {
 	} else if t.Service != nil {
 		s.Timeout = 180 * time.Second // a process per replica, restarts, redeliveries after a real ack wait
 	}
+	if t.Pace > 0 {
+		// A declared pace extends CO-5.2's deadline by the time its distinct
+		// events and replays take at that pace.
+		s.SetUp = map[string]time.Duration{"CO-5.2": time.Duration(capacityDistinct(t)+replayOldest+replaySampled) * t.Pace}
+	}
 	registerScopes(s, t)
 	registerCrashes(s, t)
 	registerHorizon(s, t)

@@ -54,6 +54,7 @@ type inproc struct {
 
 	instances atomic.Int32
 	inflight  atomic.Int32
+	starting  atomic.Int32   // instances being started
 	wg        sync.WaitGroup // the workers
 	handlers  sync.WaitGroup // the Handle calls, abandoned ones included
 }
@@ -112,7 +113,9 @@ func (h *inproc) send(e co.Event, brokerID string) (string, bool, error) {
 	return ack.Position, ack.Duplicate, err
 }
 
-func (h *inproc) quiet() bool { return h.inflight.Load() == 0 }
+// quiet: no Handle call in flight and no instance starting (a slot's next
+// instance may resume work its predecessor left, as a task queue does).
+func (h *inproc) quiet() bool { return h.inflight.Load() == 0 && h.starting.Load() == 0 }
 
 // unsettled: a consumer that blocked is unknown (the deadline is the
 // evidence), one that panicked or returned errors fails with the panic or
@@ -246,6 +249,17 @@ type instance struct {
 // be on it after Handle returned).
 func (inst *instance) current() *kitDelivery { return inst.cur.Load() }
 
+// currentFor is the current delivery if it is of event, else nil: an
+// effect call a worker of the consumer's own makes after the ack (a task
+// queue) belongs to no delivery in flight, and its failure must not be
+// charged to one.
+func (inst *instance) currentFor(event string) *kitDelivery {
+	if kd := inst.current(); kd != nil && kd.e.EventID == event {
+		return kd
+	}
+	return nil
+}
+
 // work is one member of the consumer group: it runs one instance at a
 // time and starts a new one, on the same store file and a new broker
 // connection, whenever its instance is lost.
@@ -258,6 +272,11 @@ func (h *inproc) work(name string) {
 		}
 	}()
 	for h.ctx.Err() == nil {
+		if inst != nil && inst.dead.Load() {
+			// Ended at a call of a goroutine of the consumer's own (a
+			// worker draining its queue): start the next one now.
+			inst = nil
+		}
 		if inst == nil {
 			var err error
 			if inst, err = h.startInstance(name); err != nil {
@@ -275,7 +294,10 @@ func (h *inproc) work(name string) {
 				continue
 			}
 		}
-		ds, err := inst.mc.Fetch(h.ctx, 1, 100*time.Millisecond)
+		ds, err := h.fetch(inst)
+		if inst.dead.Load() {
+			continue // ended meanwhile: what it fetched stays pending at the broker
+		}
 		if err != nil && h.ctx.Err() == nil {
 			h.rec.Note(inst.name, "fetch", "", "error: "+err.Error())
 			h.end(inst)
@@ -293,6 +315,30 @@ func (h *inproc) work(name string) {
 	}
 }
 
+// fetch fetches one delivery for inst, or returns at once when inst ends
+// meanwhile (a crash at a call of a goroutine of the consumer's own): a
+// fetch on a closed connection can take a second to give up, and the slot
+// must get its next instance at once, as a restarted process would.
+func (h *inproc) fetch(inst *instance) ([]mq.Delivery, error) {
+	type fetched struct {
+		ds  []mq.Delivery
+		err error
+	}
+	done := make(chan fetched, 1)
+	h.handlers.Add(1)
+	go func() {
+		defer h.handlers.Done()
+		ds, err := inst.mc.Fetch(h.ctx, 1, 100*time.Millisecond)
+		done <- fetched{ds, err}
+	}()
+	select {
+	case f := <-done:
+		return f.ds, f.err
+	case <-inst.gone:
+		return nil, nil
+	}
+}
+
 // factoryError is a start that failed in the target's factory (an error,
 // a panic, or a call that did not return): the consumer's error, unlike a
 // store or broker handle the kit could not open.
@@ -306,6 +352,8 @@ func (e *factoryError) Error() string { return e.msg }
 // *factoryError; the instance's handles are closed either way.
 func (h *inproc) startInstance(worker string) (*instance, error) {
 	name := fmt.Sprintf("%s#%d", worker, h.instances.Add(1))
+	h.starting.Add(1)
+	defer func() { h.sawCall(); h.starting.Add(-1) }()
 	store, err := sinks.OpenStore(h.storePath, h.now)
 	if err != nil {
 		return nil, err
@@ -416,6 +464,7 @@ func (h *inproc) deliver(inst *instance, d mq.Delivery) bool {
 		_ = d.Term(h.ctx)
 		return true
 	}
+	h.sawCall()
 	h.rec.Note(inst.name, "deliver", m.ID, fmt.Sprintf("attempt %d", d.Attempt()))
 	h.waitGate(e.EventID)
 	kd := &kitDelivery{inst: inst, d: d, e: e, brokerID: m.ID}

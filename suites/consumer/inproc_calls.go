@@ -125,7 +125,10 @@ func (x *kitIndex) write(action string, doc co.Doc, f func() (bool, error)) (boo
 		applied, err = false, injected(fk, co.ScopeIndex)
 		h.rec.Note("kit", "lose answer", ev, "the index write took effect; the consumer gets a deadline error")
 	}
-	settleDoubt(kd, co.ScopeIndex, failing)
+	if err == nil || failing {
+		h.sawEffect(ev)
+	}
+	settleDoubt(inst.currentFor(ev), co.ScopeIndex, failing)
 	if lerr := inst.leave(kd, n, action, afterEffect, ev, co.ScopeIndex); lerr != nil {
 		return applied, lerr
 	}
@@ -196,7 +199,10 @@ func (nt *kitNotifier) Send(ctx context.Context, msg co.Notification) error {
 		err = injected(fk, co.ScopeNotify)
 		h.rec.Note("kit", "lose answer", ev, "the notification went out; the consumer gets a deadline error")
 	}
-	settleDoubt(kd, co.ScopeNotify, failing)
+	if err == nil || failing {
+		h.sawEffect(ev)
+	}
+	settleDoubt(inst.currentFor(ev), co.ScopeNotify, failing)
 	if lerr := inst.leave(kd, n, "notify", afterEffect, ev, co.ScopeNotify); lerr != nil {
 		return lerr
 	}
@@ -279,6 +285,7 @@ func (inst *instance) enter(kd *kitDelivery, label string, pt point, event, scop
 		h.afterDeath(inst, label, event)
 		return 0, co.ErrEnded
 	}
+	h.sawCall()
 	n, delivery := 0, ""
 	if kd != nil {
 		n, delivery = kd.count(label), kd.e.EventID

@@ -3,6 +3,7 @@ package consumer
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/onceproof/tck/co"
 )
@@ -124,7 +125,18 @@ func (w *world) markAcked(brokerID string) {
 	if st, ok := w.msgs[brokerID]; ok && !st.acked {
 		st.acked = true
 		w.unacked--
+		w.acks++
+		if _, ok := w.ackedAt[st.event.EventID]; !ok {
+			w.ackedAt[st.event.EventID] = time.Now()
+		}
 	}
+}
+
+// ackCount is how many messages were acked so far: settle's progress.
+func (w *world) ackCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.acks
 }
 
 // anyPending reports whether a message is not yet acked, without the walk

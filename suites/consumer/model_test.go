@@ -209,3 +209,34 @@ func TestSupersededWriteMayBeSkipped(t *testing.T) {
 		t.Error("two writes of a superseded version judged right")
 	}
 }
+
+// A missing effect may still be on its way (a durable handoff before the
+// ack): waiting can mend it. A doubled or unexpected one cannot, so it ends
+// the wait for effects at once and is evidence whether or not the consumer
+// was quiet.
+func TestOnlyMissingEffectsAreWorthWaitingFor(t *testing.T) {
+	m := newModel([]string{co.ScopeIndex, co.ScopeNotify})
+	e := co.NewEvent("m-9", 1)
+	m.apply(e)
+	missing := m.diff(nil, nil)
+	if len(missing) == 0 || settledDiffs(missing) {
+		t.Fatalf("effects not yet there: %v, settled %v; want differences worth waiting for", missing, settledDiffs(missing))
+	}
+	for _, d := range missing {
+		if !d.pendingKind() {
+			t.Errorf("%s: not a pending kind", d)
+		}
+	}
+	doc := co.Doc{ID: e.MessageID, Version: e.Version, Body: e.Body}
+	twice := []sinks.Effect{
+		{Scope: co.ScopeIndex, MessageID: "m-9", Version: 1, Body: e.Body},
+		{Scope: co.ScopeNotify, MessageID: "m-9", Version: 1},
+		{Scope: co.ScopeNotify, MessageID: "m-9", Version: 1},
+	}
+	if d := m.diff(twice, map[string]co.Doc{"m-9": doc}); !settledDiffs(d) || d[0].pendingKind() {
+		t.Errorf("a duplicate: %v; want a settled difference", d)
+	}
+	if d := m.diff(twice[:2], map[string]co.Doc{"m-9": doc}); !settledDiffs(d) || len(d) != 0 {
+		t.Errorf("every effect once: %v; want none", d)
+	}
+}

@@ -36,12 +36,21 @@ type Target struct {
 	Seed int64
 	// Events is the size of the CO-5.1 schedule (default and minimum 200).
 	Events int
-	// Distinct is how many distinct events CO-5.2 hands the consumer
-	// before it replays the oldest (default 2000 in process, 1000 for a
-	// Service).
+	// Distinct is how many distinct events CO-5.2 plans to hand the
+	// consumer before it replays the oldest (default 12000 in process, 1000
+	// for a Service); the consumer's pace and the rule's deadline may stop
+	// it sooner, and the evidence states the reach.
 	Distinct int
 	// Timeout bounds each rule (default 60 s; 180 s for a Service).
 	Timeout time.Duration
+	// Pace, when set, is how long the consumer may take per event at most,
+	// as its author measured it on a machine like the kit's (its own
+	// database, a remote call, a worker that does the effect after the
+	// ack). The kit measures the pace as it goes whether or not this is
+	// set; a declared pace extends the budgets: CO-5.2's deadline grows to
+	// hand its distinct events at that pace, and the quiet period before
+	// effects are judged is at least 4 times the pace.
+	Pace time.Duration
 	// Service, when set, is a consumer service the kit runs as its own
 	// process and checks from outside (see Service): the same rules, with
 	// Broker, BrokerCaps, New, Outbox and Timing unused.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/onceproof/tck/co"
@@ -58,7 +59,9 @@ type world struct {
 	mu          sync.Mutex
 	msgs        map[string]*msgState // by broker message id
 	order       []string
-	unacked     int // messages of msgs not acked
+	unacked     int                  // messages of msgs not acked
+	acks        int                  // messages acked so far
+	ackedAt     map[string]time.Time // event id -> when a message of it was first acked
 	wires       []*tripwire
 	crashes     int
 	loseAck     map[string]int // event id -> acks still to lose
@@ -71,6 +74,12 @@ type world struct {
 	errs        []string // errors the kit did not cause (the consumer's, a service's own exits)
 	gates       map[string]*gate
 	first       map[string]*calls // the calls of the first delivery of each event id
+	lateEffects int               // effect calls after their event's ack (quiesce.go)
+	lag         time.Duration     // the longest of their delays
+	quietWaits  int               // waits for effects that ended in a quiet period
+	quietUsed   time.Duration     // the longest quiet period waited
+
+	lastCall atomic.Int64 // when the kit last saw a call or made a delivery (Unix ns)
 }
 
 // transport is what differs between an in-process consumer and a
@@ -141,7 +150,7 @@ func newWorld(r *spec.R, t Target, ctx context.Context) *world {
 		r: r, ev: r.Ev, ctx: ctx, t: t, rec: history.New(), tag: runTag(r.ID),
 		seed: seed, src: gen.NewSource(seed), versions: map[string]int64{}, edges: gen.Tally{},
 		model: newModel(t.Declared.Scopes),
-		msgs:  map[string]*msgState{}, loseAck: map[string]int{}, gates: map[string]*gate{},
+		msgs:  map[string]*msgState{}, ackedAt: map[string]time.Time{}, loseAck: map[string]int{}, gates: map[string]*gate{},
 		first: map[string]*calls{},
 	}
 }
@@ -212,6 +221,7 @@ func (w *world) close(cancel context.CancelFunc) {
 	}
 	// Every error the kit did not cause: a correct consumer on a correct
 	// broker adapter has none.
+	w.figureLateEffects()
 	w.ev.Figure(figureConsumerErrors, len(w.errs), w.words.errs)
 	if len(w.errs) > 0 {
 		w.ev.Figure("first consumer error", w.errs[0], "")

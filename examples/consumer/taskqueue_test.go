@@ -1,0 +1,17 @@
+package consumer
+
+import (
+	"testing"
+
+	tck "github.com/onceproof/tck/suites/consumer"
+)
+
+// TestTaskQueue runs every CO rule against the consumer that acks once its
+// effects are stored in a durable task queue and does them later: the kit
+// waits for effects to settle before it judges them.
+func TestTaskQueue(t *testing.T) {
+	tck.Check(t, tck.Target{
+		New:      NewTaskQueue(t.TempDir()),
+		Declared: TaskQueueDeclared,
+	})
+}

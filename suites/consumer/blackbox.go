@@ -190,7 +190,7 @@ func openBlackbox(r *spec.R, t Target) *blackbox {
 // leftovers (kept with Service.Keep).
 func (h *blackbox) makeDir() error {
 	return leftovers.Create(func() error {
-		d, err := os.MkdirTemp("", "onceproof-service-"+h.r.ID+"-")
+		d, err := leftovers.MkdirTemp("onceproof-service-" + h.r.ID + "-")
 		if err != nil {
 			return err
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/onceproof/tck/co"
 	"github.com/onceproof/tck/internal/sinks"
+	"github.com/onceproof/tck/internal/leftovers"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/mq"
 )
@@ -64,7 +65,7 @@ type inproc struct {
 // deleted, the broker handle and the files go.
 func openInproc(r *spec.R, t Target, o openOpts) *inproc {
 	tm := t.Timing.withDefaults()
-	dir, err := os.MkdirTemp("", "onceproof-"+r.ID+"-")
+	dir, err := leftovers.MkdirTemp("onceproof-" + r.ID + "-") // marked: tck clean may remove it after a kill
 	if err != nil {
 		r.Unknown("making a scratch directory: %v", err)
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/co"
-	"github.com/onceproof/tck/internal/sinks"
 	"github.com/onceproof/tck/internal/leftovers"
+	"github.com/onceproof/tck/internal/sinks"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/mq"
 )

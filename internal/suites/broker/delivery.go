@@ -172,7 +172,7 @@ func registerDelivery(p *plan) {
 			f.must(r, errD, "nak with delay")
 			dp, ok := <-w.back(plain)
 			if !ok {
-				f.heldAcked(topic, group, got[plain].d, "a nak")
+				f.heldAcked(topic, group, got[plain].d, "and the kit never acked it (it sent a nak): an ack the kit never sent, so the delivery cannot come back")
 				f.must(r, w.Err(), "watching for the redelivery")
 				f.missed(r, "a nak must redeliver; the nak'd message did not come back within %s", nd+aw/2)
 			}
@@ -181,7 +181,7 @@ func registerDelivery(p *plan) {
 			f.atMost(r, bp, aw/2, "a nak must redeliver as soon as possible, not wait for the ack wait; it came back after %.3fs", bp.Seconds())
 			dd, ok := <-w.back(delayed)
 			if !ok {
-				f.heldAcked(topic, group, got[delayed].d, "a nak with delay")
+				f.heldAcked(topic, group, got[delayed].d, "and the kit never acked it (it sent a nak with delay): an ack the kit never sent, so the delivery cannot come back")
 				f.must(r, w.Err(), "watching for the redelivery")
 				f.missed(r, "a nak with delay %s must redeliver after the delay; nothing came within %s", nd, nd+aw/2)
 			}

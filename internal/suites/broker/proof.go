@@ -174,17 +174,8 @@ func (f *fixture) committedPast(topic, group string, d mq.Delivery) {
 	if acked || f.hasProof() {
 		return
 	}
-	if a, ok := f.b.(mqx.AckedInspector); ok {
-		h := f.rec.Invoke("checker", "acked?", fmt.Sprintf("group %s pos=%s", group, d.Position()))
-		yes, err := a.Acked(f.ctx, topic, group, d.Position())
-		if err != nil {
-			h.Info(err.Error())
-			return
-		}
-		h.OK(fmt.Sprint(yes))
-		if yes {
-			f.prove("checker", "acked?", "id="+d.Message().ID, fmt.Sprintf("the group holds %s (id %s) as acknowledged, which its member had delivered and never acked before it crashed: an ack the kit never sent, so the delivery cannot come back to another member", d.Position(), d.Message().ID))
-		}
+	if _, ok := f.b.(mqx.AckedInspector); ok {
+		f.heldAcked(topic, group, d, "which its member had delivered and never acked before it crashed: an ack the kit never sent, so the delivery cannot come back to another member")
 		return
 	}
 	offsets, ok := f.b.(mqx.GroupOffsets)
@@ -239,8 +230,9 @@ func (f *fixture) missed(r *spec.R, format string, args ...any) {
 
 // heldAcked looks, on a broker that tells (mqx.AckedInspector), whether
 // the group holds d as acknowledged although the kit never acked it (it
-// nak'd it, say): an ack the kit never sent. Kept as a proof.
-func (f *fixture) heldAcked(topic, group string, d mq.Delivery, after string) {
+// nak'd it, say, or its member crashed holding it): an ack the kit never
+// sent, kept as a proof; why says what the kit did with d instead.
+func (f *fixture) heldAcked(topic, group string, d mq.Delivery, why string) {
 	a, ok := f.b.(mqx.AckedInspector)
 	if !ok || f.hasProof() {
 		return
@@ -253,6 +245,6 @@ func (f *fixture) heldAcked(topic, group string, d mq.Delivery, after string) {
 	}
 	h.OK(fmt.Sprint(yes))
 	if yes {
-		f.prove("checker", "acked?", "id="+d.Message().ID, fmt.Sprintf("the group holds %s (id %s) as acknowledged after %s, and the kit never acked it: an ack the kit never sent, so the delivery cannot come back", d.Position(), d.Message().ID, after))
+		f.prove("checker", "acked?", "id="+d.Message().ID, fmt.Sprintf("the group holds %s (id %s) as acknowledged, %s", d.Position(), d.Message().ID, why))
 	}
 }

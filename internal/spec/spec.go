@@ -77,9 +77,10 @@ type R struct {
 	cleanup func(fn func())
 	excuses []func(failure string) string
 
-	soft   int      // depth of Check calls
-	failed []string // the explained failures of the checks that failed
-	prog   *progress
+	soft    int      // depth of Check calls
+	failed  []string // the explained failures of the checks that failed
+	anyFail bool     // an assertion failed (inside Check or not)
+	prog    *progress
 }
 
 // failedCheckNote starts the note that keeps a failed assertion's whole
@@ -116,6 +117,7 @@ func (r *R) Check(fn func()) {
 // reason, every earlier failed check included.
 func (r *R) fail(message, where string) string {
 	r.failing(message)
+	r.anyFail = true
 	r.Ev.Notef("%s %s:\n%s", failedCheckNote, where, strings.TrimSpace(message))
 	why := explain(message)
 	if r.soft > 0 {
@@ -124,6 +126,10 @@ func (r *R) fail(message, where string) string {
 	}
 	return combine(append(r.failed, why))
 }
+
+// Failed reports whether an assertion of the rule has failed so far; a
+// clean-up keeps the evidence only a failure needs (whole ids) with it.
+func (r *R) Failed() bool { return r.anyFail }
 
 // checksFailed is the rule's reason when checks failed and the body still
 // returned, or "".

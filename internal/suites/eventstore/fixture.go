@@ -318,8 +318,12 @@ func (f *fixture) done() {
 	if ops := f.rec.Ops(); len(ops) > 0 {
 		f.ev.Record(ops)
 	}
-	// The timeline and the reason abbreviate long ids; these are whole
-	// (figures: the last note is a pass's reason).
+	// The timeline and the reason abbreviate long ids; a failure keeps them
+	// whole (as figures: the last note is a pass's reason). A pass has no
+	// use for them, and they would double a report's size.
+	if !f.r.Failed() {
+		return
+	}
 	if f.ids != nil {
 		f.ev.Figure("drawn identity, whole (each aggregate id has the rule, a label and a nonce after its first character)",
 			fmt.Sprintf("context %q, name %q, id %q, tenant %q", f.ids.context.S, f.ids.name.S, f.ids.id.S, f.ids.tenant.S), "")

@@ -150,6 +150,13 @@ func TestServiceOverKafka(t *testing.T) {
 	got, sum := runnertest.Table(runServiceOver(t, "process-python", "broker/kafka", rules...))
 	t.Log(sum)
 	for _, id := range rules {
+		// An undecided rule runs again (a loaded make test left CO-1.2
+		// waiting out its quiet period with the service still busy).
+		for run := 1; got[id] == verdict.Unknown && run < runnertest.Runs; run++ {
+			again, sum := runnertest.Table(runServiceOver(t, "process-python", "broker/kafka", id))
+			t.Logf("%s was unknown; run %d:\n%s", id, run+1, sum)
+			got[id] = again[id]
+		}
 		want := verdict.Pass
 		if id == "CO-1.1" {
 			want = verdict.NotApplicable

@@ -100,8 +100,11 @@ func gomegaGot(lines []string) string {
 		return "got the error " + quote(first())
 	case head == "Expected" && len(values) >= 1:
 		phrase := strings.Join(phrases, " ")
-		if phrase == "to be true" || phrase == "to be false" {
-			return "" // the description says what held instead
+		switch phrase {
+		case "to be true", "to be false", "to be empty", "to be nil", "to be zero", "to be zero-valued":
+			// The description says what held instead and lists it; the
+			// matcher's dump of the value stays in the notes.
+			return ""
 		}
 		s := "got " + first()
 		if len(values) >= 2 {

@@ -26,6 +26,9 @@ func TestExplain(t *testing.T) {
 	try(func() { g.Expect([]any{1, "a"}).To(Equal([]any{2, "b"}), "the error carries the ids") })
 	try(func() { g.Expect("lost ack of m-1").To(BeEmpty(), "lost ack of m-1 (trial 3)") })
 	try(func() {
+		g.Expect([]string{"(m-9,v2,notify): effect lost"}).To(BeEmpty(), "after the crash: (m-9,v2,notify): effect lost")
+	})
+	try(func() {
 		g.Eventually(func() int { return 1 }).WithTimeout(10*time.Millisecond).Should(Equal(2), "the count settles")
 	})
 	want := []string{
@@ -35,6 +38,7 @@ func TestExplain(t *testing.T) {
 		"must match es.ErrConflict, got boom",
 		`the error carries the ids: got [<int>1, <string>"a"], expected to equal [<int>2, <string>"b"]`,
 		"lost ack of m-1 (trial 3)",
+		"after the crash: (m-9,v2,notify): effect lost",                   // no "got [..., expected to be empty"
 		"the count settles: got 1, expected to equal 2 (timed out after ", // the time a loaded machine took
 	}
 	if len(msgs) != len(want) {

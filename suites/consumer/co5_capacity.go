@@ -9,6 +9,7 @@ import (
 	"github.com/onceproof/tck/co"
 	"github.com/onceproof/tck/internal/history"
 	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/stall"
 )
 
 // The defaults of CO-5.2: distinct events in process and for a service
@@ -202,8 +203,14 @@ func registerCapacity(s *spec.Set, t Target) {
 				n, n, n*scopes, n)
 		}
 		if n < floor {
-			r.Unknown("the consumer's pace let the rule reach %d distinct events before its deadline, below its floor of %d (%d keys over %d scopes): every replay made no second effect, but a store that holds %d keys or more was not ruled out (Target.Pace declares a slower pace, which extends the deadline)",
-				n, floor, floor*scopes, scopes, n*scopes)
+			// A paused or late kit spends the deadline too: say so, it is
+			// not the consumer's pace then.
+			who := "the consumer's pace"
+			if late := stall.Since(began); late.Paused() || late.Lag >= stall.Floor {
+				who = fmt.Sprintf("the kit's own delay (%s) and the consumer's pace", late)
+			}
+			r.Unknown("%s let the rule reach %d distinct events before its deadline, below its floor of %d (%d keys over %d scopes): every replay made no second effect, but a store that holds %d keys or more was not ruled out (Target.Pace declares a slower pace, which extends the deadline)",
+				who, n, floor, floor*scopes, scopes, n*scopes)
 		}
 		r.Ev.Notef("%d distinct events, then %d replays reaching back to the oldest (%s): every (message, version, scope) effect exactly once", n, len(picks), reach.Round(time.Millisecond))
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/onceproof/tck/internal/leftovers"
 	"github.com/onceproof/tck/internal/safetext"
+	"github.com/onceproof/tck/internal/stall"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
 )
@@ -120,7 +121,10 @@ func (s *Set) runWithin(parent context.Context, ru rule, out ...func(line string
 		defer release()
 	}
 	limit := s.timeoutOf(ru.id)
-	ctx, cancel := context.WithTimeout(parent, limit)
+	// The deadline counts the kit's scheduled time: a host that paused
+	// the kit gave the rule none of its time then.
+	defer stall.Hold()()
+	ctx, cancel := stall.WithTimeout(parent, limit)
 	defer cancel()
 	start := time.Now()
 	done := make(chan outcome, 1)
@@ -176,20 +180,40 @@ func (s *Set) runWithin(parent context.Context, ru rule, out ...func(line string
 	select {
 	case out := <-done:
 		out.wall = time.Since(start)
-		return interrupted(out)
-	case <-parent.Done():
-		// Cancelled (an interrupted run): the body has Grace to return.
+		return interrupted(delayNamed(out, start))
+	case <-ctx.Done():
+		// Cancelled (an interrupted run) or past its deadline: the body
+		// has Grace to return.
 		select {
 		case out := <-done:
 			out.wall = time.Since(start)
-			return interrupted(out)
+			return interrupted(delayNamed(out, start))
 		case <-time.After(Grace):
+		}
+		if parent.Err() != nil {
 			return outcome{v: verdict.Skipped, reason: "the run was interrupted and the rule did not return within " + Grace.String(), ev: ev}
 		}
-	case <-time.After(limit + Grace):
 		return outcome{v: verdict.Unknown, reason: fmt.Sprintf("the rule did not finish within %s of its deadline %s (the target may hang)", Grace, limit), ev: ev}
 	}
 }
+
+// delayNamed adds the kit's own pauses and lateness during the rule to an
+// undecided rule's reason that does not name them yet: whatever step was
+// not reached, a reader (and scripts/stress.sh) must see that the kit's
+// host took time from it.
+func delayNamed(out outcome, start time.Time) outcome {
+	if out.v != verdict.Unknown || stall.Named(out.reason) {
+		return out
+	}
+	if late := stall.Since(start); late.Paused() || late.Lag >= delayWorthNaming {
+		out.reason += "; " + late.String()
+	}
+	return out
+}
+
+// delayWorthNaming is the least lateness summed over a rule that its
+// undecided reason names.
+const delayWorthNaming = 100 * time.Millisecond
 
 // interrupted is out, unless the kit began removing what it created (an
 // interrupted tck run) before the body ended: what the body saw then may be

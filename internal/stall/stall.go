@@ -12,6 +12,8 @@
 package stall
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -313,4 +315,64 @@ func Watching() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return !w.since.IsZero()
+}
+
+// WithTimeout is context.WithTimeout counted on the kit's scheduled time:
+// its deadline moves later by every pause of the kit's inside it, at most
+// by d again, so a rule paused by its host (SIGSTOP, a stalled VM) keeps
+// the time it was given. Deadline reports the deadline as it stands now.
+// The caller holds the heartbeat (Hold) for the context's life; without
+// it no pause is seen and this is context.WithTimeout.
+func WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	c := &scheduledCtx{Context: ctx, start: time.Now(), d: d}
+	go func() {
+		for {
+			t := time.NewTimer(time.Until(c.due()))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			if now := time.Now(); !now.Before(c.due()) {
+				cancel(context.DeadlineExceeded)
+				return
+			}
+		}
+	}()
+	return c, func() { cancel(context.Canceled) }
+}
+
+type scheduledCtx struct {
+	context.Context
+	start time.Time
+	d     time.Duration
+}
+
+// due is the deadline as it stands: start + d + the pauses since start,
+// the pauses counted up to d.
+func (c *scheduledCtx) due() time.Time {
+	now := time.Now()
+	paused := now.Sub(c.start) - Scheduled(c.start, now)
+	return c.start.Add(c.d + min(max(paused, 0), c.d))
+}
+
+func (c *scheduledCtx) Deadline() (time.Time, bool) {
+	if d, ok := c.Context.Deadline(); ok && d.Before(c.due()) {
+		return d, true
+	}
+	return c.due(), true
+}
+
+// Err is context.DeadlineExceeded once the scheduled deadline passed, as
+// context.WithTimeout's would be.
+func (c *scheduledCtx) Err() error {
+	if err := c.Context.Err(); err != nil {
+		if cause := context.Cause(c.Context); errors.Is(cause, context.DeadlineExceeded) {
+			return context.DeadlineExceeded
+		}
+		return err
+	}
+	return nil
 }

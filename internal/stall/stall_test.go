@@ -2,6 +2,8 @@ package stall
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -158,5 +160,44 @@ func TestStringNamesTheLag(t *testing.T) {
 	s.Lag = s.Total
 	if got := s.String(); strings.Contains(got, "late") {
 		t.Errorf("lateness named with no more than the pauses: %q", got)
+	}
+}
+
+// A pause inside a WithTimeout context moves its deadline later by the
+// pause (capped at the timeout again); without one it ends on time.
+func TestWithTimeoutCountsScheduledTime(t *testing.T) {
+	release := Hold()
+	defer release()
+	start := time.Now()
+	ctx, cancel := WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	d0, _ := ctx.Deadline()
+	time.Sleep(350 * time.Millisecond)
+	record(Pause{From: start.Add(10 * time.Millisecond), To: start.Add(310 * time.Millisecond), Len: 300 * time.Millisecond})
+	d1, _ := ctx.Deadline()
+	if moved := d1.Sub(d0); moved < 250*time.Millisecond || moved > 350*time.Millisecond {
+		t.Fatalf("a 300 ms pause moved the deadline by %s", moved)
+	}
+	<-ctx.Done()
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatalf("Err = %v, want DeadlineExceeded", ctx.Err())
+	}
+	if time.Now().Before(d1) {
+		t.Fatalf("ended %s before its moved deadline", time.Until(d1))
+	}
+
+	// A pause that never ends: the deadline moves by the timeout at most.
+	start = time.Now()
+	ctx2, cancel2 := WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel2()
+	record(Pause{From: start, To: start.Add(time.Hour), Len: time.Hour})
+	<-ctx2.Done()
+	if took := time.Since(start); took < 190*time.Millisecond || took > 5*time.Second {
+		t.Fatalf("a 100 ms timeout in an endless pause ended after %s, want about 200 ms", took)
+	}
+	ctx3, cancel3 := WithTimeout(context.Background(), time.Hour)
+	cancel3()
+	if !errors.Is(ctx3.Err(), context.Canceled) {
+		t.Fatalf("Err after cancel = %v", ctx3.Err())
 	}
 }

@@ -69,7 +69,6 @@ func registerCapacity(s *spec.Set, t Target) {
 			floor = capacityFloor
 		}
 		floor = min(floor, n) // a smaller Target.Distinct is the author's plan
-		deadline, hasDeadline := r.Context().Deadline()
 		events := make([]co.Event, 0, n)
 		handledAt := make([]time.Time, 0, n) // real time the event's batch was acked
 		var clockAt []time.Time              // the consumer's clock then, in process
@@ -99,9 +98,10 @@ func registerCapacity(s *spec.Set, t Target) {
 				r.Ev.Notef("the distinct phase stopped at %d of %d events after %s (its time budget): a slow broker", n, planned, capacityBudget)
 				break
 			}
-			if hasDeadline && start > 0 {
+			if deadline, ok := r.Context().Deadline(); ok && start > 0 {
 				// One more batch, a look back and the replays at the
 				// pace measured, with room to spare for the judgement.
+				// The deadline moves later by the kit's own pauses.
 				left := time.Until(deadline)
 				need := time.Duration(paceReserve*(capacityBatch+probeOldest+replayOldest+replaySampled))*pace + paceSlack + h.quietPeriod()
 				if left < need {

@@ -559,6 +559,16 @@ func (h *inproc) handle(inst *instance, kd *kitDelivery) (o handled, ok bool) {
 // and returns what it did ("" when the consumer has no Reconcile).
 func (h *inproc) reconcile() (out string) {
 	inst, err := h.startInstance("reconciler")
+	// The kit's own connection to the broker failing (a connect that timed
+	// out while the kit was paused) is tried again; the factory's own
+	// error is the consumer's and is not.
+	for try := 1; err != nil && try < 3 && h.ctx.Err() == nil; try++ {
+		if fe := (*factoryError)(nil); errors.As(err, &fe) {
+			break
+		}
+		sleep(h.ctx, 200*time.Millisecond)
+		inst, err = h.startInstance("reconciler")
+	}
 	if fe := (*factoryError)(nil); errors.As(err, &fe) {
 		h.mu.Lock()
 		h.startErrs = append(h.startErrs, fe.msg)

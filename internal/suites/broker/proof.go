@@ -1,9 +1,11 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/spec"
@@ -246,5 +248,106 @@ func (f *fixture) heldAcked(topic, group string, d mq.Delivery, why string) {
 	h.OK(fmt.Sprint(yes))
 	if yes {
 		f.prove("checker", "acked?", "id="+d.Message().ID, fmt.Sprintf("the group holds %s (id %s) as acknowledged, %s", d.Position(), d.Message().ID, why))
+	}
+}
+
+// receive waits for a value on ch for d of the kit's scheduled time.
+func (f *fixture) receive(ch <-chan string, d time.Duration) (string, bool) {
+	start := time.Now()
+	for {
+		left := d - stall.Scheduled(start, time.Now())
+		if left <= 0 {
+			select {
+			case v, ok := <-ch:
+				return v, ok
+			default:
+				return "", false
+			}
+		}
+		t := time.NewTimer(min(left, 100*time.Millisecond))
+		select {
+		case v, ok := <-ch:
+			t.Stop()
+			return v, ok
+		case <-f.ctx.Done():
+			t.Stop()
+			return "", false
+		case <-t.C:
+		}
+	}
+}
+
+// deadLetteredEarly looks, on a broker whose dead letters the kit can read
+// (mqx.DeadLetterReader), whether message id was dead-lettered after n
+// deliveries, fewer than max-deliver, although the kit only nak'd it (asked
+// to see it again): the broker gave it up early, kept as a proof.
+func (f *fixture) deadLetteredEarly(topic, group, id string, n, max int) {
+	dr, ok := f.b.(mqx.DeadLetterReader)
+	if !ok || f.hasProof() {
+		return
+	}
+	h := f.rec.Invoke("checker", "dead-letters", topic+" group="+group)
+	dls, err := dr.DeadLetters(f.ctx, topic, group)
+	if err != nil {
+		h.Info(err.Error())
+		return
+	}
+	h.OK(fmt.Sprintf("%d dead-lettered", len(dls)))
+	for _, d := range dls {
+		if d.Message.ID == id {
+			f.prove("checker", "dead-letters", "id="+id, fmt.Sprintf("message %s was dead-lettered (reason %q) after %d deliveries, fewer than max-deliver %d, although the kit only nak'd each delivery, asking to see it again: the broker gave up on a message it had to redeliver",
+				id, d.Reason, n, max))
+			return
+		}
+	}
+}
+
+// noDeadLetterQueue looks, on a broker whose dead letters the kit can read,
+// whether the topic has a dead-letter queue at all: without one nothing the
+// group gives up on can be dead-lettered or signalled, so what reaches
+// max-deliver is dropped unseen (an exchange named but never declared).
+func (f *fixture) noDeadLetterQueue(topic, group string) {
+	dr, ok := f.b.(mqx.DeadLetterReader)
+	if !ok || f.hasProof() {
+		return
+	}
+	h := f.rec.Invoke("checker", "dead-letters", topic+" group="+group)
+	_, err := dr.DeadLetters(f.ctx, topic, group)
+	if !errors.Is(err, mq.ErrNotFound) {
+		if err != nil {
+			h.Info(err.Error())
+		} else {
+			h.OK("the dead-letter queue exists")
+		}
+		return
+	}
+	h.OK("not found: " + err.Error())
+	f.prove("checker", "dead-letters", "topic="+topic, fmt.Sprintf("the topic the kit created through the adapter has no dead-letter queue (%s): a message that reaches max-deliver cannot be dead-lettered or signalled, it is dropped", oneLine(err.Error())))
+}
+
+// retentionHeld reads, where the target can be inspected, the retention the
+// server holds topic with: another than want, with which the kit created it
+// through the client under test, is kept as a proof (a client that creates
+// every topic with limits retention).
+func (f *fixture) retentionHeld(topic string, want mq.Retention) {
+	if f.t.Inspect == nil || f.hasProof() {
+		return
+	}
+	h := f.rec.Invoke("checker", "topic info", topic)
+	in, err := f.t.Inspect(f.ctx)
+	if err != nil {
+		h.Info(err.Error())
+		return
+	}
+	defer in.Close()
+	ti, err := in.Topic(f.ctx, topic)
+	if err != nil {
+		h.Info(err.Error())
+		return
+	}
+	got := ti.Config.Retention
+	h.OK("retention " + string(got))
+	if got != "" && got != want {
+		f.prove("checker", "topic info", "topic="+topic, fmt.Sprintf("the server holds topic %s with %s retention, although the kit created it with %s retention through the client under test", topic, got, want))
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/stall"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -241,7 +242,9 @@ const workloadMargin = 10 * time.Second
 // start runs id's workload on a fixture of its own, in its own goroutine,
 // bounded by the budget, the margin and the kit's own set-up it needs.
 func (p *plan) start(id string, work workload) spec.Job {
-	ctx, cancel := context.WithTimeout(p.ctx, p.t.Budget+workloadMargin+p.set.SetUp[id])
+	// Counted on the kit's scheduled time: a pause of the kit's own
+	// process is not time the broker had.
+	ctx, cancel := stall.WithTimeout(p.ctx, p.t.Budget+workloadMargin+p.set.SetUp[id])
 	f := newFixture(ctx, cancel, p.t, id)
 	judged := make(chan spec.Body, 1)
 	f.spawn(func() {

@@ -38,10 +38,10 @@ const (
 func init() {
 	Add(
 		br("BR-7.1", Must, Requirement, "RabbitMQ: a mandatory publish nothing routes is returned and never reported as stored, although its confirm is positive",
-			contractRabbitConfirm+" The kit publishes on the topic's exchange under a routing key nothing binds: the client must report the basic.return (an error wrapping mqx.ErrReturned), never a stored position, and the topic must not hold it.",
+			contractRabbitConfirm+" The kit publishes on the topic's exchange under a routing key nothing binds: the client must report the basic.return (an error wrapping mq.ErrReturned), never a stored position, and the topic must not hold it.",
 			srcAckWords+"; "+srcRabbitConfirms, CapBrokerMandatory),
 		br("BR-7.2", Must, Requirement, "RabbitMQ: a publish the broker nack'd is not a stored message",
-			"broker 是否按配置接纳 E9 是一跳确认；生产者只看到超时或拒绝时，不能断言 E9 已进入流。 The kit fills a queue that refuses overflow (x-overflow reject-publish): every publish the client reports stored must be delivered from the queue, and the ones the broker refused (basic.nack) must be reported refused (mqx.ErrNacked), never stored.",
+			"broker 是否按配置接纳 E9 是一跳确认；生产者只看到超时或拒绝时，不能断言 E9 已进入流。 The kit fills a queue that refuses overflow (x-overflow reject-publish): every publish the client reports stored must be delivered from the queue, and the ones the broker refused (basic.nack) must be reported refused (mq.ErrNacked), never stored.",
 			srcLostAck+"; "+srcRabbitConfirms+"; "+srcRabbitMaxLen, CapBrokerPublishNack),
 		br("BR-7.3", Must, Requirement, "RabbitMQ: a message that reaches the quorum queue's delivery limit goes to the declared dead-letter exchange, never silently dropped",
 			"具体重试次数要按所选产品版本与配置核对。 A group with max-deliver N has a quorum queue with x-delivery-limit N-1 and a dead-letter exchange: after N deliveries, each nack'd with requeue, the message must not be delivered again and must be readable in the dead-letter queue with x-death reason delivery_limit.",

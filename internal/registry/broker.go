@@ -10,7 +10,6 @@ import (
 
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/catalog"
-	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/mutants/natsmutants"
 	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/target"
@@ -116,7 +115,7 @@ func BrokerTarget(nt *nats.Target) broker.Target {
 		Budget: nt.Budget,
 		// Read past the client under test (a mutant's wrap): the server's
 		// own settings.
-		Inspect: func(ctx context.Context) (mqx.Inspector, error) { return nats.Inspect(ctx, url, client.Options) },
+		Inspect: func(ctx context.Context) (mq.Inspector, error) { return nats.Inspect(ctx, url, client.Options) },
 	}
 	if p := nt.Proxy; p != nil {
 		t.Fault = &broker.Fault{

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
-	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/target"
@@ -48,7 +47,7 @@ func DeclaredNATS(p *profile.Profile, onServer bool) (*broker.Declared, error) {
 		}
 	}
 	for _, s := range nb[0].Streams {
-		ds := broker.DeclaredStream{Topic: mqx.TopicInfo{Name: s.Name, Subjects: s.Subjects, Config: mq.TopicConfig{
+		ds := broker.DeclaredStream{Topic: mq.TopicInfo{Name: s.Name, Subjects: s.Subjects, Config: mq.TopicConfig{
 			DedupeWindow: profile.NATSDuplicates(s.Duplicates.D(), s.MaxAge.D()), // the server's: min(2m, maxAge) when unset
 			Retention:    mq.Retention(orS(string(s.Retention), string(profile.RetentionLimits))),
 			MaxAge:       s.MaxAge.D(),
@@ -70,15 +69,15 @@ func DeclaredNATS(p *profile.Profile, onServer bool) (*broker.Declared, error) {
 					ackWait = backoff[0] // what JetStream sets with a back-off list
 				}
 			}
-			ci := mqx.ConsumerInfo{
+			ci := mq.ConsumerInfo{
 				Config:    mq.ConsumerConfig{Group: c.Name, AckWait: ackWait, Backoff: backoff, MaxDeliver: c.MaxDeliver},
-				AckPolicy: mqx.AckPolicy(orS(string(c.AckPolicy), string(profile.AckExplicit))),
+				AckPolicy: mq.AckPolicy(orS(string(c.AckPolicy), string(profile.AckExplicit))),
 				Settings:  natsConsumerSettings(c),
 			}
 			if ci.Config.MaxDeliver < 0 {
 				ci.Config.MaxDeliver = 0
 			}
-			if ci.AckPolicy != mqx.AckExplicit {
+			if ci.AckPolicy != mq.AckExplicit {
 				d.SetupHazards = append(d.SetupHazards, fmt.Sprintf("consumer %s/%s declares ack policy %s: the kit's consumers ack explicitly, so it is compared with the server (BR-6.1), not exercised", s.Name, c.Name, ci.AckPolicy))
 			}
 			ds.Consumers = append(ds.Consumers, ci)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/mq"
 )
@@ -52,7 +51,7 @@ brokers:
 		t.Errorf("stream %+v, want %+v", s.Topic, want)
 	}
 	c := s.Consumers[0]
-	if c.Config.Group != "c" || c.AckPolicy != mqx.AckExplicit || c.Config.AckWait != 5*time.Second || c.Config.MaxDeliver != 0 || len(c.Config.Backoff) != 2 {
+	if c.Config.Group != "c" || c.AckPolicy != mq.AckExplicit || c.Config.AckWait != 5*time.Second || c.Config.MaxDeliver != 0 || len(c.Config.Backoff) != 2 {
 		t.Errorf("consumer %+v", c)
 	}
 	if !d.OnServer || !strings.Contains(d.Source, "broker main") {

@@ -9,7 +9,7 @@ import (
 )
 
 // natsStreamSettings are a declared stream's settings BR-6.1 compares by
-// the server's own names (mqx.TopicInfo.Settings), each left out filled
+// the server's own names (mq.TopicInfo.Settings), each left out filled
 // with the NATS default so that it is compared too.
 func natsStreamSettings(s profile.Stream) map[string]string {
 	return map[string]string{

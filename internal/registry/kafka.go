@@ -7,7 +7,6 @@ import (
 
 	"github.com/onceproof/tck/adapters/broker/kafka"
 	"github.com/onceproof/tck/internal/catalog"
-	"github.com/onceproof/tck/internal/mqx"
 	kafkamutants "github.com/onceproof/tck/internal/mutants/kafkamutants"
 	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/target"
@@ -119,7 +118,7 @@ func KafkaBrokerTarget(kt *kafka.Target) broker.Target {
 	}
 	t.Private = privateOf(kt.Private)
 	e := kt.Embedded
-	t.LoseProduceReply = func(ctx context.Context, topic string) (mqx.Producer, broker.LostReply, error) {
+	t.LoseProduceReply = func(ctx context.Context, topic string) (mq.Producer, broker.LostReply, error) {
 		if e == nil {
 			// Any cluster: the reply is swallowed in the kit's own client.
 			d, err := kafka.DropNextProduceReply(ctx, client.Options)
@@ -133,7 +132,7 @@ func KafkaBrokerTarget(kt *kafka.Target) broker.Target {
 		if err != nil {
 			return nil, nil, err
 		}
-		sb, ok := b.(mqx.SessionBroker)
+		sb, ok := b.(mq.SessionBroker)
 		if !ok {
 			_ = b.Close()
 			return nil, nil, fmt.Errorf("the handle (%T) starts no producer session", b)
@@ -167,7 +166,7 @@ func (l lostReply) Seen() []string {
 
 // sessionOn is a producer session that closes its handle with it.
 type sessionOn struct {
-	mqx.Producer
+	mq.Producer
 	b mq.Broker
 }
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/broker/kafka"
-	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/target"
@@ -77,10 +76,10 @@ func DeclaredKafka(p *profile.Profile, onServer bool) (*broker.Declared, error) 
 		if t.Partitions > 0 {
 			set["partitions"] = fmt.Sprint(t.Partitions)
 		}
-		ds := broker.DeclaredStream{ClientSide: true, Noun: "topic", Topic: mqx.TopicInfo{Name: s.Name, Settings: set,
+		ds := broker.DeclaredStream{ClientSide: true, Noun: "topic", Topic: mq.TopicInfo{Name: s.Name, Settings: set,
 			Config: mq.TopicConfig{Retention: mq.Limits, MaxAge: s.MaxAge.D(), Replicas: s.Replicas}}}
 		for _, c := range s.Consumers {
-			ds.Consumers = append(ds.Consumers, mqx.ConsumerInfo{Config: mq.ConsumerConfig{Group: c.Name, AckWait: kafkaRedeliveryBound}})
+			ds.Consumers = append(ds.Consumers, mq.ConsumerInfo{Config: mq.ConsumerConfig{Group: c.Name, AckWait: kafkaRedeliveryBound}})
 		}
 		d.Streams = append(d.Streams, ds)
 	}
@@ -107,7 +106,7 @@ func bindKafkaProfile(kt *kafka.Target, ref target.Ref, t *broker.Target, info *
 	}
 	t.Declared = d
 	opts := kt.Client.Options
-	t.Inspect = func(ctx context.Context) (mqx.Inspector, error) { return kafka.Inspect(ctx, opts) }
+	t.Inspect = func(ctx context.Context) (mq.Inspector, error) { return kafka.Inspect(ctx, opts) }
 	t.Progress = ref.Opts.Progress
 	t.Budget = DefaultMaxWait
 	if ref.Opts.MaxWait > 0 {

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/onceproof/tck/adapters/broker/redis"
-	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/target"
@@ -64,14 +63,14 @@ func DeclaredRedis(p *profile.Profile, onServer bool) (*broker.Declared, error) 
 			groups = append(groups, c.Name)
 		}
 		sort.Strings(groups)
-		ds := broker.DeclaredStream{ClientSide: true, Topic: mqx.TopicInfo{Name: s.Name, Settings: map[string]string{
+		ds := broker.DeclaredStream{ClientSide: true, Topic: mq.TopicInfo{Name: s.Name, Settings: map[string]string{
 			"type": "stream", "groups": strings.Join(groups, ", "), "ttl": "none",
 		}}}
 		if s.Redis != nil && s.Redis.Trim != "" {
 			d.SetupHazards = append(d.SetupHazards, fmt.Sprintf("stream key %s: the trim policy (%s) is the producers' XADD argument, not a server setting: it is analysed statically (tck plan --profile), and the server's pending list is checked for entries it already cut", s.Name, s.Redis.Trim))
 		}
 		for _, c := range s.Consumers {
-			ci := mqx.ConsumerInfo{Config: mq.ConsumerConfig{Group: c.Name, AckWait: kit.AckWait, MaxDeliver: c.MaxDeliver}, Settings: map[string]string{}}
+			ci := mq.ConsumerInfo{Config: mq.ConsumerConfig{Group: c.Name, AckWait: kit.AckWait, MaxDeliver: c.MaxDeliver}, Settings: map[string]string{}}
 			if c.Redis != nil {
 				if c.Redis.ClaimMinIdle > 0 {
 					ci.Config.AckWait = c.Redis.ClaimMinIdle.D()
@@ -113,7 +112,7 @@ func bindRedisProfile(rt *redis.Target, ref target.Ref, t *broker.Target, info *
 	}
 	t.Declared = d
 	url := rt.URL
-	t.Inspect = func(ctx context.Context) (mqx.Inspector, error) { return redis.Inspect(ctx, url) }
+	t.Inspect = func(ctx context.Context) (mq.Inspector, error) { return redis.Inspect(ctx, url) }
 	t.Progress = ref.Opts.Progress
 	t.Budget = DefaultMaxWait
 	if ref.Opts.MaxWait > 0 {

@@ -22,7 +22,7 @@
 //
 // Rules that need what only the kit's own adapters give (a fault proxy, a
 // server of the rule's own to restart, a read-only inspector of the server's
-// settings, the optional interfaces of internal/mqx) are not-applicable
+// settings, the optional interfaces of package mq) are not-applicable
 // here, each naming what it lacks; `tck run` runs them on the kit's targets.
 package broker
 

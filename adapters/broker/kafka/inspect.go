@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -37,7 +36,7 @@ type Inspector struct {
 	close func()
 }
 
-var _ mqx.Inspector = (*Inspector)(nil)
+var _ mq.Inspector = (*Inspector)(nil)
 
 // Inspect connects an Inspector to the cluster at opts.Seeds.
 func Inspect(ctx context.Context, opts Options) (*Inspector, error) {
@@ -66,21 +65,21 @@ var BrokerSettings = []string{"producer.id.expiration.ms", "transactional.id.exp
 // Topic reads topic name: partitions, replication factor and every config
 // DescribeConfigs answers (retention.ms, cleanup.policy,
 // min.insync.replicas, ...), by Kafka's names.
-func (in *Inspector) Topic(ctx context.Context, name string) (TopicInfo, error) {
+func (in *Inspector) Topic(ctx context.Context, name string) (mq.TopicInfo, error) {
 	td, err := in.adm.ListTopics(ctx, name)
 	if err != nil {
-		return TopicInfo{}, fmt.Errorf("metadata of topic %s: %w", name, err)
+		return mq.TopicInfo{}, fmt.Errorf("metadata of topic %s: %w", name, err)
 	}
 	d, ok := td[name]
 	if !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
-		return TopicInfo{}, fmt.Errorf("topic %s: %w", name, mq.ErrNotFound)
+		return mq.TopicInfo{}, fmt.Errorf("topic %s: %w", name, mq.ErrNotFound)
 	}
 	if d.Err != nil {
-		return TopicInfo{}, fmt.Errorf("metadata of topic %s: %w", name, d.Err)
+		return mq.TopicInfo{}, fmt.Errorf("metadata of topic %s: %w", name, d.Err)
 	}
 	rcs, err := in.adm.DescribeTopicConfigs(ctx, name)
 	if err != nil {
-		return TopicInfo{}, fmt.Errorf("DescribeConfigs of topic %s: %w", name, err)
+		return mq.TopicInfo{}, fmt.Errorf("DescribeConfigs of topic %s: %w", name, err)
 	}
 	s := map[string]string{"partitions": fmt.Sprint(len(d.Partitions))}
 	rf := 0
@@ -90,13 +89,13 @@ func (in *Inspector) Topic(ctx context.Context, name string) (TopicInfo, error) 
 	s["replication.factor"] = fmt.Sprint(rf)
 	for _, rc := range rcs {
 		if rc.Err != nil {
-			return TopicInfo{}, fmt.Errorf("DescribeConfigs of topic %s: %w", name, rc.Err)
+			return mq.TopicInfo{}, fmt.Errorf("DescribeConfigs of topic %s: %w", name, rc.Err)
 		}
 		for _, c := range rc.Configs {
 			s[c.Key] = c.MaybeValue()
 		}
 	}
-	ti := TopicInfo{Name: name, Settings: s, Config: mq.TopicConfig{Replicas: rf, Retention: mq.Limits}}
+	ti := mq.TopicInfo{Name: name, Settings: s, Config: mq.TopicConfig{Replicas: rf, Retention: mq.Limits}}
 	if ms, err := strconv.ParseInt(s["retention.ms"], 10, 64); err == nil && ms > 0 {
 		ti.Config.MaxAge = time.Duration(ms) * time.Millisecond
 	}
@@ -105,24 +104,24 @@ func (in *Inspector) Topic(ctx context.Context, name string) (TopicInfo, error) 
 
 // Consumer reads group name: its state and members (DescribeGroups). A
 // group the cluster does not know is not found (Kafka answers Dead).
-func (in *Inspector) Consumer(ctx context.Context, topic, name string) (ConsumerInfo, error) {
+func (in *Inspector) Consumer(ctx context.Context, topic, name string) (mq.ConsumerInfo, error) {
 	dg, err := in.adm.DescribeGroups(ctx, name)
 	if err != nil {
-		return ConsumerInfo{}, fmt.Errorf("DescribeGroups %s: %w", name, err)
+		return mq.ConsumerInfo{}, fmt.Errorf("DescribeGroups %s: %w", name, err)
 	}
 	g, ok := dg[name]
 	if !ok || g.State == "Dead" || errors.Is(g.Err, kerr.GroupIDNotFound) {
-		return ConsumerInfo{}, fmt.Errorf("group %s: %w", name, mq.ErrNotFound)
+		return mq.ConsumerInfo{}, fmt.Errorf("group %s: %w", name, mq.ErrNotFound)
 	}
 	if g.Err != nil {
-		return ConsumerInfo{}, fmt.Errorf("DescribeGroups %s: %w", name, g.Err)
+		return mq.ConsumerInfo{}, fmt.Errorf("DescribeGroups %s: %w", name, g.Err)
 	}
 	var members []string
 	for _, m := range g.Members {
 		members = append(members, m.ClientID)
 	}
 	sort.Strings(members)
-	return ConsumerInfo{Config: mq.ConsumerConfig{Group: name}, Settings: map[string]string{
+	return mq.ConsumerInfo{Config: mq.ConsumerConfig{Group: name}, Settings: map[string]string{
 		"state": g.State, "protocol": g.Protocol, "members": strings.Join(members, ", "),
 	}}, nil
 }
@@ -131,8 +130,8 @@ func (in *Inspector) Consumer(ctx context.Context, topic, name string) (Consumer
 // every broker, the first answer's value; brokers that disagree say so).
 // A config the cluster does not serve says so: kfake, an emulator, serves
 // no producer.id.expiration.ms and no unclean.leader.election.enable.
-func (in *Inspector) Server(ctx context.Context) (ServerInfo, error) {
-	si := ServerInfo{Version: "kafka (version not announced by the protocol)", Settings: map[string]string{}}
+func (in *Inspector) Server(ctx context.Context) (mq.ServerInfo, error) {
+	si := mq.ServerInfo{Version: "kafka (version not announced by the protocol)", Settings: map[string]string{}}
 	if v, err := in.adm.ApiVersions(ctx); err == nil {
 		v.Each(func(b kadm.BrokerApiVersions) {
 			if guess := b.VersionGuess(); guess != "" {

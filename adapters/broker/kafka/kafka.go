@@ -48,7 +48,6 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
-	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/poll"
 	"github.com/onceproof/tck/mq"
 )
@@ -131,9 +130,9 @@ type Broker struct {
 }
 
 var (
-	_ mq.Broker         = (*Broker)(nil)
-	_ mqx.SessionBroker = (*Broker)(nil)
-	_ mqx.GroupOffsets  = (*Broker)(nil)
+	_ mq.Broker        = (*Broker)(nil)
+	_ mq.SessionBroker = (*Broker)(nil)
+	_ mq.GroupOffsets  = (*Broker)(nil)
 )
 
 // Caps is what the adapter declares: Kafka's model, in the kit's words.
@@ -306,7 +305,7 @@ func (b *Broker) Publish(ctx context.Context, topic string, m mq.Message) (mq.Pu
 
 // Producer starts a new producer session: a client of its own, so a new
 // producer id.
-func (b *Broker) Producer(context.Context) (Producer, error) { return b.newProducer() }
+func (b *Broker) Producer(context.Context) (mq.Producer, error) { return b.newProducer() }
 
 func (b *Broker) newProducer() (*producer, error) {
 	opts, err := b.opts.baseOpts()

@@ -10,7 +10,6 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -23,7 +22,7 @@ type Inspector struct {
 	js jetstream.JetStream
 }
 
-var _ mqx.Inspector = (*Inspector)(nil)
+var _ mq.Inspector = (*Inspector)(nil)
 
 // Inspect connects an Inspector to the server at url.
 func Inspect(ctx context.Context, url string, opts Options) (*Inspector, error) {
@@ -42,20 +41,20 @@ func Inspect(ctx context.Context, url string, opts Options) (*Inspector, error) 
 }
 
 // Topic reads the stream called name.
-func (in *Inspector) Topic(ctx context.Context, name string) (TopicInfo, error) {
+func (in *Inspector) Topic(ctx context.Context, name string) (mq.TopicInfo, error) {
 	s, err := in.js.Stream(ctx, name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return TopicInfo{}, fmt.Errorf("stream %s: %w", name, mq.ErrNotFound)
+		return mq.TopicInfo{}, fmt.Errorf("stream %s: %w", name, mq.ErrNotFound)
 	}
 	if err != nil {
-		return TopicInfo{}, fmt.Errorf("stream %s info: %w", name, err)
+		return mq.TopicInfo{}, fmt.Errorf("stream %s info: %w", name, err)
 	}
 	c := s.CachedInfo().Config
 	settings, err := rawSettings(ctx, in.nc, "$JS.API.STREAM.INFO."+name)
 	if err != nil {
-		return TopicInfo{}, fmt.Errorf("stream %s configuration: %w", name, err)
+		return mq.TopicInfo{}, fmt.Errorf("stream %s configuration: %w", name, err)
 	}
-	return TopicInfo{
+	return mq.TopicInfo{
 		Name:     c.Name,
 		Subjects: c.Subjects,
 		Settings: settings,
@@ -70,20 +69,20 @@ func (in *Inspector) Topic(ctx context.Context, name string) (TopicInfo, error) 
 }
 
 // Consumer reads the durable consumer called name on stream topic.
-func (in *Inspector) Consumer(ctx context.Context, topic, name string) (ConsumerInfo, error) {
+func (in *Inspector) Consumer(ctx context.Context, topic, name string) (mq.ConsumerInfo, error) {
 	c, err := in.js.Consumer(ctx, topic, name)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
-		return ConsumerInfo{}, fmt.Errorf("consumer %s on stream %s: %w", name, topic, mq.ErrNotFound)
+		return mq.ConsumerInfo{}, fmt.Errorf("consumer %s on stream %s: %w", name, topic, mq.ErrNotFound)
 	}
 	if err != nil {
-		return ConsumerInfo{}, fmt.Errorf("consumer %s on stream %s info: %w", name, topic, err)
+		return mq.ConsumerInfo{}, fmt.Errorf("consumer %s on stream %s info: %w", name, topic, err)
 	}
 	cc := c.CachedInfo().Config
 	settings, err := rawSettings(ctx, in.nc, "$JS.API.CONSUMER.INFO."+topic+"."+name)
 	if err != nil {
-		return ConsumerInfo{}, fmt.Errorf("consumer %s on stream %s configuration: %w", name, topic, err)
+		return mq.ConsumerInfo{}, fmt.Errorf("consumer %s on stream %s configuration: %w", name, topic, err)
 	}
-	return ConsumerInfo{
+	return mq.ConsumerInfo{
 		Settings:  settings,
 		Config:    mq.ConsumerConfig{Group: cc.Durable, AckWait: cc.AckWait, MaxDeliver: cc.MaxDeliver, Backoff: cc.BackOff},
 		AckPolicy: ackPolicy(cc.AckPolicy),
@@ -98,8 +97,8 @@ const NotReadable = "not readable by a client"
 // sync and store settings from the system account's VARZ request, which
 // answers only a connection of the system account. Everything it cannot
 // read says so and why.
-func (in *Inspector) Server(ctx context.Context) (ServerInfo, error) {
-	si := ServerInfo{Version: "nats-server " + in.nc.ConnectedServerVersion(), Settings: map[string]string{
+func (in *Inspector) Server(ctx context.Context) (mq.ServerInfo, error) {
+	si := mq.ServerInfo{Version: "nats-server " + in.nc.ConnectedServerVersion(), Settings: map[string]string{
 		"server name": in.nc.ConnectedServerName(),
 	}}
 	if c := in.nc.ConnectedClusterName(); c != "" {
@@ -176,12 +175,12 @@ func storageOf(s jetstream.StorageType) mq.Storage {
 	return mq.FileStorage
 }
 
-func ackPolicy(p jetstream.AckPolicy) AckPolicy {
+func ackPolicy(p jetstream.AckPolicy) mq.AckPolicy {
 	switch p {
 	case jetstream.AckNonePolicy:
-		return mqx.AckNone
+		return mq.AckNone
 	case jetstream.AckAllPolicy:
-		return mqx.AckAll
+		return mq.AckAll
 	}
-	return mqx.AckExplicit
+	return mq.AckExplicit
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
-	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -56,7 +55,7 @@ func TestInspect(t *testing.T) {
 		t.Fatal(err)
 	}
 	// JetStream sets the ack wait to the first back-off step.
-	if ci.AckPolicy != mqx.AckExplicit || ci.Config.AckWait != backoff[0] || ci.Config.MaxDeliver != 3 || !reflect.DeepEqual(ci.Config.Backoff, backoff) {
+	if ci.AckPolicy != mq.AckExplicit || ci.Config.AckWait != backoff[0] || ci.Config.MaxDeliver != 3 || !reflect.DeepEqual(ci.Config.Backoff, backoff) {
 		t.Errorf("consumer read back %+v", ci)
 	}
 	if _, err := in.Topic(ctx, "NOPE"); !errors.Is(err, mq.ErrNotFound) {

@@ -21,7 +21,6 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -73,7 +72,7 @@ type Broker struct {
 }
 
 var _ mq.Broker = (*Broker)(nil)
-var _ mqx.MaxDeliverWatcher = (*Broker)(nil)
+var _ mq.MaxDeliverWatcher = (*Broker)(nil)
 
 // Connect opens a broker on the server at url (nats://[user:password@]host:port)
 // and checks that JetStream is enabled for the account. Errors never carry

@@ -49,7 +49,6 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -170,11 +169,11 @@ func (q *queueSet) list() []string {
 }
 
 var (
-	_ mq.Broker               = (*Broker)(nil)
-	_ mqx.MaxDeliverWatcher   = (*Broker)(nil)
-	_ mqx.UnroutablePublisher = (*Broker)(nil)
-	_ mqx.BoundedTopics       = (*Broker)(nil)
-	_ mqx.DeadLetterReader    = (*Broker)(nil)
+	_ mq.Broker              = (*Broker)(nil)
+	_ mq.MaxDeliverWatcher   = (*Broker)(nil)
+	_ mq.UnroutablePublisher = (*Broker)(nil)
+	_ mq.BoundedTopics       = (*Broker)(nil)
+	_ mq.DeadLetterReader    = (*Broker)(nil)
 )
 
 // Connect opens a handle on the server at url and checks it answers.
@@ -501,10 +500,10 @@ func (b *Broker) publish(ctx context.Context, x, key string, p amqp.Publishing) 
 			default:
 			}
 			if ret != nil && !b.opts.IgnoreReturns {
-				return mq.PublishAck{}, fmt.Errorf("%w (basic.return %d %s, exchange %s, routing key %s, before a positive confirm #%d)", mqx.ErrReturned, ret.ReplyCode, ret.ReplyText, ret.Exchange, ret.RoutingKey, seq)
+				return mq.PublishAck{}, fmt.Errorf("%w (basic.return %d %s, exchange %s, routing key %s, before a positive confirm #%d)", mq.ErrReturned, ret.ReplyCode, ret.ReplyText, ret.Exchange, ret.RoutingKey, seq)
 			}
 			if !c.Ack && !b.opts.NackIsAck {
-				return mq.PublishAck{}, fmt.Errorf("%w (basic.nack of publish #%d)", mqx.ErrNacked, seq)
+				return mq.PublishAck{}, fmt.Errorf("%w (basic.nack of publish #%d)", mq.ErrNacked, seq)
 			}
 			return mq.PublishAck{Position: fmt.Sprintf("confirm #%d", seq)}, nil
 		}
@@ -558,7 +557,7 @@ func (b *Broker) ReadAll(ctx context.Context, topic string) ([]mq.Stored, error)
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, mqx.ErrReturned) && !errors.Is(err, mqx.ErrNacked) {
+		if !errors.Is(err, mq.ErrReturned) && !errors.Is(err, mq.ErrNacked) {
 			return nil, fmt.Errorf("appending the read marker to %s: %w", log, err)
 		}
 		t := time.NewTimer(100 * time.Millisecond)
@@ -697,7 +696,7 @@ func (b *Broker) WatchMaxDeliver(ctx context.Context, topic, group string) (<-ch
 // DeadLetters reads the topic's dead-letter queue (each message fetched
 // and put back, so a later read sees it again) and keeps what group's
 // queue dead-lettered, with its x-death reason and count.
-func (b *Broker) DeadLetters(ctx context.Context, topic, group string) ([]DeadLetter, error) {
+func (b *Broker) DeadLetters(ctx context.Context, topic, group string) ([]mq.DeadLetter, error) {
 	ch, err := b.channel(ctx)
 	if err != nil {
 		return nil, err
@@ -705,7 +704,7 @@ func (b *Broker) DeadLetters(ctx context.Context, topic, group string) ([]DeadLe
 	// Closing the channel puts back every message fetched on it.
 	defer ch.Close()
 	dq, from := b.deadQueue(topic), b.groupQueue(topic, group)
-	var out []DeadLetter
+	var out []mq.DeadLetter
 	for {
 		d, ok, err := ch.Get(dq, false)
 		if err != nil {
@@ -717,7 +716,7 @@ func (b *Broker) DeadLetters(ctx context.Context, topic, group string) ([]DeadLe
 		if !ok {
 			return out, nil
 		}
-		dl := DeadLetter{Stored: mq.Stored{Message: decode(d.MessageId, d.Body, d.Headers), Position: "dead-letter " + d.MessageId}}
+		dl := mq.DeadLetter{Stored: mq.Stored{Message: decode(d.MessageId, d.Body, d.Headers), Position: "dead-letter " + d.MessageId}}
 		deaths, _ := d.Headers["x-death"].([]any)
 		for _, x := range deaths {
 			t, _ := x.(amqp.Table)

@@ -10,7 +10,6 @@ import (
 	samqp "github.com/rabbitmq/rabbitmq-stream-go-client/pkg/amqp"
 	"github.com/rabbitmq/rabbitmq-stream-go-client/pkg/stream"
 
-	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -21,11 +20,11 @@ import (
 // keeps the highest publishing id per name). Only a server whose stream
 // port the kit knows has it: its own.
 
-var _ mqx.NamedProducers = (*Broker)(nil)
+var _ mq.NamedProducers = (*Broker)(nil)
 
 // NamedProducer starts producer name on topic's log over the stream
 // protocol.
-func (b *Broker) NamedProducer(ctx context.Context, topic, name string) (SequencedProducer, error) {
+func (b *Broker) NamedProducer(ctx context.Context, topic, name string) (mq.SequencedProducer, error) {
 	if b.opts.StreamURL == "" {
 		return nil, fmt.Errorf("%w: the stream protocol port of this server is not known to the kit", mq.ErrUnsupported)
 	}
@@ -79,7 +78,7 @@ func (s *streamProducer) Publish(ctx context.Context, seq int64, m mq.Message) (
 					continue
 				}
 				if !st.IsConfirmed() {
-					return mq.PublishAck{}, fmt.Errorf("%w (stream publishing id %d: %v)", mqx.ErrNacked, seq, st.GetError())
+					return mq.PublishAck{}, fmt.Errorf("%w (stream publishing id %d: %v)", mq.ErrNacked, seq, st.GetError())
 				}
 				return mq.PublishAck{Position: fmt.Sprintf("producer %s publishing id %d", s.name, seq)}, nil
 			}

@@ -8,7 +8,6 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -22,7 +21,7 @@ type Inspector struct {
 	url string
 }
 
-var _ mqx.Inspector = (*Inspector)(nil)
+var _ mq.Inspector = (*Inspector)(nil)
 
 // Inspect connects an Inspector to the server at url.
 func Inspect(ctx context.Context, url string) (*Inspector, error) {
@@ -37,25 +36,25 @@ func (in *Inspector) scrub(err error) error { return fmt.Errorf("%s", scrub(err.
 
 // Topic reads stream key name: its length, groups and first entry, as
 // XINFO STREAM answers.
-func (in *Inspector) Topic(ctx context.Context, name string) (TopicInfo, error) {
+func (in *Inspector) Topic(ctx context.Context, name string) (mq.TopicInfo, error) {
 	typ, err := in.rdb.Type(ctx, name).Result()
 	if err != nil {
-		return TopicInfo{}, fmt.Errorf("TYPE %s: %w", name, in.scrub(err))
+		return mq.TopicInfo{}, fmt.Errorf("TYPE %s: %w", name, in.scrub(err))
 	}
 	switch typ {
 	case "none":
-		return TopicInfo{}, fmt.Errorf("stream key %s: %w", name, mq.ErrNotFound)
+		return mq.TopicInfo{}, fmt.Errorf("stream key %s: %w", name, mq.ErrNotFound)
 	case "stream":
 	default:
-		return TopicInfo{}, fmt.Errorf("key %s is a %s, not a stream: %w", name, typ, mq.ErrNotFound)
+		return mq.TopicInfo{}, fmt.Errorf("key %s is a %s, not a stream: %w", name, typ, mq.ErrNotFound)
 	}
 	xs, err := in.rdb.XInfoStream(ctx, name).Result()
 	if err != nil {
-		return TopicInfo{}, fmt.Errorf("XINFO STREAM %s: %w", name, in.scrub(err))
+		return mq.TopicInfo{}, fmt.Errorf("XINFO STREAM %s: %w", name, in.scrub(err))
 	}
 	groups, err := in.rdb.XInfoGroups(ctx, name).Result()
 	if err != nil {
-		return TopicInfo{}, fmt.Errorf("XINFO GROUPS %s: %w", name, in.scrub(err))
+		return mq.TopicInfo{}, fmt.Errorf("XINFO GROUPS %s: %w", name, in.scrub(err))
 	}
 	var gnames []string
 	for _, g := range groups {
@@ -83,18 +82,18 @@ func (in *Inspector) Topic(ctx context.Context, name string) (TopicInfo, error) 
 			s["ttl"] = ttl.String()
 		}
 	}
-	return TopicInfo{Name: name, Settings: s}, nil
+	return mq.TopicInfo{Name: name, Settings: s}, nil
 }
 
 // Consumer reads group name of stream key topic: its consumers, pending
 // count and oldest pending entry, last delivered id and lag.
-func (in *Inspector) Consumer(ctx context.Context, topic, name string) (ConsumerInfo, error) {
+func (in *Inspector) Consumer(ctx context.Context, topic, name string) (mq.ConsumerInfo, error) {
 	groups, err := in.rdb.XInfoGroups(ctx, topic).Result()
 	if err != nil {
 		if strings.Contains(err.Error(), "no such key") {
-			return ConsumerInfo{}, fmt.Errorf("group %s of stream key %s: %w", name, topic, mq.ErrNotFound)
+			return mq.ConsumerInfo{}, fmt.Errorf("group %s of stream key %s: %w", name, topic, mq.ErrNotFound)
 		}
-		return ConsumerInfo{}, fmt.Errorf("XINFO GROUPS %s: %w", topic, in.scrub(err))
+		return mq.ConsumerInfo{}, fmt.Errorf("XINFO GROUPS %s: %w", topic, in.scrub(err))
 	}
 	var g *goredis.XInfoGroup
 	for i := range groups {
@@ -103,11 +102,11 @@ func (in *Inspector) Consumer(ctx context.Context, topic, name string) (Consumer
 		}
 	}
 	if g == nil {
-		return ConsumerInfo{}, fmt.Errorf("group %s of stream key %s: %w", name, topic, mq.ErrNotFound)
+		return mq.ConsumerInfo{}, fmt.Errorf("group %s of stream key %s: %w", name, topic, mq.ErrNotFound)
 	}
 	cs, err := in.rdb.XInfoConsumers(ctx, topic, name).Result()
 	if err != nil {
-		return ConsumerInfo{}, fmt.Errorf("XINFO CONSUMERS %s %s: %w", topic, name, in.scrub(err))
+		return mq.ConsumerInfo{}, fmt.Errorf("XINFO CONSUMERS %s %s: %w", topic, name, in.scrub(err))
 	}
 	var cnames []string
 	for _, c := range cs {
@@ -126,7 +125,7 @@ func (in *Inspector) Consumer(ctx context.Context, topic, name string) (Consumer
 			s["oldest-pending-id"] = p.Lower
 		}
 	}
-	return ConsumerInfo{Config: mq.ConsumerConfig{Group: name}, Settings: s}, nil
+	return mq.ConsumerInfo{Config: mq.ConsumerConfig{Group: name}, Settings: s}, nil
 }
 
 // ServerSettings are the CONFIG GET parameters the Inspector reads.
@@ -136,8 +135,8 @@ var ServerSettings = []string{"appendonly", "appendfsync", "maxmemory-policy", "
 // GET), the replication role and connected replicas (INFO replication),
 // and any IDMP setting the server has (CONFIG GET stream-idmp*). A
 // setting the server refuses to tell says so.
-func (in *Inspector) Server(ctx context.Context) (ServerInfo, error) {
-	si := ServerInfo{Settings: map[string]string{}}
+func (in *Inspector) Server(ctx context.Context) (mq.ServerInfo, error) {
+	si := mq.ServerInfo{Settings: map[string]string{}}
 	if info, err := in.rdb.Info(ctx, "server").Result(); err == nil {
 		si.Version = "redis " + infoField(info, "redis_version")
 	} else {

@@ -38,7 +38,6 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -114,9 +113,9 @@ type Broker struct {
 }
 
 var (
-	_ mq.Broker            = (*Broker)(nil)
-	_ mqx.PendingInspector = (*Broker)(nil)
-	_ mqx.Trimmer          = (*Broker)(nil)
+	_ mq.Broker           = (*Broker)(nil)
+	_ mq.PendingInspector = (*Broker)(nil)
+	_ mq.Trimmer          = (*Broker)(nil)
 )
 
 // Connect opens a handle on the server at url and checks it answers. It
@@ -263,8 +262,8 @@ func (b *Broker) ReadAll(ctx context.Context, topic string) ([]mq.Stored, error)
 }
 
 // Pending reads the group's pending entries list (XPENDING extended form).
-func (b *Broker) Pending(ctx context.Context, topic, group string) ([]Pending, error) {
-	var out []Pending
+func (b *Broker) Pending(ctx context.Context, topic, group string) ([]mq.Pending, error) {
+	var out []mq.Pending
 	start := "-"
 	for {
 		ps, err := b.rdb.XPendingExt(ctx, &goredis.XPendingExtArgs{Stream: b.Key(topic), Group: group, Start: start, End: "+", Count: 1000}).Result()
@@ -272,7 +271,7 @@ func (b *Broker) Pending(ctx context.Context, topic, group string) ([]Pending, e
 			return nil, err
 		}
 		for _, p := range ps {
-			out = append(out, Pending{Position: p.ID, Member: p.Consumer, Idle: p.Idle, Deliveries: int(p.RetryCount)})
+			out = append(out, mq.Pending{Position: p.ID, Member: p.Consumer, Idle: p.Idle, Deliveries: int(p.RetryCount)})
 		}
 		if len(ps) < 1000 {
 			return out, nil
@@ -283,10 +282,10 @@ func (b *Broker) Pending(ctx context.Context, topic, group string) ([]Pending, e
 
 // Trim cuts the stream to its newest keep entries with exact trimming
 // (XTRIM MAXLEN =), pending or not.
-func (b *Broker) Trim(ctx context.Context, topic string, keep int) (Trim, error) {
+func (b *Broker) Trim(ctx context.Context, topic string, keep int) (mq.Trim, error) {
 	key := b.Key(topic)
 	n, err := b.rdb.XTrimMaxLen(ctx, key, int64(keep)).Result()
-	t := Trim{Command: fmt.Sprintf("XTRIM %s MAXLEN = %d", key, keep), Removed: int(n)}
+	t := mq.Trim{Command: fmt.Sprintf("XTRIM %s MAXLEN = %d", key, keep), Removed: int(n)}
 	return t, err
 }
 
@@ -507,7 +506,7 @@ func (d *delivery) Ack(ctx context.Context) error {
 		return err
 	}
 	if n != 1 {
-		return fmt.Errorf("XACK %s %s %s removed %d entries: %w (acknowledged before, or its key deleted)", d.c.key, d.c.group, d.pos, n, mqx.ErrNotPending)
+		return fmt.Errorf("XACK %s %s %s removed %d entries: %w (acknowledged before, or its key deleted)", d.c.key, d.c.group, d.pos, n, mq.ErrNotPending)
 	}
 	return nil
 }
@@ -542,7 +541,7 @@ func (d *delivery) InProgress(ctx context.Context) error {
 	}
 	switch n {
 	case -1:
-		return fmt.Errorf("entry %s is no longer pending in group %s: %w", d.pos, d.c.group, mqx.ErrNotPending)
+		return fmt.Errorf("entry %s is no longer pending in group %s: %w", d.pos, d.c.group, mq.ErrNotPending)
 	case 0:
 		return fmt.Errorf("entry %s was claimed by another member of group %s", d.pos, d.c.group)
 	}

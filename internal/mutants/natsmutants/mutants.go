@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
-	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/mutants"
 	"github.com/onceproof/tck/mq"
 )
@@ -217,7 +216,7 @@ func (b *broker) Consumer(ctx context.Context, topic string, cfg mq.ConsumerConf
 
 // Acked passes the broker's answer through untouched.
 func (b *broker) Acked(ctx context.Context, topic, group, position string) (bool, error) {
-	if a, ok := b.Broker.(mqx.AckedInspector); ok {
+	if a, ok := b.Broker.(mq.AckedInspector); ok {
 		return a.Acked(ctx, topic, group, position)
 	}
 	return false, mq.ErrUnsupported
@@ -225,7 +224,7 @@ func (b *broker) Acked(ctx context.Context, topic, group, position string) (bool
 
 // WatchMaxDeliver passes the broker's signal through untouched.
 func (b *broker) WatchMaxDeliver(ctx context.Context, topic, group string) (<-chan string, error) {
-	if w, ok := b.Broker.(mqx.MaxDeliverWatcher); ok {
+	if w, ok := b.Broker.(mq.MaxDeliverWatcher); ok {
 		return w.WatchMaxDeliver(ctx, topic, group)
 	}
 	return nil, mq.ErrUnsupported

@@ -16,7 +16,6 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/onceproof/tck/adapters/broker/redis"
-	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/mutants"
 	"github.com/onceproof/tck/mq"
 )
@@ -81,7 +80,7 @@ func All() []Mutant {
 			Name: "trim-claims-safe", Defect: "says its XTRIM keeps entries still pending (it does not: Redis 7 trims them with the rest)",
 			MustFail: []string{"BR-4.3"},
 			Build: redis.Client{
-				Wrap: with(hooks{trim: func(t mqx.Trim) mqx.Trim {
+				Wrap: with(hooks{trim: func(t mq.Trim) mq.Trim {
 					t.KeepsPending = true
 					return t
 				}}),
@@ -91,7 +90,7 @@ func All() []Mutant {
 			Name: "trim-count-mixup", Defect: "reports the MAXLEN it asked for as the number of entries its trim removed",
 			MustFail: []string{"BR-4.3"},
 			Build: redis.Client{
-				Wrap: with(hooks{trimKeep: func(t mqx.Trim, keep int) mqx.Trim {
+				Wrap: with(hooks{trimKeep: func(t mq.Trim, keep int) mq.Trim {
 					t.Removed = keep
 					return t
 				}}),
@@ -147,8 +146,8 @@ type hooks struct {
 	ack        func(ctx context.Context, b *redis.Broker, topic string, d mq.Delivery) error
 	inProgress func(ctx context.Context, b *redis.Broker, topic string, d mq.Delivery) error
 	consumer   func(mq.ConsumerConfig) mq.ConsumerConfig
-	trim       func(mqx.Trim) mqx.Trim
-	trimKeep   func(mqx.Trim, int) mqx.Trim
+	trim       func(mq.Trim) mq.Trim
+	trimKeep   func(mq.Trim, int) mq.Trim
 }
 
 func with(h hooks) func(*redis.Broker) mq.Broker {
@@ -173,7 +172,7 @@ func (b *broker) Consumer(ctx context.Context, topic string, cfg mq.ConsumerConf
 	return &consumer{Consumer: c, b: b, topic: topic}, nil
 }
 
-func (b *broker) Trim(ctx context.Context, topic string, keep int) (mqx.Trim, error) {
+func (b *broker) Trim(ctx context.Context, topic string, keep int) (mq.Trim, error) {
 	t, err := b.Broker.Trim(ctx, topic, keep)
 	if err != nil {
 		return t, err

@@ -19,7 +19,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
 )
@@ -79,11 +78,11 @@ type Target struct {
 	// produce to topic the broker stores while its reply is lost, so the
 	// client retries (BR-5.1; Kafka: kfake's request controls embedded, the
 	// reply swallowed in the kit's own client connection elsewhere).
-	LoseProduceReply func(ctx context.Context, topic string) (mqx.Producer, LostReply, error)
+	LoseProduceReply func(ctx context.Context, topic string) (mq.Producer, LostReply, error)
 	// Inspect, when set, opens a read-only view of the broker's own
 	// settings (the capability "inspect"): BR-6.1 compares what is
 	// declared with what the server holds.
-	Inspect func(ctx context.Context) (mqx.Inspector, error)
+	Inspect func(ctx context.Context) (mq.Inspector, error)
 	// Declared, when set, is a team's configuration to certify (tck run
 	// --profile): BR-6.1 compares it with the server's, and the other rules
 	// run on scratch topics with its settings at their real durations (see

@@ -8,7 +8,6 @@ import (
 
 	"github.com/onsi/gomega"
 
-	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/stall"
 	"github.com/onceproof/tck/internal/verdict"
@@ -211,7 +210,7 @@ func registerDelivery(p *plan) {
 			return f.failed(err, "setting up")
 		}
 		var signals <-chan string
-		watcher, canWatch := f.b.(mqx.MaxDeliverWatcher)
+		watcher, canWatch := f.b.(mq.MaxDeliverWatcher)
 		if canWatch {
 			if err := f.kitStep("watch-max-deliver", topic+" group="+group, func() (err error) {
 				signals, err = watcher.WatchMaxDeliver(f.ctx, topic, group)

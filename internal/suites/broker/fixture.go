@@ -13,7 +13,6 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/internal/history"
-	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/stall"
 	"github.com/onceproof/tck/internal/verdict"
@@ -469,7 +468,7 @@ func (f *fixture) settle(actor, action string, d mq.Delivery, do func(context.Co
 		h.OK("")
 		return nil
 	}
-	if errors.Is(err, mqx.ErrNotPending) {
+	if errors.Is(err, mq.ErrNotPending) {
 		if proof := f.refusal(action, d, earlier, err); proof != "" {
 			h.Fail(oneLine(err.Error()))
 			f.prove(actor, action, "id="+d.Message().ID, proof)

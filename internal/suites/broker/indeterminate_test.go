@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
-	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/verdict"
@@ -29,7 +28,7 @@ func TestIndeterminateIsUnknown(t *testing.T) {
 		return func() broker.Target { return wrapped(ref, w) }
 	}
 	errEOF := errors.New("read tcp 127.0.0.1:4222: EOF")
-	errNotPending := fmt.Errorf("XACK k g 1-0 removed 0 entries: %w", mqx.ErrNotPending)
+	errNotPending := fmt.Errorf("XACK k g 1-0 removed 0 entries: %w", mq.ErrNotPending)
 	for _, tc := range []struct {
 		name    string
 		rule    string

@@ -9,7 +9,6 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/internal/catalog"
-	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
@@ -57,10 +56,10 @@ func kafkaCaps(t Target) []catalog.Capability {
 // kafkaOnly is why a BR-5 rule does not apply to a broker without Kafka's
 // model (the target's own reason, when it gives one, comes first).
 var kafkaOnly = map[string]string{
-	"BR-5.1": "a Kafka rule: it needs producer sessions, a producer that de-dupes its own retries by producer id and sequence (mqx.SessionBroker), and a produce reply the kit can lose; this broker's de-dupe, if any, is by message id (BR-1)",
-	"BR-5.2": "a Kafka rule: it needs producer sessions (mqx.SessionBroker); this broker's de-dupe, if any, is by message id inside a window (BR-1)",
-	"BR-5.3": "a Kafka rule: it needs a group's committed offset (mqx.GroupOffsets) and redelivery by a rebalance; this broker acknowledges each delivery (BR-2.3 checks a crash before the ack)",
-	"BR-5.4": "a Kafka rule: it needs a group's committed offset to read and reset (mqx.GroupOffsets), which this broker's adapter does not offer",
+	"BR-5.1": "a Kafka rule: it needs producer sessions, a producer that de-dupes its own retries by producer id and sequence (mq.SessionBroker), and a produce reply the kit can lose; this broker's de-dupe, if any, is by message id (BR-1)",
+	"BR-5.2": "a Kafka rule: it needs producer sessions (mq.SessionBroker); this broker's de-dupe, if any, is by message id inside a window (BR-1)",
+	"BR-5.3": "a Kafka rule: it needs a group's committed offset (mq.GroupOffsets) and redelivery by a rebalance; this broker acknowledges each delivery (BR-2.3 checks a crash before the ack)",
+	"BR-5.4": "a Kafka rule: it needs a group's committed offset to read and reset (mq.GroupOffsets), which this broker's adapter does not offer",
 }
 
 func registerKafka(p *plan) {
@@ -82,19 +81,19 @@ func (f *fixture) arrival() time.Time { return time.Now().Add(f.w.AckWait + 10*t
 
 // sessions is the handle's producer sessions, or the judge that says the
 // target declared them and has none.
-func (f *fixture) sessions() (mqx.SessionBroker, judge) {
-	sb, ok := f.b.(mqx.SessionBroker)
+func (f *fixture) sessions() (mq.SessionBroker, judge) {
+	sb, ok := f.b.(mq.SessionBroker)
 	if !ok {
 		return nil, func(r *spec.R) {
-			r.Expect(ok).To(gomega.BeTrue(), "the target declares producer sessions, but its handle (%T) cannot start one (mqx.SessionBroker)", f.b)
+			r.Expect(ok).To(gomega.BeTrue(), "the target declares producer sessions, but its handle (%T) cannot start one (mq.SessionBroker)", f.b)
 		}
 	}
 	return sb, nil
 }
 
 // producer starts a producer session of the rule's own.
-func (f *fixture) producer(sb mqx.SessionBroker, actor string) (mqx.Producer, error) {
-	var p mqx.Producer
+func (f *fixture) producer(sb mq.SessionBroker, actor string) (mq.Producer, error) {
+	var p mq.Producer
 	if err := f.kitStep("start-producer", actor+": a new producer session", func() (err error) {
 		p, err = sb.Producer(f.ctx)
 		return err
@@ -106,7 +105,7 @@ func (f *fixture) producer(sb mqx.SessionBroker, actor string) (mqx.Producer, er
 }
 
 // publishVia publishes on a producer session and records it.
-func (f *fixture) publishVia(p mqx.Producer, actor, topic string, m mq.Message) (mq.PublishAck, error) {
+func (f *fixture) publishVia(p mq.Producer, actor, topic string, m mq.Message) (mq.PublishAck, error) {
 	h := f.rec.Invoke(actor, "publish", fmt.Sprintf("%s id=%s %q", topic, m.ID, m.Payload))
 	ack, err := p.Publish(f.ctx, topic, m)
 	if err != nil {
@@ -126,7 +125,7 @@ func idempotentRetry(f *fixture) judge {
 	if err != nil {
 		return f.failed(err, "creating the topic")
 	}
-	var p mqx.Producer
+	var p mq.Producer
 	var lr LostReply
 	if err := f.kitStep("lose-produce-reply", topic+": a producer session whose next produce is stored and its reply lost", func() (err error) {
 		p, lr, err = f.t.LoseProduceReply(f.ctx, topic)
@@ -246,7 +245,7 @@ func commitOrder(f *fixture) judge {
 		{name: "commit-then-process", crash: "after the commit, before the effect", commitFirst: true},
 		{name: "process-then-commit", crash: "after the effect, before the commit"},
 	}
-	offsets, _ := f.b.(mqx.GroupOffsets)
+	offsets, _ := f.b.(mq.GroupOffsets)
 	for _, o := range orders {
 		o.err = func() error {
 			group := f.name("g")
@@ -329,10 +328,10 @@ func orNone(pos string) string {
 // sequence it is not.
 func rereadAfterReset(f *fixture) judge {
 	f.notTimed() // order and counts, each wait a generous bound
-	offsets, ok := f.b.(mqx.GroupOffsets)
+	offsets, ok := f.b.(mq.GroupOffsets)
 	if !ok {
 		return func(r *spec.R) {
-			r.Expect(ok).To(gomega.BeTrue(), "the target declares group offsets, but its handle (%T) cannot read or reset them (mqx.GroupOffsets)", f.b)
+			r.Expect(ok).To(gomega.BeTrue(), "the target declares group offsets, but its handle (%T) cannot read or reset them (mq.GroupOffsets)", f.b)
 		}
 	}
 	topic, err := f.topic("t", mq.TopicConfig{Retention: mq.Limits})

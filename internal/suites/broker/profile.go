@@ -10,7 +10,6 @@ import (
 
 	"github.com/onsi/gomega"
 
-	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
@@ -91,8 +90,8 @@ func (d *Declared) freshIDHazard(r *spec.R, copies int) {
 
 // DeclaredStream is one declared stream and its consumers.
 type DeclaredStream struct {
-	Topic     mqx.TopicInfo      // the stream's declared settings
-	Consumers []mqx.ConsumerInfo // its declared consumer groups
+	Topic     mq.TopicInfo      // the stream's declared settings
+	Consumers []mq.ConsumerInfo // its declared consumer groups
 	// ClientSide: the consumers' ack wait, back-off and max deliver are
 	// the workers' own settings (Redis: XAUTOCLAIM's min-idle time), not
 	// the server's, so only Settings are compared (Redis stream keys).
@@ -189,7 +188,7 @@ func registerProfile(p *plan) {
 // settings through the client under test and read those back.
 func certify(f *fixture) judge {
 	f.notTimed() // settings read from the server
-	var in mqx.Inspector
+	var in mq.Inspector
 	if err := f.kitStep("open-inspector", "read-only view of the server's settings", func() (err error) {
 		in, err = f.t.Inspect(f.ctx)
 		return err
@@ -296,14 +295,14 @@ func (f *fixture) scratchCopy() (DeclaredStream, error) {
 		cc.AckWait = cc.Backoff[0]
 	}
 	f.ev.Notef("no declared stream on this server: a scratch stream %s and consumer %s were created through the client under test with the settings the rules use, and read back from the server", topic, group)
-	return DeclaredStream{Topic: mqx.TopicInfo{Name: topic, Config: cfg}, Consumers: []mqx.ConsumerInfo{{Config: cc, AckPolicy: mqx.AckExplicit}}}, nil
+	return DeclaredStream{Topic: mq.TopicInfo{Name: topic, Config: cfg}, Consumers: []mq.ConsumerInfo{{Config: cc, AckPolicy: mq.AckExplicit}}}, nil
 }
 
 // compareStream reads one declared stream and its consumers and records a
 // comparison per setting; it returns the differences. A stream or consumer
 // the server does not have is a difference; an error reading it is the
 // kit's.
-func (f *fixture) compareStream(in mqx.Inspector, s DeclaredStream) ([]string, error) {
+func (f *fixture) compareStream(in mq.Inspector, s DeclaredStream) ([]string, error) {
 	var diffs []string
 	cmp := func(setting, declared, actual string) {
 		ok := declared == actual
@@ -313,7 +312,7 @@ func (f *fixture) compareStream(in mqx.Inspector, s DeclaredStream) ([]string, e
 		}
 	}
 	name := s.Topic.Name
-	var got mqx.TopicInfo
+	var got mq.TopicInfo
 	h := f.rec.Invoke("kit", "stream-info", name)
 	got, err := in.Topic(f.ctx, name)
 	if errors.Is(err, mq.ErrNotFound) {

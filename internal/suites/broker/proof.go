@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/stall"
 	"github.com/onceproof/tck/mq"
@@ -26,7 +25,7 @@ import (
 // a proven failure.
 //
 // The impossible answer the kit weighs today is a settle refused as "not
-// pending" (mqx.ErrNotPending, Redis: XACK replied 0): the kit's own
+// pending" (mq.ErrNotPending, Redis: XACK replied 0): the kit's own
 // member had the entry delivered, so it was on the group's pending list;
 // only an ack (or a trim, or a deletion of the key) takes it off; the kit
 // sent no ack of it before, trimmed nothing, and reads the entry back in
@@ -162,9 +161,9 @@ func (noProof) FailureMessage(any) string        { return "" }
 func (noProof) NegatedFailureMessage(any) string { return "" }
 
 // committedPast looks whether the group already holds d, which the kit
-// never acked, as settled: on a broker that tells (mqx.AckedInspector,
+// never acked, as settled: on a broker that tells (mq.AckedInspector,
 // NATS: the ack floor) that d is acknowledged, or on one whose group keeps
-// a committed position (mqx.GroupOffsets, Kafka) that it lies past d. An
+// a committed position (mq.GroupOffsets, Kafka) that it lies past d. An
 // ack or commit the kit never made, so d will not come back to the group
 // (a client that acks or commits as it hands a message out, or when a
 // member leaves). That is positive evidence, kept as a proof; an answer
@@ -176,11 +175,11 @@ func (f *fixture) committedPast(topic, group string, d mq.Delivery) {
 	if acked || f.hasProof() {
 		return
 	}
-	if _, ok := f.b.(mqx.AckedInspector); ok {
+	if _, ok := f.b.(mq.AckedInspector); ok {
 		f.heldAcked(topic, group, d, "which its member had delivered and never acked before it crashed: an ack the kit never sent, so the delivery cannot come back to another member")
 		return
 	}
-	offsets, ok := f.b.(mqx.GroupOffsets)
+	offsets, ok := f.b.(mq.GroupOffsets)
 	if !ok {
 		return
 	}
@@ -230,12 +229,12 @@ func (f *fixture) missed(r *spec.R, format string, args ...any) {
 	f.unknown(r, "%s; a deadline missed is not evidence against the target without more (the kit was scheduled throughout; a server on the same loaded host may have been late)", what)
 }
 
-// heldAcked looks, on a broker that tells (mqx.AckedInspector), whether
+// heldAcked looks, on a broker that tells (mq.AckedInspector), whether
 // the group holds d as acknowledged although the kit never acked it (it
 // nak'd it, say, or its member crashed holding it): an ack the kit never
 // sent, kept as a proof; why says what the kit did with d instead.
 func (f *fixture) heldAcked(topic, group string, d mq.Delivery, why string) {
-	a, ok := f.b.(mqx.AckedInspector)
+	a, ok := f.b.(mq.AckedInspector)
 	if !ok || f.hasProof() {
 		return
 	}
@@ -278,11 +277,11 @@ func (f *fixture) receive(ch <-chan string, d time.Duration) (string, bool) {
 }
 
 // deadLetteredEarly looks, on a broker whose dead letters the kit can read
-// (mqx.DeadLetterReader), whether message id was dead-lettered after n
+// (mq.DeadLetterReader), whether message id was dead-lettered after n
 // deliveries, fewer than max-deliver, although the kit only nak'd it (asked
 // to see it again): the broker gave it up early, kept as a proof.
 func (f *fixture) deadLetteredEarly(topic, group, id string, n, max int) {
-	dr, ok := f.b.(mqx.DeadLetterReader)
+	dr, ok := f.b.(mq.DeadLetterReader)
 	if !ok || f.hasProof() {
 		return
 	}
@@ -307,7 +306,7 @@ func (f *fixture) deadLetteredEarly(topic, group, id string, n, max int) {
 // group gives up on can be dead-lettered or signalled, so what reaches
 // max-deliver is dropped unseen (an exchange named but never declared).
 func (f *fixture) noDeadLetterQueue(topic, group string) {
-	dr, ok := f.b.(mqx.DeadLetterReader)
+	dr, ok := f.b.(mq.DeadLetterReader)
 	if !ok || f.hasProof() {
 		return
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/internal/catalog"
-	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/stall"
 	"github.com/onceproof/tck/mq"
@@ -69,9 +68,9 @@ func missingInterface(f *fixture, capability, iface string) judge {
 // stored: the topic works), then a mandatory publish under a routing key
 // nothing binds, which must be reported returned, and must not be stored.
 func mandatoryReturned(f *fixture) judge {
-	up, ok := f.b.(mqx.UnroutablePublisher)
+	up, ok := f.b.(mq.UnroutablePublisher)
 	if !ok {
-		return missingInterface(f, "mandatory returns (mandatory)", "mqx.UnroutablePublisher")
+		return missingInterface(f, "mandatory returns (mandatory)", "mq.UnroutablePublisher")
 	}
 	topic, err := f.topic("t", mq.TopicConfig{Retention: mq.Limits})
 	if err != nil {
@@ -86,7 +85,7 @@ func mandatoryReturned(f *fixture) judge {
 	switch {
 	case pubErr == nil:
 		h.OK(describeAck(ack))
-	case errors.Is(pubErr, mqx.ErrReturned):
+	case errors.Is(pubErr, mq.ErrReturned):
 		h.OK("returned: " + oneLine(pubErr.Error()))
 	default:
 		h.Info(pubErr.Error())
@@ -96,7 +95,7 @@ func mandatoryReturned(f *fixture) judge {
 	return func(r *spec.R) {
 		f.must(r, errRouted, "reading the topic back")
 		r.Expect(nRouted).To(gomega.Equal(1), "the routable publish was confirmed, so the topic must hold it once; it holds %d", nRouted)
-		if pubErr != nil && !errors.Is(pubErr, mqx.ErrReturned) {
+		if pubErr != nil && !errors.Is(pubErr, mq.ErrReturned) {
 			f.unknown(r, "the unroutable publish ended with an error that is not the broker's return, so what the client would have reported is unknown: %s", oneLine(pubErr.Error()))
 		}
 		r.Expect(pubErr).To(gomega.HaveOccurred(), "a mandatory publish nothing routes comes back (basic.return) before its positive confirm; the client reported it stored (%s): no queue holds it", describeAck(ack))
@@ -121,9 +120,9 @@ const boundedRoom = 3
 // publish reported stored must be delivered; at least one must have been
 // refused for the rule to have been exercised.
 func nackNotStored(f *fixture) judge {
-	bt, ok := f.b.(mqx.BoundedTopics)
+	bt, ok := f.b.(mq.BoundedTopics)
 	if !ok {
-		return missingInterface(f, "negative confirms (publishNack)", "mqx.BoundedTopics")
+		return missingInterface(f, "negative confirms (publishNack)", "mq.BoundedTopics")
 	}
 	topic := f.name("bounded")
 	if err := f.kitStep("create-bounded-topic", topic+" max=1 (refuses overflow)", func() error { return bt.CreateBoundedTopic(f.ctx, topic, 1) }); err != nil {
@@ -143,7 +142,7 @@ func nackNotStored(f *fixture) judge {
 		case err == nil:
 			h.OK(describeAck(ack))
 			stored = append(stored, id)
-		case errors.Is(err, mqx.ErrNacked):
+		case errors.Is(err, mq.ErrNacked):
 			h.OK("refused: " + oneLine(err.Error()))
 			refused = append(refused, id)
 		default:
@@ -209,9 +208,9 @@ func nackNotStored(f *fixture) judge {
 // have been delivered N times and then be in the dead-letter queue with
 // reason delivery_limit.
 func deadLettered(f *fixture) judge {
-	dr, ok := f.b.(mqx.DeadLetterReader)
+	dr, ok := f.b.(mq.DeadLetterReader)
 	if !ok {
-		return missingInterface(f, "dead letters (deadLetter)", "mqx.DeadLetterReader")
+		return missingInterface(f, "dead letters (deadLetter)", "mq.DeadLetterReader")
 	}
 	aw, max := f.w.AckWait, f.w.MaxDeliver
 	id := f.name("m")
@@ -232,7 +231,7 @@ func deadLettered(f *fixture) judge {
 		_ = f.settle("member-1", "nak", d.d, func(ctx ctxT) error { return d.d.Nak(ctx, 0) })
 	}
 	// Dead-lettering follows the last return; it gets a moment.
-	var found *mqx.DeadLetter
+	var found *mq.DeadLetter
 	var readErr error
 	start := time.Now()
 	for found == nil && stall.Scheduled(start, time.Now()) < aw && f.ctx.Err() == nil {
@@ -331,9 +330,9 @@ func heldPastTimeout(f *fixture) judge {
 // once; the duplicates' confirms cannot say they were dropped, so the
 // topic is read back.
 func namedProducerDedupe(f *fixture) judge {
-	np, ok := f.b.(mqx.NamedProducers)
+	np, ok := f.b.(mq.NamedProducers)
 	if !ok {
-		return missingInterface(f, "stream de-dupe (namedProducerDedupe)", "mqx.NamedProducers")
+		return missingInterface(f, "stream de-dupe (namedProducerDedupe)", "mq.NamedProducers")
 	}
 	topic, err := f.topic("t", mq.TopicConfig{Retention: mq.Limits})
 	if err != nil {
@@ -342,7 +341,7 @@ func namedProducerDedupe(f *fixture) judge {
 	name := f.name("p")
 	payload := func(seq int64) string { return fmt.Sprintf("%s-E%d", topic, seq) }
 	run := func(actor string, seqs ...int64) error {
-		var p mqx.SequencedProducer
+		var p mq.SequencedProducer
 		if err := f.kitStep("start-producer", actor+" name="+name, func() (err error) {
 			p, err = np.NamedProducer(f.ctx, topic, name)
 			return err

@@ -8,7 +8,6 @@ import (
 
 	"github.com/onsi/gomega"
 
-	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/mq"
 )
@@ -18,7 +17,7 @@ import (
 // nothing (BR-4.1), the ack wait is the min-idle-time of a claim by another
 // member that raises the delivery counter (BR-4.2), and a trim cuts entries
 // still pending (BR-4.3, a hazard, measured). The kit reads the list
-// through mqx.PendingInspector and cuts through mqx.Trimmer; a target that
+// through mq.PendingInspector and cuts through mq.Trimmer; a target that
 // declares the capability without the interface fails: it says what it
 // does not do.
 
@@ -29,7 +28,7 @@ func registerRedis(p *plan) {
 }
 
 // pendingOf reads group's pending list on topic and records the read.
-func (f *fixture) pendingOf(insp mqx.PendingInspector, topic, group string) ([]mqx.Pending, error) {
+func (f *fixture) pendingOf(insp mq.PendingInspector, topic, group string) ([]mq.Pending, error) {
 	h := f.rec.Invoke("checker", "pending-list", topic+" group="+group)
 	ps, err := insp.Pending(f.ctx, topic, group)
 	if err != nil {
@@ -40,7 +39,7 @@ func (f *fixture) pendingOf(insp mqx.PendingInspector, topic, group string) ([]m
 	return ps, nil
 }
 
-func describePending(ps []mqx.Pending) string {
+func describePending(ps []mq.Pending) string {
 	if len(ps) == 0 {
 		return "empty"
 	}
@@ -56,24 +55,24 @@ func describePending(ps []mqx.Pending) string {
 	return b.String()
 }
 
-func findPending(ps []mqx.Pending, pos string) (mqx.Pending, bool) {
+func findPending(ps []mq.Pending, pos string) (mq.Pending, bool) {
 	for _, p := range ps {
 		if p.Position == pos {
 			return p, true
 		}
 	}
-	return mqx.Pending{}, false
+	return mq.Pending{}, false
 }
 
 // inspector is the handle's pending-list reader, or a judge failing the
 // rule: the target declares a pending list its handle does not expose.
-func (f *fixture) inspector() (mqx.PendingInspector, judge) {
-	insp, ok := f.b.(mqx.PendingInspector)
+func (f *fixture) inspector() (mq.PendingInspector, judge) {
+	insp, ok := f.b.(mq.PendingInspector)
 	if ok {
 		return insp, nil
 	}
 	return nil, func(r *spec.R) {
-		r.Expect(ok).To(gomega.BeTrue(), "the target declares a pending list (pendingList) but its handle (%T) has no Pending method (mqx.PendingInspector)", f.b)
+		r.Expect(ok).To(gomega.BeTrue(), "the target declares a pending list (pendingList) but its handle (%T) has no Pending method (mq.PendingInspector)", f.b)
 	}
 }
 
@@ -142,7 +141,7 @@ func idleClaim(f *fixture) judge {
 	held, errHeld := f.pendingOf(insp, topic, group)
 	// member-1 stays connected and idle: only a claim moves the entry.
 	again, errAgain := f.next("member-2", c2, first.at.Add(aw+4*tol))
-	var claimed []mqx.Pending
+	var claimed []mq.Pending
 	var errClaimed error
 	if again != nil {
 		claimed, errClaimed = f.pendingOf(insp, topic, group)
@@ -190,10 +189,10 @@ func trimDropsPending(f *fixture) judge {
 	if fail != nil {
 		return fail
 	}
-	trimmer, ok := f.b.(mqx.Trimmer)
+	trimmer, ok := f.b.(mq.Trimmer)
 	if !ok {
 		return func(r *spec.R) {
-			r.Expect(ok).To(gomega.BeTrue(), "the target declares trim but its handle (%T) has no Trim method (mqx.Trimmer)", f.b)
+			r.Expect(ok).To(gomega.BeTrue(), "the target declares trim but its handle (%T) has no Trim method (mq.Trimmer)", f.b)
 		}
 	}
 	aw, tol := f.w.AckWait, f.w.Tolerance

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/onceproof/tck/internal/mqx"
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
@@ -129,7 +128,7 @@ func (f *fixture) natsConsumerHazards(stream, name string, c map[string]string) 
 // workers' own (a Redis stream key): the key and each declared group as
 // the server holds them, by the server's names, and what the group's
 // pending list says about a trim.
-func (f *fixture) compareClientSide(in mqx.Inspector, s DeclaredStream, got mqx.TopicInfo) ([]string, error) {
+func (f *fixture) compareClientSide(in mq.Inspector, s DeclaredStream, got mq.TopicInfo) ([]string, error) {
 	name, noun := s.Topic.Name, s.Noun
 	if noun == "" {
 		noun = "stream key"

@@ -1,4 +1,4 @@
-package mqx
+package mq
 
 import "time"
 

@@ -1,9 +1,7 @@
-package mqx
+package mq
 
 import (
 	"context"
-
-	"github.com/onceproof/tck/mq"
 )
 
 // This file holds the optional parts of a broker whose producer learns
@@ -22,7 +20,7 @@ import (
 // DeadLetter is a message a group's queue gave up on, as the dead-letter
 // queue holds it.
 type DeadLetter struct {
-	mq.Stored
+	Stored
 	Reason string `json:"reason"` // the broker's word (RabbitMQ x-death reason: delivery_limit, rejected, expired)
 	Count  int    `json:"count"`  // times it was dead-lettered for that reason
 	Queue  string `json:"queue"`  // the queue it left
@@ -34,7 +32,7 @@ type DeadLetter struct {
 type SequencedProducer interface {
 	// Publish stores m under seq; a seq at or below the highest the broker
 	// stored for this producer's name is dropped as a duplicate.
-	Publish(ctx context.Context, seq int64, m mq.Message) (mq.PublishAck, error)
+	Publish(ctx context.Context, seq int64, m Message) (PublishAck, error)
 	// Close ends the producer, as a producer process restart does.
 	Close() error
 }

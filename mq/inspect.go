@@ -1,13 +1,11 @@
-package mqx
-
-import "github.com/onceproof/tck/mq"
+package mq
 
 // TopicInfo is a topic as the broker holds it, read by the broker's own
 // name for it (a NATS stream name).
 type TopicInfo struct {
-	Name     string         `json:"name"`               // the broker's name for it
-	Subjects []string       `json:"subjects,omitempty"` // what it stores (NATS subjects)
-	Config   mq.TopicConfig `json:"config"`             // its settings as held
+	Name     string      `json:"name"`               // the broker's name for it
+	Subjects []string    `json:"subjects,omitempty"` // what it stores (NATS subjects)
+	Config   TopicConfig `json:"config"`             // its settings as held
 	// Settings is every setting the broker reports for it, by the
 	// broker's own name and as text (NATS: the stream configuration's
 	// JSON fields), the ones Config models included.
@@ -26,8 +24,8 @@ const (
 // ConsumerInfo is a consumer group as the broker holds it (a NATS durable
 // consumer). Config.Group is its name; MaxDeliver -1 or 0 is unlimited.
 type ConsumerInfo struct {
-	Config    mq.ConsumerConfig `json:"config"`    // its settings as held
-	AckPolicy AckPolicy         `json:"ackPolicy"` // how it acknowledges
+	Config    ConsumerConfig `json:"config"`    // its settings as held
+	AckPolicy AckPolicy      `json:"ackPolicy"` // how it acknowledges
 	// Settings is every setting the broker reports for it, by the
 	// broker's own name and as text (as TopicInfo.Settings).
 	Settings map[string]string `json:"settings,omitempty"`

@@ -1,9 +1,7 @@
-package mqx
+package mq
 
 import (
 	"context"
-
-	"github.com/onceproof/tck/mq"
 )
 
 // This file holds the optional parts of a broker that have no NATS or Redis
@@ -23,7 +21,7 @@ import (
 type Producer interface {
 	// Publish stores m; a retry the client makes on its own, inside the
 	// session, is de-duped by the broker where it can.
-	Publish(ctx context.Context, topic string, m mq.Message) (mq.PublishAck, error)
+	Publish(ctx context.Context, topic string, m Message) (PublishAck, error)
 	// Close ends the session, as a producer process restart does.
 	Close() error
 }

@@ -1,19 +1,18 @@
-// Package mqx holds the optional parts of a broker beyond mq.Broker that
-// only the kit's own adapters implement and its rules probe for with a type
-// assertion: producer sessions and named producers, a group's read
-// position, its pending list and dead letters, a topic cut, publisher
+// The optional parts of a broker beyond Broker, which the rules probe for
+// with a type assertion: producer sessions and named producers, a group's
+// read position, its pending list and dead letters, a topic cut, publisher
 // confirms and returns, max-deliver advisories, and the read-only Inspector
 // a profile is certified with. A rule needing one the broker does not
-// implement is not-applicable with the capability named. They are named by
+// implement is not-applicable with the interface named; a broker of an
+// author's implements them as the kit's own adapters do. They are named by
 // mechanism, not by product: another broker with the same mechanism
 // implements them too.
-package mqx
+
+package mq
 
 import (
 	"context"
 	"errors"
-
-	"github.com/onceproof/tck/mq"
 )
 
 // ErrReturned marks a publish the broker handed back as unroutable (RabbitMQ
@@ -40,7 +39,7 @@ type UnroutablePublisher interface {
 	// PublishUnroutable publishes m on topic, mandatory, under a routing
 	// key nothing on topic binds: a correct client returns an error
 	// wrapping ErrReturned, never a PublishAck.
-	PublishUnroutable(ctx context.Context, topic string, m mq.Message) (mq.PublishAck, error)
+	PublishUnroutable(ctx context.Context, topic string, m Message) (PublishAck, error)
 }
 
 // BoundedTopics is a broker that can refuse a publish its topic has no

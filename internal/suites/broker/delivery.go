@@ -255,7 +255,6 @@ func registerDelivery(p *plan) {
 				// did not come within an ack wait: a deadline missed,
 				// unless the broker shows it gave the message up.
 				if last != nil {
-					f.committedPast(topic, group, last.d)
 					f.deadLetteredEarly(topic, group, id, len(attempts), max)
 				}
 				f.missed(r, "a nak'd message must be delivered up to max-deliver %d times; no redelivery came within %s of delivery %d (attempts seen %v)", max, aw, len(attempts), attempts)

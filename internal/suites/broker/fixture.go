@@ -61,6 +61,7 @@ type fixture struct {
 	// target's is weighed (see proof.go); under mu.
 	onTopics  map[string][]string // a delivery's position: the topics it was delivered on
 	settledAt map[string]bool     // positions the kit sent an ack or another settle for
+	ackedAt   map[string]bool     // positions the kit sent an ack for (noted before it goes out)
 	trimmed   bool                // the kit cut one of its topics (BR-4.3)
 	proofs    []string            // positive evidence against the target (see prove)
 }
@@ -463,6 +464,9 @@ func (f *fixture) next(actor string, c mq.Consumer, deadline time.Time) (*delive
 func (f *fixture) settle(actor, action string, d mq.Delivery, do func(context.Context) error) error {
 	h := f.rec.Invoke(actor, action, "id="+d.Message().ID)
 	earlier := f.settling(d)
+	if action == "ack" {
+		f.acking(d)
+	}
 	err := do(f.ctx)
 	if err == nil {
 		h.OK("")

@@ -129,11 +129,15 @@ func registerCapacity(s *spec.Set, t Target) {
 				}
 			}
 			h.awaitEffects(batch)
-			recent = append(recent, time.Since(batchStart)/time.Duration(end-start))
+			// The pace counts the kit's scheduled time: a batch the host
+			// paused the kit in is not the consumer's pace (the deadline
+			// moves by the pause too).
+			now = time.Now()
+			recent = append(recent, stall.Scheduled(batchStart, now)/time.Duration(end-start))
 			if len(recent) > paceWindow {
 				recent = recent[1:]
 			}
-			pace = max(median(recent), time.Since(began)/time.Duration(end))
+			pace = max(median(recent), stall.Scheduled(began, now)/time.Duration(end))
 			if r.Context().Err() != nil {
 				r.Unknown("the rule's deadline came after %d of %d distinct events", end, n)
 			}

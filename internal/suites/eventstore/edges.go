@@ -24,6 +24,10 @@ const (
 	// edgeShare per cent of the rule's remaining deadline is the growth's:
 	// a slow store stops short and the rule is unknown, never pass.
 	edgeShare = 60
+	// edgeGrowthSetUp is ES-1.14's time on top of the rule timeout: with
+	// the default 60 s the growth gets 60% of 150 s, 65538 appends at
+	// 730 a second.
+	edgeGrowthSetUp = 90 * time.Second
 )
 
 // invalidVersions are the versions ES-1.14 (a) asks for: zero, the first

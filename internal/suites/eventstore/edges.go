@@ -161,6 +161,9 @@ func ruleVersionEdges(r *spec.R, t Target) {
 		r.Unknown("the aggregate reached version %d of the %d the edges need in %.1f s (%.0f appends/s): %v; versions 0 and below were refused as argument errors%s",
 			tail, edgeTail, grew.Seconds(), float64(tail)/max(grew.Seconds(), 1e-3), undecided, reachedNote(tail))
 	}
+	if r.Failed() {
+		return
+	}
 	r.Ev.Notef("versions 0, -1, -32768 and -2^31 were argument errors on a new and an existing aggregate, nothing stored; one aggregate grew to version %d in %d ms and kept versions %d-%d and %d-%d, refused the taken version %d and stored version %d",
 		tail, grew.Milliseconds(), edge15-2, edge15+1, edge16-2, edge16+1, edge16+1, edgeTail+1)
 }

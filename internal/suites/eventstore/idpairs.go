@@ -113,6 +113,9 @@ func ruleDistinctIDs(r *spec.R, t Target) {
 			})
 		}
 	}
+	if r.Failed() {
+		return
+	}
 	classes := map[string]int{}
 	for _, p := range pairs {
 		classes[p.class]++

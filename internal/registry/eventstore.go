@@ -58,10 +58,7 @@ func eventStores() []row {
 			},
 			modes: []mode{{target.Embedded, func(ctx context.Context, ref target.Ref) (*target.Started, error) {
 				db := memory.NewPaced(2*time.Millisecond, 5*time.Millisecond)
-				// ES-1.14's 65538 appends take 230-300 s at this pace,
-				// more beside the other rules' appends.
-				slow := func(t *eventstore.Target) { t.EdgeSetUp = pacedEdgeSetUp }
-				return esStartedTuned(ref, "in-process map, appends of 2-5 ms behind one lock", refCaps(), func(context.Context) (es.EventStore, error) { return db.Open(), nil }, nil, slow), nil
+				return esStarted(ref, "in-process map, appends of 2-5 ms behind one lock", refCaps(), func(context.Context) (es.EventStore, error) { return db.Open(), nil }, nil), nil
 			}}},
 		},
 		row{
@@ -97,11 +94,6 @@ func eventStores() []row {
 		},
 	)
 }
-
-// pacedEdgeSetUp is the paced reference's extra time for ES-1.14: its
-// growth then gets 60% of 60+90+720 s, about 520 s. Alone on a loaded
-// two-core host it took 300 s (timers wake late); a ceiling, not a cost.
-const pacedEdgeSetUp = 12 * time.Minute
 
 // refCaps is what the real stores declare: the kit's own request-id
 // pre-check chain in front of them.
@@ -144,11 +136,6 @@ func postgresContainer(ctx context.Context, ref target.Ref) (*target.Started, er
 // before, when given, runs at the start of every rule (a driver's protocol
 // watch).
 func esStarted(ref target.Ref, version string, caps es.Capabilities, open eventstore.Factory, stop func() error, before ...spec.Body) *target.Started {
-	return esStartedTuned(ref, version, caps, open, stop, nil, before...)
-}
-
-// esStartedTuned is esStarted with tune applied to the suite's Target.
-func esStartedTuned(ref target.Ref, version string, caps es.Capabilities, open eventstore.Factory, stop func() error, tune func(*eventstore.Target), before ...spec.Body) *target.Started {
 	if stop == nil {
 		stop = func() error { return nil }
 	}
@@ -164,9 +151,6 @@ func esStartedTuned(ref target.Ref, version string, caps es.Capabilities, open e
 			t := eventstore.Target{Open: open, Caps: caps, Seed: ref.Opts.Seed, MaxWait: ref.Opts.MaxWait}
 			if len(before) > 0 {
 				t.Before = before[0]
-			}
-			if tune != nil {
-				tune(&t)
 			}
 			eventstore.Register(t)
 		},

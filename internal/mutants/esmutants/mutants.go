@@ -75,7 +75,6 @@ const (
 	requestTTLLong
 	requestLRULarge
 	versionZeroAny
-	smallintVersion
 	requestHashCode
 	requestLike
 	singleByteCharset
@@ -92,10 +91,9 @@ const (
 	// reaches: a time to live of seconds, an LRU of some ten thousand ids.
 	requestTTLLongFor = 3 * time.Second
 	lruLargeSize      = 12000
-	recentWindow      = 256       // an aggregate's newest streams whose request ids Append checks
-	pageSize          = 1000      // events a load's first (and only) page holds
-	nameBytes         = 63        // PostgreSQL's identifier limit (NAMEDATALEN-1)
-	smallintMax       = 1<<15 - 1 // a SMALLINT version column
+	recentWindow      = 256  // an aggregate's newest streams whose request ids Append checks
+	pageSize          = 1000 // events a load's first (and only) page holds
+	nameBytes         = 63   // PostgreSQL's identifier limit (NAMEDATALEN-1)
 )
 
 // window is how many of an aggregate's newest streams the request-window
@@ -159,7 +157,6 @@ func All() []Mutant {
 		// Edges and look-alikes (issue 37): a version taken at its word
 		// only in range, request ids compared by a shortcut.
 		{Name: "version-zero-any", Defect: "takes an append at version 0 or below as \"any expected version\" and stores it at the tail", MustFail: []string{"ES-1.14"}, Build: versionZeroAny},
-		{Name: "smallint-version", Defect: "keeps versions in a SMALLINT column in non-strict mode: a version past 32767 is stored (and checked) as 32767", MustFail: []string{"ES-1.14"}, Build: smallintVersion},
 		{Name: "request-id-hashcode", Defect: "compares request ids by their Java String.hashCode, in Append and in the query", MustFail: []string{"ES-1.15"}, Build: requestHashCode},
 		{Name: "request-id-like", Defect: "looks request ids up with an unescaped SQL LIKE ('_' matches any one character, '%' any run), in Append and in the query", MustFail: []string{"ES-1.15"}, Build: requestLike},
 		{Name: "single-byte-charset", Defect: "stores ids in a single-byte charset: every character above U+00FF becomes '?', in aggregate keys and request ids", MustFail: []string{"ES-1.15"}, Build: singleByteCharset},
@@ -384,8 +381,6 @@ func (s *store) append(ctx context.Context, st es.Stream) error {
 		db.mu.Lock()
 		st.Version = db.tail(st.Aggregate) + 1
 		db.mu.Unlock()
-	case db.flaw == smallintVersion && st.Version > smallintMax:
-		st.Version = smallintMax // the column saturates
 	}
 	if err := eskit.Validate(st); err != nil {
 		return err

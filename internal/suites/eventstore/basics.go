@@ -305,10 +305,7 @@ func registerBasics(s *spec.Set, t Target) {
 	})
 
 	// Edges and look-alikes (issue 37): edges.go and idpairs.go.
-	// ES-1.14's growth is what the store takes in a time budget, as
-	// ES-4.1's bursts are: it holds a share of the processors (ItRace), so
-	// fewer races share the store's one writer beside it.
-	s.ItRace("ES-1.14", func(r *spec.R) { ruleVersionEdges(r, t) })
+	s.It("ES-1.14", func(r *spec.R) { ruleVersionEdges(r, t) })
 	s.It("ES-1.15", func(r *spec.R) { ruleDistinctIDs(r, t) })
 }
 

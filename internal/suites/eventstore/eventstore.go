@@ -67,10 +67,6 @@ type Target struct {
 	// ends without calling Disrupt. ctx is the rule's: Disrupt must return
 	// when it is cancelled.
 	Disrupt func(ctx context.Context, rule string, log Log) error
-	// EdgeSetUp is more time for ES-1.14 on top of its own 90 s allowance,
-	// for a store too slow to grow one aggregate to 65538 versions in 90 s
-	// (the kit's paced reference, 2-5 ms an append).
-	EdgeSetUp time.Duration
 	// Before, when set, runs at the start of every rule's body: the kit's
 	// wiring of a driver adapter turns a failure during which the adapter
 	// broke the protocol into unknown there (R.Excuse).
@@ -203,10 +199,6 @@ func newSet(t Target) *spec.Set {
 	if t.Timeout > 0 {
 		s.Timeout = t.Timeout
 	}
-	// ES-1.14 grows one aggregate to 65538 versions, one append each: a
-	// store taking 1000 appends a second (SQLite and the Python driver on
-	// a loaded two-core host) needs about 70 s for it alone.
-	s.SetUp = map[string]time.Duration{"ES-1.14": edgeGrowthSetUp + max(0, t.EdgeSetUp)}
 	registerBasics(s, t)
 	registerRaces(s, t)
 	registerPreCheck(s, t)

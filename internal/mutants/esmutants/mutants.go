@@ -11,10 +11,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf16"
 
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/eskit"
@@ -71,6 +74,11 @@ const (
 	nameIdentifier
 	requestTTLLong
 	requestLRULarge
+	versionZeroAny
+	requestHashCode
+	requestLike
+	singleByteCharset
+	urlDecodedIDs
 )
 
 // The widths and times of the generated-defect mutants.
@@ -146,6 +154,13 @@ func All() []Mutant {
 		// rule but ES-4.3: ES-4.1's horizon and 6000 ids stay inside them.
 		{Name: "request-id-ttl-3s", Defect: "forgets a request id 3 s after it was stored (a cache with a time to live in front of the write, no unique constraint), in Append and in the query", MustFail: []string{"ES-4.3"}, Build: requestTTLLong},
 		{Name: "request-id-lru-12000", Defect: "Append checks request ids in a store-wide LRU cache of 12000 ids in front of the write (no unique constraint); the query reads the history", MustFail: []string{"ES-4.3"}, Build: requestLRULarge},
+		// Edges and look-alikes (issue 37): a version taken at its word
+		// only in range, request ids compared by a shortcut.
+		{Name: "version-zero-any", Defect: "takes an append at version 0 or below as \"any expected version\" and stores it at the tail", MustFail: []string{"ES-1.14"}, Build: versionZeroAny},
+		{Name: "request-id-hashcode", Defect: "compares request ids by their Java String.hashCode, in Append and in the query", MustFail: []string{"ES-1.15"}, Build: requestHashCode},
+		{Name: "request-id-like", Defect: "looks request ids up with an unescaped SQL LIKE ('_' matches any one character, '%' any run), in Append and in the query", MustFail: []string{"ES-1.15"}, Build: requestLike},
+		{Name: "single-byte-charset", Defect: "stores ids in a single-byte charset: every character above U+00FF becomes '?', in aggregate keys and request ids", MustFail: []string{"ES-1.15"}, Build: singleByteCharset},
+		{Name: "url-decoded-ids", Defect: "URL-form-decodes request ids on the way in ('+' is a space, %2F is '/'), in Append and in the query", MustFail: []string{"ES-1.15"}, Build: urlDecodedIDs},
 	}
 }
 
@@ -210,6 +225,8 @@ func (db *DB) key(a es.AggregateID) string {
 		}
 	case sanitizedKey:
 		a.Context, a.Name, a.ID, a.Tenant = sanitize(a.Context), sanitize(a.Name), sanitize(a.ID), sanitize(a.Tenant)
+	case singleByteCharset:
+		a.Context, a.Name, a.ID, a.Tenant = latin1(a.Context), latin1(a.Name), latin1(a.ID), latin1(a.Tenant)
 	}
 	return strconv.Quote(a.Context) + strconv.Quote(a.Name) + strconv.Quote(a.ID) + strconv.Quote(a.Tenant)
 }
@@ -235,10 +252,59 @@ func sanitize(s string) string {
 
 // reqName is a request id as the request-id column compares it.
 func (db *DB) reqName(id string) string {
-	if db.flaw == requestPadSpace {
+	switch db.flaw {
+	case requestPadSpace:
 		return strings.TrimRight(id, " ")
+	case requestHashCode:
+		return strconv.Itoa(int(javaHash(id)))
+	case singleByteCharset:
+		return latin1(id)
+	case urlDecodedIDs:
+		if d, err := url.QueryUnescape(id); err == nil {
+			return d
+		}
 	}
 	return id
+}
+
+// javaHash is Java's String.hashCode, over UTF-16 code units.
+func javaHash(s string) int32 {
+	var h int32
+	for _, u := range utf16.Encode([]rune(s)) {
+		h = 31*h + int32(u)
+	}
+	return h
+}
+
+// latin1 is s through a single-byte (Latin-1) column: what it cannot hold
+// becomes '?'.
+func latin1(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r > 0xff {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+// likeMatch is `stored LIKE pattern` without an ESCAPE clause: '_' is any
+// one character, '%' any run, the rest literal.
+func likeMatch(stored, pattern string) bool {
+	var re strings.Builder
+	re.WriteString(`(?s)^`)
+	for _, r := range pattern {
+		switch r {
+		case '_':
+			re.WriteString(".")
+		case '%':
+			re.WriteString(".*")
+		default:
+			re.WriteString(regexp.QuoteMeta(string(r)))
+		}
+	}
+	re.WriteString("$")
+	ok, err := regexp.MatchString(re.String(), stored)
+	return err == nil && ok
 }
 
 // lruSeen looks a request id up in the LRU cache and puts it there: the
@@ -308,10 +374,17 @@ func (s *store) append(ctx context.Context, st es.Stream) error {
 	if err := s.Usable(ctx); err != nil {
 		return err
 	}
+	db := s.db
+	switch {
+	case db.flaw == versionZeroAny && st.Version <= 0:
+		// The defect: no version is "append wherever the tail is".
+		db.mu.Lock()
+		st.Version = db.tail(st.Aggregate) + 1
+		db.mu.Unlock()
+	}
 	if err := eskit.Validate(st); err != nil {
 		return err
 	}
-	db := s.db
 	switch db.flaw {
 	case requestCheckThenWrite:
 		// The defect: the request-id check runs in its own critical
@@ -516,6 +589,15 @@ func (db *DB) seen(a es.AggregateID, requestID string) bool {
 		h := db.streams[db.verKey(a)]
 		for _, st := range h[max(0, len(h)-window):] {
 			if st.RequestID == requestID {
+				return true
+			}
+		}
+		return false
+	}
+	if db.flaw == requestLike {
+		// The defect: the lookup is a pattern, the id not escaped.
+		for stored := range db.reqs[db.reqKey(a)] {
+			if likeMatch(stored, requestID) {
 				return true
 			}
 		}

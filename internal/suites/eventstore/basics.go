@@ -303,6 +303,10 @@ func registerBasics(s *spec.Set, t Target) {
 		n := len(f.history(base))
 		r.Expect(n == 1).To(gomega.BeTrue(), "the original aggregate must keep its one stream, got %d", n)
 	})
+
+	// Edges and look-alikes (issue 37): edges.go and idpairs.go.
+	s.It("ES-1.14", func(r *spec.R) { ruleVersionEdges(r, t) })
+	s.It("ES-1.15", func(r *spec.R) { ruleDistinctIDs(r, t) })
 }
 
 // longHistory is the length of the history the depth probes retry and

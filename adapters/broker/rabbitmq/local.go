@@ -162,7 +162,10 @@ func startIn(ctx context.Context, dir, script string, lc localConfig) (*local, e
 		}
 		l := &local{epmd: ep, proc: p, port: amqpPort, node: node, url: fmt.Sprintf("amqp://tck:%s@127.0.0.1:%d/", pass, amqpPort),
 			streamURL: fmt.Sprintf("rabbitmq-stream://tck:%s@127.0.0.1:%d/%%2f", pass, streamPort)}
-		wctx, cancel = context.WithTimeout(ctx, 90*time.Second)
+		// An Erlang node boots on one core's worth of CPU for tens of
+		// seconds; three booting beside a load of 20-25 were not ready
+		// within 90 s (make test beside CPU burners).
+		wctx, cancel = context.WithTimeout(ctx, bootWait)
 		err = p.WaitReady(wctx, l.ready)
 		cancel()
 		if err == nil {
@@ -257,6 +260,9 @@ func (l *local) ready(ctx context.Context) error {
 // restart stops the node (SIGTERM: the VM shuts rabbit down cleanly) or
 // kills it (SIGKILL), starts it again on the same folders, node name and
 // ports, and waits until it answers.
+// bootWait bounds one boot of the node, until it answers on AMQP.
+const bootWait = 150 * time.Second
+
 func (l *local) restart(ctx context.Context, abrupt bool) error {
 	if !abrupt {
 		if err := l.proc.Terminate(30 * time.Second); err != nil {
@@ -266,7 +272,7 @@ func (l *local) restart(ctx context.Context, abrupt bool) error {
 	if err := l.proc.Restart(ctx); err != nil {
 		return err
 	}
-	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, bootWait)
 	defer cancel()
 	if err := l.proc.WaitReady(wctx, l.ready); err != nil {
 		return err

@@ -87,7 +87,11 @@ func registerFlakyCalls(s *spec.Set, t Target) {
 			storeNote = "none: the consumer made no de-dupe store call through the kit (a store of its own, or a service's, is out of the kit's reach)"
 		}
 		r.Ev.Figure("de-dupe store calls failed", store, storeNote)
-		r.Ev.Notef("with effect calls failing up to %d times in a row and de-dupe store calls failing too, no delivery was acked with a failed effect and every effect counted exactly once", maxFailRun)
+		also := " and de-dupe store calls failing too"
+		if store == 0 {
+			also = " (no de-dupe store call went through the kit: its store is out of reach)"
+		}
+		r.Ev.Notef("with effect calls failing up to %d times in a row%s, no delivery was acked with a failed effect and every effect counted exactly once", maxFailRun, also)
 	})
 }
 

@@ -389,7 +389,9 @@ func (c *instance) live(v string) bool {
 }
 
 // tryEffect does the effect; the GiveUpAfter design tries a failed call
-// again in the same delivery and gives it up after GiveUpAfter failures.
+// again in the same delivery, asking the sink first whether the failed call
+// took effect (its answer may only have been lost), and gives the effect up
+// after GiveUpAfter failures.
 func (c *instance) tryEffect(ctx context.Context, e co.Event, scope string) error {
 	err := c.effect(ctx, e, scope)
 	for failures := 1; err != nil && c.d.GiveUpAfter > 0; failures++ {
@@ -398,6 +400,13 @@ func (c *instance) tryEffect(ctx context.Context, e co.Event, scope string) erro
 		}
 		if failures >= c.d.GiveUpAfter {
 			return nil // given up: counted as done
+		}
+		there, perr := c.present(ctx, e, scope)
+		if perr != nil {
+			return perr
+		}
+		if there {
+			return nil
 		}
 		err = c.effect(ctx, e, scope)
 	}

@@ -94,7 +94,7 @@ func All() []Mutant {
 			Defect: "keeps its de-dupe records in a store of 10000 keys shared by its instances, evicting the least recently used (a cache server with an LRU policy): a redelivery of an event 5000 events back is done again",
 			Build:  Consumer{Design: with(func(d *reference.Design) { d.LRU = 10000 })}},
 		{Name: "give-up-after-two", MustFail: []string{"CO-2.7"},
-			Defect: "tries a failed effect call once more in the same delivery, and after two failures gives the effect up (marks it done and acks): an effect whose call failed twice in a row is lost",
+			Defect: "tries a failed effect call once more in the same delivery (asking the sink first whether it took effect), and after two failures gives the effect up (marks it done and acks): an effect whose call failed twice in a row is lost",
 			Build:  Consumer{Design: with(func(d *reference.Design) { d.GiveUpAfter = 2 })}},
 		{Name: "dedupe-error-as-miss", MustFail: []string{"CO-2.7"},
 			Defect: "takes a failed read of its de-dupe record for \"no record\" (expired: claims the key and does the effect): a redelivery whose read fails is done again",

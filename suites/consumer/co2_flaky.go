@@ -96,9 +96,10 @@ func registerFlakyCalls(s *spec.Set, t Target) {
 }
 
 // failedWhy names what the kit failed of the calls of events (versions of
-// one message): the judgement's reason, kept short for a verdict's first
-// line, which the difference after it completes with the (message,
-// version, scope); the evidence's notes list every failure.
+// one message): the judgement's reason, the first failed call and a count
+// of the rest, so a verdict's first line (completed by the difference's
+// (message, version, scope)) stays under 200 characters with a 16-digit
+// version; the evidence's notes list every failure.
 func (w *world) failedWhy(events ...co.Event) string {
 	var shown []string
 	total := 0
@@ -110,7 +111,7 @@ func (w *world) failedWhy(events ...co.Event) string {
 		w.ev.Notef("calls of %s the kit failed: %s", e.EventID, strings.Join(l, ", "))
 		total += len(l)
 		for _, c := range l {
-			if len(shown) == 2 {
+			if len(shown) == 1 {
 				break
 			}
 			if len(events) > 1 {

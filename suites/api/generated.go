@@ -344,28 +344,32 @@ func crash(ctx context.Context, proxy *httpfault.Proxy, c *client, in intent, de
 func registerGenerated(s *spec.Set, t Target) {
 	s.It("API-1.6", func(r *spec.R) {
 		u := begin(r, t)
-		kinds := u.v.twinKinds()
-		r.Ev.Figure("twin kinds", strings.Join(kinds, "; "), "")
-		for _, kind := range kinds {
-			base, twin, ok := u.v.twinPair(r.ID, kind)
-			if !ok {
-				r.Unknown("the kit could not make a %s", kind) // a defect of the kit's values
+		reps := spread(u.c, t)
+		r.DeferCleanup(func() {
+			for _, c := range reps {
+				c.close()
 			}
-			what := fmt.Sprintf("the %s of id %q (scope %q): id %q (scope %q)", kind, clip(base.id, 60), base.scope, clip(twin.id, 60), twin.scope)
-			first := u.create(base, "the first of two ids: "+what)
-			second := u.answered(u.c.create(r.Context(), "kit", twin.id, twin.scope, twin.body), "the twin")
-			r.Expect(u.d.IsCreated(second.Status)).To(gomega.BeTrue(),
-				"two ids: %s is another request and must create (%s), got %s", what, statusList(u.d.Create.Created), second)
-			u.readShows(base, "after its twin's creation")
-			u.readShows(twin, "after its creation")
-			// One id: the same bytes again are a repeat, of each.
-			again := u.answered(u.c.create(r.Context(), "kit", base.id, base.scope, base.body), "the repeat")
-			u.repeated(again, first, base, "a repeat of the same bytes ("+kind+" base)")
-			againTwin := u.answered(u.c.create(r.Context(), "kit", twin.id, twin.scope, twin.body), "the twin's repeat")
-			u.repeated(againTwin, second, twin, "a repeat of the same bytes ("+kind+")")
-			u.one(base, "after its twin and both repeats")
-			u.one(twin, "after both repeats")
+		})
+		trials, err := u.v.twinTrials(r.ID)
+		if err != nil {
+			r.Unknown("%v", err)
 		}
+		kinds := append(u.v.twinKinds(), u.v.pairKinds()...)
+		r.Ev.Figure("twin kinds", strings.Join(kinds, "; "), "")
+		perKind := gen.Tally{}
+		for _, tr := range trials {
+			perKind.Add(shortKind(tr.kind))
+		}
+		r.Ev.Figure("twin pairs", len(trials), "each created, read, repeated and counted")
+		r.Ev.Figure("pairs by kind", perKind.String(), "")
+		r.Ev.Figure("replicas", len(reps), "")
+		if len(reps) > 1 {
+			r.Ev.Notef("the steps of each pair rotate over the %d replicas (the history names each replica-N): the twin is created on the replica after the first id's, and every read, repeat and count on the replica after the step before", len(reps))
+		}
+		for k, tr := range trials {
+			u.twins(r.Context(), reps, k, tr)
+		}
+		r.Ev.Notef("%d pairs of %d kinds: each twin was created as its own resource and read back with its own payload; the same bytes repeated got the declared repeat answer", len(trials), len(kinds))
 	})
 
 	// Alone: its schedule kills and restarts the service.

@@ -215,8 +215,8 @@ func judgeRetention(r *spec.R, t Target, c *client, reps []*client, v *values, s
 			judged++
 			u.compare(a, p.first)
 			wrong := repeatWrong(t.Desc, a, p.first)
-			r.Expect(wrong == "").To(gomega.BeTrue(), "id %s created%s, repeated %.1f s later%s: must get %s, got %s",
-				abbrevID(p.in.id), p.on.where(), ta.after.Seconds(), ta.on.where(), declaredRepeat(t.Desc), wrong)
+			r.Expect(wrong == "").To(gomega.BeTrue(), "id %s created%s, repeated %.1f s later%s: must get %s, got %s%s",
+				abbrevID(p.in.id, 24), p.on.where(), ta.after.Seconds(), ta.on.where(), declaredRepeat(t.Desc), wrong, u.seedTag())
 		}
 	}
 	if late > 0 {

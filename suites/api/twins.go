@@ -106,9 +106,9 @@ func (v *values) twinTrials(rule string) ([]twinTrial, error) {
 		if !ok {
 			return nil, fmt.Errorf("the kit could not make a %s", kind) // a defect of the kit's values
 		}
-		label := fmt.Sprintf("%s %s/%s", shortKind(kind), abbrevID(base.id), abbrevID(twin.id))
+		label := fmt.Sprintf("%s %s/%s", shortKind(kind), abbrevID(base.id, 24), abbrevID(twin.id, 24))
 		if base.scope != twin.scope {
-			label = fmt.Sprintf("%s (%s, %s)/(%s, %s)", shortKind(kind), abbrevID(base.scope), abbrevID(base.id), abbrevID(twin.scope), abbrevID(twin.id))
+			label = fmt.Sprintf("%s (%s, %s)/(%s, %s)", shortKind(kind), abbrevID(base.scope, 12), abbrevID(base.id, 12), abbrevID(twin.scope, 12), abbrevID(twin.id, 12))
 		}
 		out = append(out, twinTrial{kind: kind, label: label, base: base, twin: twin})
 	}
@@ -140,15 +140,19 @@ func shortKind(kind string) string {
 	return s
 }
 
-// abbrevID shows an id of more than 24 characters by its first and last
-// ten (a tail twin differs at its end), quoted.
-func abbrevID(s string) string {
-	if utf8.RuneCountInString(s) <= 24 {
+// abbrevID shows an id of more than n characters by its first and last
+// n/2-2 (a tail twin differs at its end), quoted.
+func abbrevID(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
 		return fmt.Sprintf("%q", s)
 	}
-	r := []rune(s)
-	return fmt.Sprintf("%q", string(r[:10])+"…"+string(r[len(r)-10:]))
+	r, k := []rune(s), n/2-2
+	return fmt.Sprintf("%q", string(r[:k])+"…"+string(r[len(r)-k:]))
 }
+
+// seedTag ends a failure's first line: tck run --seed replays the rule's
+// values and the replicas each step went to.
+func (u *run) seedTag() string { return fmt.Sprintf(" (seed %d)", u.seed) }
 
 // brief is an answer in a few words for a failure's first line.
 func brief(a answer) string {
@@ -201,9 +205,9 @@ func (u *run) twins(ctx context.Context, reps []*client, k int, tr twinTrial) {
 	r, d := u.r, u.d
 	cb, ct := at(0), at(1)
 	first := u.answered(cb.create(ctx, cb.actor, tr.base.id, tr.base.scope, tr.base.body), "the first id of "+tr.label)
-	r.Expect(d.IsCreated(first.Status)).To(gomega.BeTrue(), "%s: the first id%s must create, got %s", tr.label, cb.where(), brief(first))
+	r.Expect(d.IsCreated(first.Status)).To(gomega.BeTrue(), "%s: the first id%s must create, got %s%s", tr.label, cb.where(), brief(first), u.seedTag())
 	second := u.answered(ct.create(ctx, ct.actor, tr.twin.id, tr.twin.scope, tr.twin.body), "the twin of "+tr.label)
-	r.Expect(d.IsCreated(second.Status)).To(gomega.BeTrue(), "%s: the twin%s (the first%s) is another id and must create, got %s", tr.label, ct.where(), cb.where(), brief(second))
+	r.Expect(d.IsCreated(second.Status)).To(gomega.BeTrue(), "%s: the twin%s (the first%s) is another id and must create, got %s%s", tr.label, ct.where(), cb.where(), brief(second), u.seedTag())
 	u.twinRead(ctx, at(1), tr.base, "the first id", tr.label)
 	u.twinRead(ctx, at(2), tr.twin, "the twin", tr.label)
 	// One id: the same bytes again are a repeat, of each.
@@ -217,17 +221,17 @@ func (u *run) twinRead(ctx context.Context, c *client, in intent, what, label st
 	a := u.answered(c.read(ctx, in.id, in.scope), "the read of "+what+" of "+label)
 	got := brief(a)
 	if slices.Contains(u.d.Read.Found, a.Status) {
-		got = "another payload: " + clip(shows(a.Body, in.body), 50)
+		got = "another payload (" + clip(shows(a.Body, in.body), 24) + ")"
 	}
 	u.r.Expect(slices.Contains(u.d.Read.Found, a.Status) && shows(a.Body, in.body) == "").To(gomega.BeTrue(),
-		"%s: the read of %s%s must show its own payload, got %s", label, what, c.where(), got)
+		"%s: the read of %s%s must show its own payload, got %s%s", label, what, c.where(), got, u.seedTag())
 }
 
 func (u *run) twinRepeat(ctx context.Context, c *client, in intent, first answer, what, label string) {
 	a := u.answered(c.create(ctx, c.actor, in.id, in.scope, in.body), "the repeat of "+what+" of "+label)
 	u.compare(a, first)
 	wrong := repeatWrong(u.d, a, first)
-	u.r.Expect(wrong == "").To(gomega.BeTrue(), "%s: %s again%s (the same bytes) must get %s, got %s", label, what, c.where(), declaredRepeat(u.d), wrong)
+	u.r.Expect(wrong == "").To(gomega.BeTrue(), "%s: %s again%s (the same bytes) must get %s, got %s%s", label, what, c.where(), declaredRepeat(u.d), wrong, u.seedTag())
 }
 
 func (u *run) twinCount(ctx context.Context, c *client, in intent, what, label string) {
@@ -239,5 +243,5 @@ func (u *run) twinCount(ctx context.Context, c *client, in intent, what, label s
 	if !listed {
 		u.r.Ev.Notef("the description declares no list: one resource is inferred from the read by id, which cannot show a second one")
 	}
-	u.r.Expect(n == 1).To(gomega.BeTrue(), "%s: %d resources carry %s%s, want 1", label, n, what, c.where())
+	u.r.Expect(n == 1).To(gomega.BeTrue(), "%s: %d resources carry %s%s, want 1%s", label, n, what, c.where(), u.seedTag())
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -109,15 +110,34 @@ func schedule(seed int64, instances int, restartable bool) gen.Schedule[gop] {
 }
 
 // slots are the keys of a schedule's play: fresh intents, and (from the
-// third on, one of every kind first) twins of earlier ones.
+// third on, one of every twin kind first) twins of earlier ones; a twin
+// drawn after those may be a pair (API-1.6's URL, metacharacter, hash or
+// script pairs), its two keys new.
 func (v *values) slots(rule string, n int) []slot {
 	kinds := v.twinKinds()
+	pairs := v.pairKinds()
 	var out []slot
 	for i := 0; len(out) < n; i++ {
 		if len(out) >= 2 && (i-2 < len(kinds) || v.intn(3) == 0) {
 			kind := kinds[(i-2)%len(kinds)]
 			if i-2 >= len(kinds) {
-				kind = kinds[v.intn(len(kinds))]
+				all := append(slices.Clone(kinds), pairs...)
+				kind = all[v.intn(len(all))]
+			}
+			if slices.Contains(pairs, kind) {
+				if len(out)+2 > n {
+					continue
+				}
+				ps := v.pairsOf(kind)
+				p := ps[v.intn(len(ps))]
+				if v.intn(2) == 0 {
+					p.A, p.B = p.B, p.A
+				}
+				base, twin := v.pairIntents(rule, p.A, p.B)
+				s := newSlot(v.d, twin)
+				s.twin, s.of = kind, len(out)
+				out = append(out, newSlot(v.d, base), s)
+				continue
 			}
 			base := v.intn(len(out))
 			if kind == twinTail {

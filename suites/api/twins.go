@@ -119,19 +119,25 @@ func (v *values) twinTrials(rule string) ([]twinTrial, error) {
 				ways = ways[i%2 : i%2+1]
 			}
 			for _, w := range ways {
-				// The same drawn id after both cores, so a hash collision
-				// stays one.
-				suffix := "-" + v.anyID(rule)
-				base := v.intentWith(w[0] + suffix)
-				twin := v.intentWith(w[1] + suffix)
-				twin.scope = base.scope
-				twin.body = v.d.Payload(twin.id, twin.fields)
+				base, twin := v.pairIntents(rule, w[0], w[1])
 				label := fmt.Sprintf("%s %q/%q", shortKind(kind), w[0], w[1])
 				out = append(out, twinTrial{kind: kind, label: label, base: base, twin: twin})
 			}
 		}
 	}
 	return out, nil
+}
+
+// pairIntents are two intents under one scope whose ids are a and b, each
+// followed by the same drawn id (a hash collision survives a common
+// suffix), with payloads of their own.
+func (v *values) pairIntents(rule, a, b string) (base, twin intent) {
+	suffix := "-" + v.anyID(rule)
+	base = v.intentWith(a + suffix)
+	twin = v.intentWith(b + suffix)
+	twin.scope = base.scope
+	twin.body = v.d.Payload(twin.id, twin.fields)
+	return base, twin
 }
 
 // shortKind is a twin kind without its explanation.

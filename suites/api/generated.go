@@ -384,7 +384,7 @@ func registerGenerated(s *spec.Set, t Target) {
 		r.Ev.Figure("pairs by kind", perKind.String(), "")
 		r.Ev.Figure("replicas", len(reps), "")
 		if len(reps) > 1 {
-			r.Ev.Notef("the steps of each pair rotate over the %d replicas (the history names each replica-N): the twin is created on the replica after the first id's, and every read, repeat and count on the replica after the step before", len(reps))
+			r.Ev.Notef("the steps of each pair rotate over the %d replicas (the history names each replica-N): pair k creates its first id on replica k, its twin on replica k+1, and its reads, repeats and counts go to replicas k+1 to k+6 in turn, so with two every step after a creation reaches the replica that did not create that id", len(reps))
 		}
 		for k, tr := range trials {
 			u.twins(r.Context(), reps, k, tr)

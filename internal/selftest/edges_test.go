@@ -15,7 +15,7 @@ import (
 
 // edgeRules are the rules of issue 37; TestEdgeRules runs them alone (the
 // kill matrix runs them with the rest).
-var edgeRules = []string{"ES-1.14", "ES-1.15"}
+var edgeRules = []string{"ES-1.14", "ES-1.15", "ES-1.16"}
 
 // TestEdgeRules runs ES-1.14 and ES-1.15 against the event-store
 // references and every mutant registered to fail one of them: the

@@ -79,6 +79,9 @@ const (
 	requestLike
 	singleByteCharset
 	urlDecodedIDs
+	requestFailOpen
+	loadFailOpen
+	appendCheckFailsOpen
 )
 
 // The widths and times of the generated-defect mutants.
@@ -161,6 +164,10 @@ func All() []Mutant {
 		{Name: "request-id-like", Defect: "looks request ids up with an unescaped SQL LIKE ('_' matches any one character, '%' any run), in Append and in the query", MustFail: []string{"ES-1.15"}, Build: requestLike},
 		{Name: "single-byte-charset", Defect: "stores ids in a single-byte charset: every character above U+00FF becomes '?', in aggregate keys and request ids", MustFail: []string{"ES-1.15"}, Build: singleByteCharset},
 		{Name: "url-decoded-ids", Defect: "URL-form-decodes request ids on the way in ('+' is a space, %2F is '/'), in Append and in the query", MustFail: []string{"ES-1.15"}, Build: urlDecodedIDs},
+		// Calls that fail (issue 37): a failure met with a confident "no".
+		{Name: "request-id-fail-open", Defect: "RequestIDExists answers false, nil when its query's context is done (the driver's error swallowed as \"no rows\")", MustFail: []string{"ES-1.16"}, Build: requestFailOpen},
+		{Name: "load-fail-open", Defect: "Load answers no streams and no error when its context is done (the driver's error swallowed as an empty result)", MustFail: []string{"ES-1.16"}, Build: loadFailOpen},
+		{Name: "precheck-fail-open", Defect: "Append's own request-id check (no unique constraint behind it) takes a query failed with its context for \"not found\", and the insert, which does not watch the context, goes on", MustFail: []string{"ES-1.16"}, Build: appendCheckFailsOpen},
 	}
 }
 
@@ -371,6 +378,9 @@ func (db *DB) mapError(err error) error {
 }
 
 func (s *store) append(ctx context.Context, st es.Stream) error {
+	if s.db.flaw == appendCheckFailsOpen {
+		return s.appendCheckFailsOpen(ctx, st)
+	}
 	if err := s.Usable(ctx); err != nil {
 		return err
 	}
@@ -532,6 +542,31 @@ func (s *store) append(ctx context.Context, st es.Stream) error {
 	return nil
 }
 
+// appendCheckFailsOpen is Append whose request-id check is a query under
+// the caller's context, its failure read as "not found", and whose write is
+// not under that context (as an insert made on a context of its own, so
+// that a write is never half done). The context is consulted nowhere else.
+func (s *store) appendCheckFailsOpen(ctx context.Context, st es.Stream) error {
+	if err := s.Usable(context.Background()); err != nil {
+		return err // the closed flag only
+	}
+	if err := eskit.Validate(st); err != nil {
+		return err
+	}
+	db := s.db
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if err := db.checkVersionOnly(st); err != nil {
+		return err
+	}
+	// The defect: a failed query is "no such request id".
+	if ctx.Err() == nil && db.seen(st.Aggregate, st.RequestID) {
+		return &es.DuplicateRequestIDError{Aggregate: st.Aggregate, Version: st.Version, RequestID: st.RequestID}
+	}
+	db.write(st)
+	return nil
+}
+
 func (db *DB) tail(a es.AggregateID) int {
 	h := db.streams[db.verKey(a)]
 	if len(h) == 0 {
@@ -680,6 +715,9 @@ func (s *store) usable(ctx context.Context) error {
 }
 
 func (s *store) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]es.Stream, error) {
+	if s.db.flaw == loadFailOpen && ctx.Err() != nil {
+		return nil, nil // the defect: the driver's error read as an empty result
+	}
 	if err := s.usable(ctx); err != nil {
 		return nil, s.db.mapError(err)
 	}
@@ -710,6 +748,9 @@ func (s *store) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]e
 }
 
 func (s *store) RequestIDExists(ctx context.Context, agg es.AggregateID, requestID string) (bool, error) {
+	if s.db.flaw == requestFailOpen && ctx.Err() != nil {
+		return false, nil // the defect: the driver's error read as "no rows"
+	}
 	if err := s.usable(ctx); err != nil {
 		return false, s.db.mapError(err)
 	}

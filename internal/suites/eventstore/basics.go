@@ -307,6 +307,7 @@ func registerBasics(s *spec.Set, t Target) {
 	// Edges and look-alikes (issue 37): edges.go and idpairs.go.
 	s.It("ES-1.14", func(r *spec.R) { ruleVersionEdges(r, t) })
 	s.It("ES-1.15", func(r *spec.R) { ruleDistinctIDs(r, t) })
+	s.It("ES-1.16", func(r *spec.R) { ruleCutCalls(r, t) })
 }
 
 // longHistory is the length of the history the depth probes retry and

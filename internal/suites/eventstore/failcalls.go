@@ -111,7 +111,7 @@ func ruleCutCalls(r *spec.R, t Target) {
 				ok, err = h.RequestIDExists(ctx, agg, id)
 				return fmt.Sprint(ok), err
 			}, func(c string, err error) {
-				r.Expect(err != nil || ok).To(gomega.BeTrue(), "RequestIDExists(%s) under %s said false, nil for a request id stored at v%d", short(id), c, v)
+				r.Expect(err != nil || ok).To(gomega.BeTrue(), "RequestIDExists(%s) under %s: false, nil for a request id stored at v%d", tiny(id), c, v)
 			})
 		}
 		var ok bool
@@ -120,7 +120,7 @@ func ruleCutCalls(r *spec.R, t Target) {
 			ok, err = h.RequestIDExists(ctx, agg, never)
 			return fmt.Sprint(ok), err
 		}, func(c string, err error) {
-			r.Expect(err != nil || !ok).To(gomega.BeTrue(), "RequestIDExists(%s) under %s said true, nil for a request id never stored", short(never), c)
+			r.Expect(err != nil || !ok).To(gomega.BeTrue(), "RequestIDExists(%s) under %s: true, nil for a request id never stored", tiny(never), c)
 		})
 	})
 	r.Check(func() {
@@ -195,9 +195,9 @@ func ruleCutCalls(r *spec.R, t Target) {
 			_, plus := diffStreams(got, with(s))
 			switch {
 			case plus == "":
-				r.Expect(plus != "").To(gomega.BeTrue(), "Append(%s) under %s: %s, stored twice; want es.DuplicateRequestIDError", short(dupID), c, said(err, 20))
+				r.Expect(plus != "").To(gomega.BeTrue(), "Append(%s) under %s: %s, stored twice; want es.DuplicateRequestIDError", tiny(dupID), c, said(err, 20))
 			case same == "":
-				r.Expect(err != nil).To(gomega.BeTrue(), "Append(%s) under %s: no error for a request id stored at v1; want es.DuplicateRequestIDError", short(dupID), c)
+				r.Expect(err != nil).To(gomega.BeTrue(), "Append(%s) under %s: no error for a stored request id; want es.DuplicateRequestIDError", tiny(dupID), c)
 			default:
 				r.Expect(same == "").To(gomega.BeTrue(), "after Append(v%d) of a stored request id under %s (%s) the history changed", s.Version, c, said(err, 40))
 			}
@@ -241,4 +241,13 @@ func (f *fixture) cutEach(tally *cutTally, op, detail string, do func(ctx contex
 		cancel()
 		judge(c.name, err)
 	}
+}
+
+// tiny quotes an id for a first line that also names a call and a cut: its
+// first 12 characters (the timeline and the figures have it whole).
+func tiny(id string) string {
+	if r := []rune(id); len(r) > 14 {
+		id = string(r[:12]) + "…"
+	}
+	return strconv.Quote(id)
 }

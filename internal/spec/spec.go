@@ -47,6 +47,12 @@ const (
 // DefaultTimeout bounds one rule unless the suite sets another.
 const DefaultTimeout = 60 * time.Second
 
+// ShortOfPace is the figure a rule whose work is volume records, saying
+// why, when the target's pace left its aim beyond its budget and it ended
+// unknown for that alone: the self-test takes such an unknown of a slow
+// reference (eventstore/memory-paced) for what it is, not for a defect.
+const ShortOfPace = "short of its aim at the target's pace"
+
 // Grace is how long a body may take to return after its deadline before the
 // driver gives up on it.
 const Grace = 2 * time.Second

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,6 +83,8 @@ const (
 	requestFailOpen
 	loadFailOpen
 	appendCheckFailsOpen
+	int16Version
+	uint16Version
 )
 
 // The widths and times of the generated-defect mutants.
@@ -167,6 +170,8 @@ func All() []Mutant {
 		// Calls that fail (issue 37): a failure met with a confident "no".
 		{Name: "request-id-fail-open", Defect: "RequestIDExists answers false, nil when its query's context is done (the driver's error swallowed as \"no rows\")", MustFail: []string{"ES-1.16"}, Build: requestFailOpen},
 		{Name: "load-fail-open", Defect: "Load answers no streams and no error when its context is done (the driver's error swallowed as an empty result)", MustFail: []string{"ES-1.16"}, Build: loadFailOpen},
+		{Name: "int16-version", Defect: "keeps versions in a SMALLINT column in non-strict mode: a version past 32767 is stored as 32767 (and collides with it)", MustFail: []string{"ES-1.17"}, Build: int16Version},
+		{Name: "uint16-version", Defect: "keeps versions in an unsigned 16-bit column: version 65536 is stored as 0, 65537 as 1 (and collides with it)", MustFail: []string{"ES-1.17"}, Build: uint16Version},
 		{Name: "precheck-fail-open", Defect: "Append's own request-id check (no unique constraint behind it) takes a query failed with its context for \"not found\", and the insert, which does not watch the context, goes on", MustFail: []string{"ES-1.16"}, Build: appendCheckFailsOpen},
 	}
 }
@@ -185,7 +190,7 @@ func (fl Flaw) Caps() es.Capabilities {
 
 // NewDB makes the shared state for one mutant target.
 func (fl Flaw) NewDB() *DB {
-	return &DB{flaw: fl, streams: map[string][]es.Stream{}, reqs: map[string]map[string]time.Time{}, lru: map[string]*list.Element{}, lruOrder: list.New()}
+	return &DB{flaw: fl, streams: map[string][]es.Stream{}, reqs: map[string]map[string]time.Time{}, lru: map[string]*list.Element{}, lruOrder: list.New(), cols: map[string]map[int]bool{}}
 }
 
 // DB is the shared state; see memory.DB, of which it is a copy with flaws.
@@ -197,6 +202,9 @@ type DB struct {
 	// The request-id-lru mutant's cache: keys, most recently used first.
 	lru      map[string]*list.Element
 	lruOrder *list.List
+	// The 16-bit version mutants' column values per aggregate, as the
+	// primary key (aggregate, version) holds them.
+	cols map[string]map[int]bool
 }
 
 // Open returns a handle.
@@ -378,8 +386,11 @@ func (db *DB) mapError(err error) error {
 }
 
 func (s *store) append(ctx context.Context, st es.Stream) error {
-	if s.db.flaw == appendCheckFailsOpen {
+	switch s.db.flaw {
+	case appendCheckFailsOpen:
 		return s.appendCheckFailsOpen(ctx, st)
+	case int16Version, uint16Version:
+		return s.appendNarrowVersion(ctx, st)
 	}
 	if err := s.Usable(ctx); err != nil {
 		return err
@@ -567,6 +578,51 @@ func (s *store) appendCheckFailsOpen(ctx context.Context, st es.Stream) error {
 	return nil
 }
 
+// column is a version as the 16-bit mutants' version column holds it.
+func (db *DB) column(v int) int {
+	switch db.flaw {
+	case int16Version:
+		return min(v, 1<<15-1) // SMALLINT, non-strict: out of range saturates
+	case uint16Version:
+		return v & 0xffff
+	}
+	return v
+}
+
+// appendNarrowVersion is an SQL store's append over a narrow version
+// column: the predecessor's row must exist (tail+1), the primary key
+// (aggregate, version) must be free, both in column values.
+func (s *store) appendNarrowVersion(ctx context.Context, st es.Stream) error {
+	if err := s.Usable(ctx); err != nil {
+		return err
+	}
+	if err := eskit.Validate(st); err != nil {
+		return err
+	}
+	db := s.db
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	k := db.verKey(st.Aggregate)
+	if st.Version == es.InitialVersion && len(db.streams[k]) > 0 {
+		return db.checkVersion(st) // the creation conflict, as the reference
+	}
+	cols := db.cols[k]
+	if st.Version > es.InitialVersion && !cols[db.column(st.Version-1)] || cols[db.column(st.Version)] {
+		return &es.VersionConflictError{Aggregate: st.Aggregate, Version: st.Version, RequestID: st.RequestID}
+	}
+	if err := db.checkRequest(st); err != nil {
+		return err
+	}
+	if cols == nil {
+		cols = map[int]bool{}
+		db.cols[k] = cols
+	}
+	cols[db.column(st.Version)] = true
+	st.Version = db.column(st.Version)
+	db.write(st)
+	return nil
+}
+
 func (db *DB) tail(a es.AggregateID) int {
 	h := db.streams[db.verKey(a)]
 	if len(h) == 0 {
@@ -743,6 +799,9 @@ func (s *store) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]e
 	}
 	if db.flaw == loadFirstPage {
 		out = firstPage(out)
+	}
+	if db.flaw == int16Version || db.flaw == uint16Version {
+		sort.SliceStable(out, func(i, j int) bool { return out[i].Version < out[j].Version }) // ORDER BY version
 	}
 	return out, nil
 }

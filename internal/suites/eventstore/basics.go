@@ -308,6 +308,7 @@ func registerBasics(s *spec.Set, t Target) {
 	s.It("ES-1.14", func(r *spec.R) { ruleVersionEdges(r, t) })
 	s.It("ES-1.15", func(r *spec.R) { ruleDistinctIDs(r, t) })
 	s.It("ES-1.16", func(r *spec.R) { ruleCutCalls(r, t) })
+	s.It("ES-1.17", func(r *spec.R) { ruleLongVersions(r, t) })
 }
 
 // longHistory is the length of the history the depth probes retry and

@@ -23,6 +23,8 @@ func TestFirstLineOfNewRules(t *testing.T) {
 		{"request-id-fail-open", "ES-1.16", []string{"RequestIDExists(", "false, nil", "stored"}},
 		{"load-fail-open", "ES-1.16", []string{"Load(", "no error"}},
 		{"precheck-fail-open", "ES-1.16", []string{"Append(", "es.DuplicateRequestIDError"}},
+		{"int16-version", "ES-1.17", []string{"Append(v32768)", "es.VersionConflictError", "32767"}},
+		{"uint16-version", "ES-1.17", []string{"Append(v6553", "es.VersionConflictError", "65535"}},
 	}
 	byName := map[string]esmutants.Mutant{}
 	for _, m := range esmutants.All() {

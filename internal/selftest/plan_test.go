@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 // The reference runs every rule; a mutant runs its registered rules plus
@@ -28,5 +29,23 @@ func TestPlanRules(t *testing.T) {
 	}
 	if !ran(nil, "R-9") || ran([]string{"R-1"}, "R-2") {
 		t.Error("ran: nil selects every rule, a list only its own")
+	}
+}
+
+// A reference's unknown is a problem, unless the rule said the store's pace
+// alone kept it from its aim (spec.ShortOfPace, recorded as Paced).
+func TestPacedUnknownOfAReference(t *testing.T) {
+	m := Matrix{Suite: "eventstore", Rules: []string{"R-1", "R-2"}, Rows: []Row{
+		{Target: "slow", Reference: true, Paced: []string{"R-2"},
+			Verdicts: map[string]verdict.Verdict{"R-1": verdict.Pass, "R-2": verdict.Unknown}},
+		{Target: "mutant", MustFail: []string{"R-1", "R-2"},
+			Verdicts: map[string]verdict.Verdict{"R-1": verdict.Fail, "R-2": verdict.Fail}},
+	}}
+	if ps := m.Problems(); len(ps) != 0 {
+		t.Errorf("a paced unknown of a reference is no problem, got %v", ps)
+	}
+	m.Rows[0].Paced = nil
+	if ps := m.Problems(); len(ps) != 1 {
+		t.Errorf("an unknown of a reference is a problem, got %v", ps)
 	}
 }

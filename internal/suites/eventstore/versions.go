@@ -164,7 +164,7 @@ func ruleLongVersions(r *spec.R, t Target) {
 	}
 	if reached < versionsAim {
 		r.Ev.Figure(spec.ShortOfPace, stopped, "")
-		r.Unknown("versions past %d were not reached (%s); those reached went up by one, loaded back whole, and their conflicts were typed", reached, stopped)
+		r.Unknown("versions past %d were not reached (%s); those reached went up by one and loaded back whole", reached, stopped)
 	}
 	r.Ev.Notef("one aggregate grew to version %d in %d appends (%.0f/s): versions increased by exactly one past %d and %d, loads of ranges around 32767, 32768, 65535, 65536 and 65537 returned those streams, the version and request-id conflicts at the edges were typed with the version asked", reached, reached, rate, edge15-1, edge16-1)
 }

@@ -25,10 +25,12 @@ const (
 	// The fill's share of the rule's deadline; the loads and edge checks
 	// after it take the rest.
 	versionsShare = 75
-	// Appends after which the store's pace is measured, and the chunk of
-	// appends one timeline entry stands for.
-	versionsProbe = 1000
-	versionsChunk = 4096
+	// The appends and time after which the store's pace is measured (both:
+	// a store's first appends are its slowest), and the chunk of appends
+	// one timeline entry stands for.
+	versionsProbe     = 1000
+	versionsProbeTime = 2 * time.Second
+	versionsChunk     = 4096
 )
 
 // versionEdges are the versions after whose append the rule checks the
@@ -91,11 +93,12 @@ func ruleLongVersions(r *spec.R, t Target) {
 		}
 		if v%256 == 0 {
 			r.Progress(v, versionsAim, "versions")
-			if v == versionsProbe || v < versionsProbe && time.Since(start) > time.Second && rate == 0 {
+			if rate == 0 && v >= versionsProbe && time.Since(start) >= versionsProbeTime {
 				rate = float64(v) / time.Since(start).Seconds()
-				// Where the budget ends at this pace: not even past 2^15
-				// is no use going on (it would hold the store for nothing).
-				if reach := v + int(rate*time.Until(budgetEnd).Seconds()); reach < edge15+2 {
+				// Where the budget ends at this pace: well short of 2^15
+				// (a fifth, for a pace that picks up) is no use going on,
+				// it would hold the store for nothing.
+				if reach := v + int(rate*time.Until(budgetEnd).Seconds()); reach < (edge15+2)*4/5 {
 					stopped = fmt.Sprintf("at %.0f appends/s the fill's budget of %s would end near version %d, short of %d: the fill stopped at version %d", rate, budgetEnd.Sub(start).Round(time.Second), reach, edge15, v)
 					break
 				}

@@ -32,7 +32,7 @@ func TestPaced(t *testing.T) {
 	}
 	db := memory.NewPaced(2*time.Millisecond, 5*time.Millisecond)
 	eventstore.Check(t, eventstore.Target{
-		Open: func(context.Context) (es.EventStore, error) { return db.Open(), nil },
+		Open:    func(context.Context) (es.EventStore, error) { return db.Open(), nil },
 		Caps:    es.Capabilities{PreCheck: precheck.New}, // ES-3.1 too
 		Timeout: 6 * time.Minute,                         // ES-1.17 at 2-5 ms an append
 	})

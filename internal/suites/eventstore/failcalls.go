@@ -207,7 +207,11 @@ func ruleCutCalls(r *spec.R, t Target) {
 	if r.Failed() {
 		return
 	}
-	r.Ev.Notef("RequestIDExists, Load and Append on a stored aggregate, under a cancelled context, a deadline already past and deadlines from 1µs to a fraction of each call's latency: every answer was an error or the truth; every append that returned nil was stored, none of a stored request id was")
+	calls, during := 0, 0
+	for _, c := range tallies {
+		calls, during = calls+c.calls, during+c.during
+	}
+	r.Ev.Notef("RequestIDExists, Load and Append on a stored aggregate, %d calls under a cancelled context, a deadline already past and deadlines from 1µs to a fraction of each call's latency (%d passed while the call ran): every answer was an error or the truth; every append that returned nil was stored, none of a stored request id was", calls, during)
 }
 
 // cutEach makes one call under a live context (which sizes the cuts to

@@ -76,6 +76,7 @@ func ruleLongVersions(r *spec.R, t Target) {
 				f.rec.Invoke("filler", "append", describe(s)).Complete(classify(err))
 				r.Expect(err == nil).To(gomega.BeTrue(), "Append(v%d) after v%d was stored: %s; versions must go on past %d", v, v-1, said(err, 60), versionEdge(v))
 			}
+			f.rec.Invoke("filler", "append", describe(s)).Complete(classify(err))
 			r.Unknown("Append(v%d) failed twice with %s: versions past %d were not reached", v, said(err, 80), v-1)
 		}
 		streams = append(streams, s)
@@ -125,7 +126,9 @@ func ruleLongVersions(r *spec.R, t Target) {
 	// one appended; ranges around the edges reached.
 	r.Check(func() {
 		got, err := f.load(agg, es.InitialVersion, eskit.MaxVersion)
-		r.Expect(err).NotTo(gomega.HaveOccurred(), "loading the %d versions back", reached)
+		if err != nil {
+			r.Unknown("loading the %d versions back failed (%s): the history was not checked", reached, said(err, 80))
+		}
 		for i, s := range got {
 			if s.Version != i+1 {
 				r.Expect(s.Version == i+1).To(gomega.BeTrue(), "Load(1, max) of %d versions: stream %d has version %d, want %d (versions must increase by exactly one past %d)", reached, i+1, s.Version, i+1, versionEdge(i+1))
@@ -141,7 +144,9 @@ func ruleLongVersions(r *spec.R, t Target) {
 					continue
 				}
 				got, err := f.load(agg, from, to)
-				r.Expect(err).NotTo(gomega.HaveOccurred(), "Load(%d, %d)", from, to)
+				if err != nil {
+					r.Unknown("Load(%d, %d) failed (%s): the range was not checked", from, to, said(err, 80))
+				}
 				r.Expect(len(got) == to-from+1).To(gomega.BeTrue(), "Load(%d, %d) said %d streams, want %d (versions past %d)", from, to, len(got), to-from+1, versionEdge(to))
 				f.expectStreams(got, streams[from-1:to], fmt.Sprintf("Load(%d, %d)", from, to))
 			}

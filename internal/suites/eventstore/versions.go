@@ -137,7 +137,7 @@ func ruleLongVersions(r *spec.R, t Target) {
 				r.Ev.Figure("fill time needed", need.Milliseconds(), "ms")
 				r.Ev.Figure(spec.ShortOfPace, fmt.Sprintf("%d appends at %.0f/s need %s, the fill's budget is %s", versionsAim, rate, need.Round(time.Second), budget.Round(time.Second)), "")
 				r.Skipped("at the store's pace (%.0f appends/s over the first %d) the %d appends past 2^16 need about %s, over the fill's budget of %s: not run (a Target.Timeout of %s, or tck run --max-wait %s, runs it)",
-					rate, v, versionsAim, need.Round(time.Second), budget.Round(time.Second), versionsTimeoutFor(need), (need*5/4).Round(time.Second))
+					rate, v, versionsAim, need.Round(time.Second), budget.Round(time.Second), versionsTimeoutFor(need), (need * 5 / 4).Round(time.Second))
 			}
 		}
 		if sched >= versionsOver*budget || now.Sub(start) >= 3*versionsOver*budget {

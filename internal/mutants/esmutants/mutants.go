@@ -85,6 +85,8 @@ const (
 	appendCheckFailsOpen
 	int16Version
 	uint16Version
+	int16EventPosition
+	eventCap65535
 )
 
 // The widths and times of the generated-defect mutants.
@@ -172,6 +174,8 @@ func All() []Mutant {
 		{Name: "load-fail-open", Defect: "Load answers no streams and no error when its context is done (the driver's error swallowed as an empty result)", MustFail: []string{"ES-1.16"}, Build: loadFailOpen},
 		{Name: "int16-version", Defect: "keeps versions in a SMALLINT column in non-strict mode: a version past 32767 is stored as 32767 (and collides with it)", MustFail: []string{"ES-1.17"}, Build: int16Version},
 		{Name: "uint16-version", Defect: "keeps versions in an unsigned 16-bit column: version 65536 is stored as 0, 65537 as 1 (and collides with it)", MustFail: []string{"ES-1.17"}, Build: uint16Version},
+		{Name: "int16-event-position", Defect: "numbers the events of an aggregate in a SMALLINT position column that wraps: positions past 32767 are negative, and Load, ordered by position, returns them first", MustFail: []string{"ES-1.18"}, Build: int16EventPosition},
+		{Name: "event-cap-65535", Defect: "Load returns at most 65535 events of an aggregate (a uint16 count or LIMIT): the rest of the history is left out", MustFail: []string{"ES-1.18"}, Build: eventCap65535},
 		{Name: "precheck-fail-open", Defect: "Append's own request-id check (no unique constraint behind it) takes a query failed with its context for \"not found\", and the insert, which does not watch the context, goes on", MustFail: []string{"ES-1.16"}, Build: appendCheckFailsOpen},
 	}
 }
@@ -803,7 +807,64 @@ func (s *store) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]e
 	if db.flaw == int16Version || db.flaw == uint16Version {
 		sort.SliceStable(out, func(i, j int) bool { return out[i].Version < out[j].Version }) // ORDER BY version
 	}
+	switch db.flaw {
+	case int16EventPosition:
+		out = byInt16Position(h, out)
+	case eventCap65535:
+		out = capEvents(out, 1<<16-1)
+	}
 	return out, nil
+}
+
+// byInt16Position is out as a store returns it that numbers each event's
+// position in the aggregate (h, its whole history) in a SMALLINT that
+// wraps: ORDER BY position puts the positions past 32767 (negative) first,
+// ties in the order stored; the rows of one version in a run are one
+// stream.
+func byInt16Position(h, out []es.Stream) []es.Stream {
+	first := map[int]int{} // version: the position of its first event
+	p := 1
+	for _, st := range h {
+		first[st.Version] = p
+		p += len(st.Events)
+	}
+	type row struct {
+		pos int16
+		st  int
+		ev  es.Event
+	}
+	var rows []row
+	for i, st := range out {
+		for j, e := range st.Events {
+			rows = append(rows, row{int16(first[st.Version] + j), i, e})
+		}
+	}
+	sort.SliceStable(rows, func(a, b int) bool { return rows[a].pos < rows[b].pos })
+	var res []es.Stream
+	last := -1
+	for _, rw := range rows {
+		if rw.st == last {
+			res[len(res)-1].Events = append(res[len(res)-1].Events, rw.ev)
+			continue
+		}
+		st := out[rw.st]
+		st.Events = []es.Event{rw.ev}
+		res = append(res, st)
+		last = rw.st
+	}
+	return res
+}
+
+// capEvents keeps the first n events of h, as a query with LIMIT n does.
+func capEvents(h []es.Stream, n int) []es.Stream {
+	for i := range h {
+		if len(h[i].Events) >= n {
+			h[i].Events = h[i].Events[:n]
+			return h[:i+1]
+		}
+		n -= len(h[i].Events)
+	}
+	return h
 }
 
 func (s *store) RequestIDExists(ctx context.Context, agg es.AggregateID, requestID string) (bool, error) {

@@ -212,9 +212,10 @@ func ruleLongVersions(r *spec.R, t Target) {
 }
 
 // versionsTimeoutFor is the Target.Timeout whose share is a fill of need,
-// with a margin for a pace that varies.
+// with a margin for a pace that varies; at least 2 minutes, as a Timeout
+// of 60 s or less leaves the fill its default budget.
 func versionsTimeoutFor(need time.Duration) time.Duration {
-	return max(spec.DefaultTimeout, (need*5/4*100/versionsShare).Round(time.Minute)+time.Minute)
+	return max(2*time.Minute, (need*5/4*100/versionsShare).Round(time.Minute)+time.Minute)
 }
 
 // versionEdge is the 16-bit edge a version is past.

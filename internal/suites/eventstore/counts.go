@@ -144,16 +144,29 @@ func diffEvents(got, want []es.Stream) string {
 	for i := range w {
 		p := first + i
 		if i >= len(g) {
-			return fmt.Sprintf("%d events came back, want %d: event %d (v%d) and those after it are missing%s", len(g), len(w), p, w[i].v, pastEdge(p))
+			return fmt.Sprintf("%d events of %d came back: event %d (v%d) and after it missing%s", len(g), len(w), p, w[i].v, pastEdge(p))
 		}
 		if g[i].v != w[i].v || g[i].ev.Name != w[i].ev.Name || string(g[i].ev.Body) != string(w[i].ev.Body) {
-			return fmt.Sprintf("event %d came back as %s %s of v%d, want %s %s of v%d (every event once, in order, past 32767 and 65535)", p, short(g[i].ev.Name), short(string(g[i].ev.Body)), g[i].v, w[i].ev.Name, w[i].ev.Body, w[i].v)
+			return fmt.Sprintf("event %d came back as %s (v%d), want %s (v%d)", p, clip(g[i].ev), g[i].v, clip(w[i].ev), w[i].v)
 		}
 	}
 	if len(g) > len(w) {
-		return fmt.Sprintf("%d events came back, want %d: %s %s of v%d is one too many", len(g), len(w), short(g[len(w)].ev.Name), short(string(g[len(w)].ev.Body)), g[len(w)].v)
+		return fmt.Sprintf("%d events of %d came back: %s of v%d is one too many", len(g), len(w), clip(g[len(w)].ev), g[len(w)].v)
 	}
 	return ""
+}
+
+// clip names an event by its name and body, cut to a few dozen
+// characters, quoted only when not plain printable text.
+func clip(e es.Event) string {
+	s := e.Name + " " + string(e.Body)
+	if r := []rune(s); len(r) > 32 {
+		s = string(r[:32]) + "…"
+	}
+	if q := strconv.Quote(s); q[1:len(q)-1] != strings.ReplaceAll(s, `"`, `\"`) {
+		return q
+	}
+	return s
 }
 
 // pastEdge names the 16-bit count an event position is past, if any.

@@ -12,7 +12,7 @@ import (
 	"github.com/onceproof/tck/internal/verdict"
 )
 
-// TestFirstLineOfNewRules: each mutant of issue 37's ES-1.16 and ES-1.17
+// TestFirstLineOfNewRules: each mutant of issue 37's ES-1.16 to ES-1.18
 // fails its rule with a first line under 200 characters that names the
 // failing call and the contract's identifier.
 func TestFirstLineOfNewRules(t *testing.T) {
@@ -25,6 +25,8 @@ func TestFirstLineOfNewRules(t *testing.T) {
 		{"precheck-fail-open", "ES-1.16", []string{"Append(", "es.DuplicateRequestIDError"}},
 		{"int16-version", "ES-1.17", []string{"Append(v32768)", "es.VersionConflictError", "32767"}},
 		{"uint16-version", "ES-1.17", []string{"Append(v6553", "es.VersionConflictError", "65535"}},
+		{"int16-event-position", "ES-1.18", []string{"Load(1, max)", "event 1 came back", "32768"}},
+		{"event-cap-65535", "ES-1.18", []string{"Load(1, max)", "65535 events of 66000", "event 65536"}},
 	}
 	byName := map[string]esmutants.Mutant{}
 	for _, m := range esmutants.All() {

@@ -148,7 +148,7 @@ func ruleLongVersions(r *spec.R, t Target) {
 	reached := len(streams)
 	elapsed := time.Since(start)
 	if f.ctx.Err() != nil {
-		r.Unknown("the rule's deadline came at version %d: the loads and checks after the fill were not reached", reached)
+		r.Unknown("the rule's deadline came at version %d (the kit was late %s of %s): the loads and checks after the fill were not reached", reached, stall.Since(start).Total.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	}
 	if sched := stall.Scheduled(start, time.Now()); rate == 0 && sched > 0 {
 		rate = float64(reached) / sched.Seconds()

@@ -12,6 +12,9 @@ import (
 	"testing/iotest"
 
 	"github.com/onceproof/tck/internal/apidesc"
+	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/verdict"
+	"github.com/onceproof/tck/suites/api"
 )
 
 // oneByte is a connection whose reads return one byte each: a head line
@@ -84,5 +87,31 @@ func TestCaseSensitiveHeader(t *testing.T) {
 		if err := s.Stop(); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// API-1.2 catches a service that matches the scope's header name exactly
+// and the key's in any casing: its repeat under "x-tenant" is a creation
+// under no tenant, and the first line says which header was sent.
+func TestAPI12CatchesScopeCasing(t *testing.T) {
+	defer func(names []string) { exactHeaders = names }(exactHeaders)
+	exactHeaders = []string{"X-Tenant"}
+	s, err := Start(context.Background(), apidesc.Reject409, CaseSensitiveHeader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Stop() }()
+	var got verdict.Result
+	for _, res := range runner.Run("api/scope-casing", func() {
+		api.Register(api.Target{URL: s.URL(), Desc: apidesc.Default(apidesc.Reject409), Seed: 37})
+	}, runner.Options{Rules: []string{"API-1.2"}}) {
+		if res.Rule == "API-1.2" {
+			got = res
+		}
+	}
+	t.Logf("API-1.2: %s: %s", got.Verdict, got.Reason)
+	want := `repeat with header "x-tenant" (the scope): must be a repeat (409), got 201`
+	if got.Verdict != verdict.Fail || !strings.HasPrefix(got.Reason, want) {
+		t.Errorf("API-1.2: %s: %s\nwant a fail starting %q", got.Verdict, got.Reason, want)
 	}
 }

@@ -118,7 +118,7 @@ func fill(tmpl, id, scope string) string {
 // names in other casings.
 type names struct{ id, scope string }
 
-func or(name, declared string) string {
+func orDeclared(name, declared string) string {
 	if name == "" {
 		return declared
 	}
@@ -143,7 +143,7 @@ func (c *client) withScope(req *http.Request, scope string, n names) {
 	}
 	switch p.In {
 	case apidesc.InHeader:
-		setField(req.Header, or(n.scope, p.Name), scope)
+		setField(req.Header, orDeclared(n.scope, p.Name), scope)
 	case apidesc.InQuery:
 		q := req.URL.Query()
 		q.Set(p.Name, scope)
@@ -207,7 +207,7 @@ func (c *client) createAs(ctx context.Context, actor, id, scope string, body []b
 	req.Header.Set("Accept", "application/json, application/problem+json")
 	switch d.ID().In {
 	case apidesc.InHeader:
-		setField(req.Header, or(n.id, d.ID().Name), id)
+		setField(req.Header, orDeclared(n.id, d.ID().Name), id)
 	case apidesc.InQuery:
 		q := req.URL.Query()
 		q.Set(d.ID().Name, id)

@@ -118,6 +118,14 @@ func (h *inproc) send(e co.Event, brokerID string) (string, bool, error) {
 // instance may resume work its predecessor left, as a task queue does).
 func (h *inproc) quiet() bool { return h.inflight.Load() == 0 && h.starting.Load() == 0 }
 
+// handling: a Handle is running and none has outlived its deadline yet (a
+// consumer that blocks is told apart by unsettled, not waited for).
+func (h *inproc) handling() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.inflight.Load() > 0 && len(h.blocked) == 0
+}
+
 // unsettled: a consumer that blocked is unknown (the deadline is the
 // evidence), one that panicked or returned errors fails with the panic or
 // error.

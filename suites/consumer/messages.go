@@ -14,6 +14,7 @@ type msgState struct {
 	event    co.Event
 	attempts int
 	acked    bool
+	lastSeen time.Time // its latest delivery
 }
 
 // publish sends e under brokerID through the transport and tracks it until
@@ -106,6 +107,7 @@ func (w *world) delivered(brokerID string) (co.Event, int, bool) {
 		return co.Event{}, 0, false
 	}
 	st.attempts++
+	st.lastSeen = time.Now()
 	return st.event, st.attempts, true
 }
 
@@ -126,6 +128,9 @@ func (w *world) markAcked(brokerID string) {
 		st.acked = true
 		w.unacked--
 		w.acks++
+		if !st.lastSeen.IsZero() {
+			w.slowestAck = max(w.slowestAck, time.Since(st.lastSeen))
+		}
 		if _, ok := w.ackedAt[st.event.EventID]; !ok {
 			w.ackedAt[st.event.EventID] = time.Now()
 		}

@@ -12,8 +12,9 @@ func (w *world) settled() bool {
 	return !w.anyPending() && w.tr.quiet()
 }
 
-// settle waits until the step is settled. The bound (Timing.Settle, in the
-// kit's scheduled time: a paused kit is not an unacking consumer) counts
+// settle waits until the step is settled. The bound (Timing.Settle, or more
+// for a consumer whose acks are slow: settleBound; in the kit's scheduled
+// time: a paused kit is not an unacking consumer) counts
 // from the last ack, so a slow consumer that keeps acking is waited for up
 // to the rule's deadline. If the step does not settle, the rule ends: fail
 // only on positive evidence the transport holds (a consumer that panicked,
@@ -21,13 +22,21 @@ func (w *world) settled() bool {
 // message not acked within a bound is, by itself, a slow consumer or a
 // starved host as much as a lost message.
 func (w *world) settle() {
+	bound := w.words.settle
 	for {
 		acks := w.ackCount()
-		if attentive(w.ctx, w.words.settle, w.words.poll, func() bool { return w.settled() || w.ackCount() != acks }) {
+		bound = w.settleBound()
+		if attentive(w.ctx, bound, w.words.poll, func() bool { return w.settled() || w.ackCount() != acks }) {
 			if w.settled() {
 				return
 			}
 			continue // an ack came: the consumer is progressing, wait again
+		}
+		if w.tr.handling() && w.ctx.Err() == nil {
+			// A Handle has not returned: the consumer is working or
+			// waiting on its own lock (a SQLite busy timeout of 10 s),
+			// not idle; the rule's deadline bounds the wait.
+			continue
 		}
 		break
 	}
@@ -36,7 +45,7 @@ func (w *world) settle() {
 		waiting = append(waiting, fmt.Sprintf("%s (%d deliveries)", st.brokerID, st.attempts))
 	}
 	w.ev.Figure("unsettled messages", len(waiting), "")
-	w.ev.Notef("not acked after %s without an ack: %s", w.words.settle, strings.Join(waiting, ", "))
+	w.ev.Notef("not acked after %s without an ack: %s", bound, strings.Join(waiting, ", "))
 	w.ev.Record(w.rec.Ops())
 	if w.ctx.Err() != nil {
 		w.r.Unknown("the rule's deadline came while %d message(s) were not yet acked (%s): the step was not reached to its end, which says nothing of the %s",
@@ -44,7 +53,17 @@ func (w *world) settle() {
 	}
 	w.tr.unsettled(waiting)
 	w.r.Unknown("the %s did not ack %s within %s after its last ack, and neither panicked, returned an error nor exited: not acking within a bound is no evidence of a lost message (a slow consumer, a starved host)",
-		w.words.who, clip(waiting, 5), w.words.settle)
+		w.words.who, clip(waiting, 5), bound)
+}
+
+// settleBound is how long settle waits for the next ack: Timing.Settle, or
+// four times the slowest delivery-to-ack this rule saw, if longer: a
+// consumer whose acks take seconds on a loaded host (its own SQLite file,
+// a task queue) is paced by itself, not by the kit's fast references.
+func (w *world) settleBound() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return max(w.words.settle, 4*w.slowestAck)
 }
 
 // clip joins the first n of xs and says how many more there are.

@@ -62,6 +62,7 @@ type world struct {
 	unacked     int                  // messages of msgs not acked
 	acks        int                  // messages acked so far
 	ackedAt     map[string]time.Time // event id -> when a message of it was first acked
+	slowestAck  time.Duration        // the longest from a delivery to its ack in this rule: settle's pace
 	wires       []*tripwire
 	crashes     int
 	loseAck     map[string]int // event id -> acks still to lose
@@ -92,6 +93,9 @@ type transport interface {
 	send(e co.Event, brokerID string) (where string, duplicate bool, err error)
 	// quiet reports that nothing is in flight beyond the pending messages.
 	quiet() bool
+	// handling reports that the consumer is inside a call of the kit's
+	// (a Handle not yet returned): working, or waiting on its own lock.
+	handling() bool
 	// unsettled ends the rule when the transport knows why a step did not
 	// settle; if it returns, the consumer just never acked.
 	unsettled(waiting []string)

@@ -228,8 +228,8 @@ func (f *fixture) stop() {
 }
 
 // end is the rule's cleanup: stop, then hand over the evidence and the
-// timeline. Under Register the workloads run ahead of their specs, so a
-// spec's own run time can be near zero; "rule wall time" is the workload's
+// timeline. The workloads start before their rules run, so a rule's own
+// run time can be near zero; "rule wall time" is the workload's
 // own, from its start to the end of the last goroutine it started.
 func (f *fixture) end(ev *verdict.Evidence) {
 	f.stop()

@@ -153,6 +153,6 @@ func esStarted(ref target.Ref, version string, caps es.Capabilities, open events
 		},
 		Rules:    func() target.RuleSet { return eventstore.NewSet(t) },
 		Register: func() { eventstore.Register(t) },
-		Stop: stop,
+		Stop:     stop,
 	}
 }

@@ -28,10 +28,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf16"
 
 	"github.com/onceproof/tck/adapters/eventstore/sqlite"
 	"github.com/onceproof/tck/es"
@@ -93,7 +95,45 @@ const (
 	DropLocation Defect = "drop-location"
 	// LaggingReads serves reads from a view 1 s behind the writes.
 	LaggingReads Defect = "lagging-reads"
+
+	// The defects of issue 37, caught by structure: values that decode or
+	// hash alike, and replicas that differ.
+
+	// URLDecodedKeys percent-decodes the key before using it: a%2Bb and
+	// a+b are one.
+	URLDecodedKeys Defect = "url-decoded-keys"
+	// HashCodeKeys keys orders by the key's Java String.hashCode: Aa and BB
+	// are one.
+	HashCodeKeys Defect = "hashcode-keys"
+	// ReplicaLowerKeys: the replica folds keys to lower case (LowerKeys);
+	// the first instance is correct.
+	ReplicaLowerKeys Defect = "replica-lower-keys"
+	// ReplicaClockAhead: the replica's clock is 25 h ahead (clockAhead);
+	// the first instance is correct.
+	ReplicaClockAhead Defect = "replica-clock-ahead"
 )
+
+// clockAhead is the behaviour of ReplicaClockAhead's replica: its clock is
+// clockSkew ahead, so with the declared retention (24 h) every key another
+// instance stored is expired to it, and a repeat creates anew.
+const clockAhead Defect = "clock-ahead"
+
+// onReplica maps a replica-only defect to what its replica does; the first
+// instance of the service runs without it.
+var onReplica = map[Defect]Defect{ReplicaLowerKeys: LowerKeys, ReplicaClockAhead: clockAhead}
+
+// instance is the behaviour d gives one instance: a replica-only defect is
+// none on the first instance and its replica behaviour on a replica.
+func (d Defect) instance(replica bool) Defect {
+	b, only := onReplica[d]
+	switch {
+	case !only:
+		return d
+	case replica:
+		return b
+	}
+	return ""
+}
 
 // The time constants of the timed defects.
 const (
@@ -103,6 +143,9 @@ const (
 	// commitGap is how long the second transaction of ResponseAfterCommit
 	// comes after the first (a fsync, a message to a worker).
 	commitGap = 30 * time.Millisecond
+	// clockSkew is how far ahead clockAhead's clock is: past the declared
+	// retention of 24 h.
+	clockSkew = 25 * time.Hour
 )
 
 // record is the one event of an order.
@@ -120,6 +163,10 @@ type engine struct {
 	contract apidesc.Contract
 	defect   Defect
 	store    es.EventStore
+	// retention is how long a key is recognised: the default
+	// description's declared retention (24 h), which the service keeps.
+	retention time.Duration
+	skew      time.Duration // how far the instance's clock is off (clockAhead)
 
 	// dead is set when the service is killed: a handler still running
 	// does nothing more with the store (a killed process writes nothing);
@@ -144,6 +191,10 @@ type cached struct {
 func newEngine(c apidesc.Contract, d Defect, store es.EventStore) *engine {
 	e := &engine{contract: c, defect: d,
 		index: map[string][]es.AggregateID{}, replies: map[string]record{}, cache: map[string]cached{}, seen: map[string]string{}}
+	e.retention, _ = apidesc.Default(c).RetentionFor()
+	if d == clockAhead {
+		e.skew = clockSkew
+	}
 	e.store = fenced{EventStore: store, dead: &e.dead}
 	return e
 }
@@ -208,6 +259,9 @@ func (f fenced) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]e
 	return f.EventStore.Load(ctx, agg, from, to)
 }
 
+// now is the instance's clock.
+func (e *engine) now() time.Time { return time.Now().Add(e.skew) }
+
 func tenantOf(r *http.Request) string {
 	if t := r.Header.Get("X-Tenant"); t != "" {
 		return t
@@ -225,8 +279,24 @@ func (e *engine) agg(key, tenant string) es.AggregateID {
 		key = key[:min(len(key), 32)]
 	case JoinedKeys:
 		key, tenant = tenant+key, ""
+	case URLDecodedKeys:
+		if k, err := url.PathUnescape(key); err == nil {
+			key = k
+		}
+	case HashCodeKeys:
+		key = strconv.Itoa(int(javaHash(key)))
 	}
 	return es.AggregateID{Context: "api", Name: "order", ID: key, Tenant: tenant}
+}
+
+// javaHash is Java's String.hashCode: s[0]*31^(n-1) + ... over UTF-16
+// units, as a service keying on it computes it.
+func javaHash(s string) int32 {
+	var h int32
+	for _, u := range utf16.Encode([]rune(s)) {
+		h = 31*h + int32(u)
+	}
+	return h
 }
 
 // problem writes an RFC 9457 problem+json body carrying the identifiers.
@@ -309,7 +379,7 @@ func (e *engine) render(key, tenant string, body map[string]any, payload []byte)
 	e.seq++
 	seq := e.seq
 	e.mu.Unlock()
-	now := time.Now().UTC()
+	now := e.now().UTC()
 	res := map[string]any{"id": key, "tenant": tenant, "createdAt": now.Format(time.RFC3339Nano), "seq": seq}
 	for k, v := range body {
 		if _, taken := res[k]; !taken {
@@ -352,7 +422,7 @@ func (e *engine) repeat(w http.ResponseWriter, r *http.Request, agg es.Aggregate
 		problem(w, http.StatusServiceUnavailable, "store unavailable", fmt.Sprint("reading the order: ", err), key, tenant)
 		return
 	}
-	if ttl, ok := e.keyTTL(); ok && time.Since(first.At) > ttl {
+	if ttl, ok := e.keyTTL(); ok && e.now().Sub(first.At) > ttl {
 		// The key has expired: the request is taken as a new one.
 		if err := e.store.Append(r.Context(), e.stream(agg, key, rec, version+1)); err != nil {
 			problem(w, http.StatusServiceUnavailable, "store unavailable", err.Error(), key, tenant)
@@ -402,8 +472,9 @@ func (e *engine) repeat(w http.ResponseWriter, r *http.Request, agg es.Aggregate
 	}
 }
 
-// keyTTL is how long a forgetting defect keeps a key; ok is false for a
-// service that keeps its keys.
+// keyTTL is how long the instance keeps a key: a forgetting defect's
+// time-to-live, else the declared retention; ok is false for a service
+// that keeps its keys for ever.
 func (e *engine) keyTTL() (ttl time.Duration, ok bool) {
 	switch e.defect {
 	case ForgetKeys:
@@ -411,7 +482,7 @@ func (e *engine) keyTTL() (ttl time.Duration, ok bool) {
 	case ForgetKeysLater:
 		return forgetLaterAfter, true
 	}
-	return 0, false
+	return e.retention, e.retention > 0
 }
 
 // latest is the order's current record and version (0: none).
@@ -420,13 +491,11 @@ func (e *engine) latest(ctx context.Context, agg es.AggregateID) (record, int, e
 	if err != nil || len(streams) == 0 {
 		return record{}, 0, err
 	}
+	// The last write: the creation, or what an overwrite, a creation
+	// after the key expired or a second transaction wrote after it.
 	last := streams[len(streams)-1]
-	shown := streams[0] // the creation; an overwrite shows its last write
-	if _, forgets := e.keyTTL(); e.defect == Overwrite || forgets || e.defect == ResponseAfterCommit {
-		shown = last
-	}
 	var rec record
-	err = json.Unmarshal(shown.Events[0].Body, &rec)
+	err = json.Unmarshal(last.Events[0].Body, &rec)
 	return rec, last.Version, err
 }
 
@@ -478,7 +547,7 @@ func (e *engine) orders(ctx context.Context, key, tenant string) ([]record, erro
 		if err != nil {
 			return nil, err
 		}
-		if v > 0 && (e.defect != LaggingReads || time.Since(rec.At) >= readLag) {
+		if v > 0 && (e.defect != LaggingReads || e.now().Sub(rec.At) >= readLag) {
 			out = append(out, rec) // a lagging view does not show it yet
 		}
 	}
@@ -620,7 +689,7 @@ func (s *Server) up(ctx context.Context, addr string) error {
 		_ = db.Close()
 		return fmt.Errorf("listening on %s: %w", addr, err)
 	}
-	eng := newEngine(s.contract, s.defect, db.Store())
+	eng := newEngine(s.contract, s.defect.instance(s.replica), db.Store())
 	srv := &http.Server{Handler: eng.routes(), ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Serve(ln) }()
@@ -663,7 +732,8 @@ func (s *Server) Restart(ctx context.Context) error {
 
 // Replica starts a second instance of the service on another free port
 // over the same database, as two replicas of one service share theirs.
-// Its Stop leaves the database to s.
+// Its Stop leaves the database to s. A replica-only defect (onReplica)
+// applies here and not on s.
 func (s *Server) Replica(ctx context.Context) (*Server, error) {
 	r := &Server{contract: s.contract, defect: s.defect, dir: s.dir, replica: true}
 	if err := r.up(ctx, "127.0.0.1:0"); err != nil {

@@ -61,8 +61,10 @@ type Target struct {
 	Restart func(ctx context.Context) error
 	// Replicas are the base URLs of further instances of the service over
 	// the same durable state (two replicas behind one load balancer); the
-	// generated rules spread their requests over URL and these. Without
-	// them those rules run on one instance and say so.
+	// generated rules spread their requests over URL and these (API-5.1 at
+	// random; API-1.6 and API-5.2 rotate every step kind over them, each
+	// step named by its replica). Without them those rules run on one
+	// instance and say so.
 	Replicas []string
 	// Seed seeds every rule's values and schedules (0: each rule picks one
 	// and records it in its evidence; `tck run --seed` replays it).

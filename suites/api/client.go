@@ -50,6 +50,9 @@ type client struct {
 	hc   *http.Client
 	rec  *history.Recorder
 	base string
+	// actor names the client in the history: "kit", or "replica-N" when
+	// a rule spreads its steps over the instances (spread).
+	actor string
 }
 
 // newClient makes a client of base. Request bodies are never replayable by
@@ -57,7 +60,7 @@ type client struct {
 // a broken keep-alive connection, hiding what the rule looks at).
 func newClient(d *apidesc.Description, base string, conns int, keepAlive bool) *client {
 	tr := &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: 0, IdleConnTimeout: 30 * time.Second, DisableKeepAlives: !keepAlive}
-	return &client{d: d, base: strings.TrimRight(base, "/"), rec: history.New(),
+	return &client{d: d, base: strings.TrimRight(base, "/"), rec: history.New(), actor: "kit",
 		hc: &http.Client{Transport: tr, Timeout: 20 * time.Second,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
@@ -69,6 +72,31 @@ func (c *client) with(base string, keepAlive bool) *client {
 	n := newClient(c.d, base, 4, keepAlive)
 	n.rec = c.rec
 	return n
+}
+
+// spread is a client of every instance the kit started (t.URL, then
+// t.Replicas), sharing c's recorder, each named replica-N in the history;
+// with one instance it is c alone, and nothing changes.
+func spread(c *client, t Target) []*client {
+	urls := append([]string{t.URL}, t.Replicas...)
+	if len(urls) == 1 {
+		return []*client{c}
+	}
+	cs := make([]*client, len(urls))
+	for i, u := range urls {
+		cs[i] = c.with(u, true)
+		cs[i].actor = fmt.Sprintf("replica-%d", i+1)
+	}
+	return cs
+}
+
+// where is " on replica-N" for a client of several instances' (spread),
+// "" for the one instance: what a failure's first line says of it.
+func (c *client) where() string {
+	if c.actor == "kit" {
+		return ""
+	}
+	return " on " + c.actor
 }
 
 // fill substitutes {id} and {scope} in a path, escaped for where they
@@ -173,7 +201,7 @@ func (c *client) get(ctx context.Context, actor, tmpl, id, scope string) answer 
 
 // read is the authoritative query by the stable id.
 func (c *client) read(ctx context.Context, id, scope string) answer {
-	return c.get(ctx, "kit", c.d.Read.Path, id, scope)
+	return c.get(ctx, c.actor, c.d.Read.Path, id, scope)
 }
 
 // count is how many resources carry id: from the list when declared, else
@@ -189,7 +217,7 @@ func (c *client) count(ctx context.Context, id, scope string) (n int, listed boo
 		}
 		return 0, false, a, nil
 	}
-	a = c.get(ctx, "kit", c.d.List.Path, id, scope)
+	a = c.get(ctx, c.actor, c.d.List.Path, id, scope)
 	if a.Err != nil {
 		return 0, true, a, a.Err
 	}

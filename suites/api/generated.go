@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -109,15 +110,34 @@ func schedule(seed int64, instances int, restartable bool) gen.Schedule[gop] {
 }
 
 // slots are the keys of a schedule's play: fresh intents, and (from the
-// third on, one of every kind first) twins of earlier ones.
+// third on, one of every twin kind first) twins of earlier ones; a twin
+// drawn after those may be a pair (API-1.6's URL, metacharacter, hash or
+// script pairs), its two keys new.
 func (v *values) slots(rule string, n int) []slot {
 	kinds := v.twinKinds()
+	pairs := v.pairKinds()
 	var out []slot
 	for i := 0; len(out) < n; i++ {
 		if len(out) >= 2 && (i-2 < len(kinds) || v.intn(3) == 0) {
 			kind := kinds[(i-2)%len(kinds)]
 			if i-2 >= len(kinds) {
-				kind = kinds[v.intn(len(kinds))]
+				all := append(slices.Clone(kinds), pairs...)
+				kind = all[v.intn(len(all))]
+			}
+			if slices.Contains(pairs, kind) {
+				if len(out)+2 > n {
+					continue
+				}
+				ps := v.pairsOf(kind)
+				p := ps[v.intn(len(ps))]
+				if v.intn(2) == 0 {
+					p.A, p.B = p.B, p.A
+				}
+				base, twin := v.pairIntents(rule, p.A, p.B)
+				s := newSlot(v.d, twin)
+				s.twin, s.of = kind, len(out)
+				out = append(out, newSlot(v.d, base), s)
+				continue
 			}
 			base := v.intn(len(out))
 			if kind == twinTail {
@@ -344,28 +364,32 @@ func crash(ctx context.Context, proxy *httpfault.Proxy, c *client, in intent, de
 func registerGenerated(s *spec.Set, t Target) {
 	s.It("API-1.6", func(r *spec.R) {
 		u := begin(r, t)
-		kinds := u.v.twinKinds()
-		r.Ev.Figure("twin kinds", strings.Join(kinds, "; "), "")
-		for _, kind := range kinds {
-			base, twin, ok := u.v.twinPair(r.ID, kind)
-			if !ok {
-				r.Unknown("the kit could not make a %s", kind) // a defect of the kit's values
+		reps := spread(u.c, t)
+		r.DeferCleanup(func() {
+			for _, c := range reps {
+				c.close()
 			}
-			what := fmt.Sprintf("the %s of id %q (scope %q): id %q (scope %q)", kind, clip(base.id, 60), base.scope, clip(twin.id, 60), twin.scope)
-			first := u.create(base, "the first of two ids: "+what)
-			second := u.answered(u.c.create(r.Context(), "kit", twin.id, twin.scope, twin.body), "the twin")
-			r.Expect(u.d.IsCreated(second.Status)).To(gomega.BeTrue(),
-				"two ids: %s is another request and must create (%s), got %s", what, statusList(u.d.Create.Created), second)
-			u.readShows(base, "after its twin's creation")
-			u.readShows(twin, "after its creation")
-			// One id: the same bytes again are a repeat, of each.
-			again := u.answered(u.c.create(r.Context(), "kit", base.id, base.scope, base.body), "the repeat")
-			u.repeated(again, first, base, "a repeat of the same bytes ("+kind+" base)")
-			againTwin := u.answered(u.c.create(r.Context(), "kit", twin.id, twin.scope, twin.body), "the twin's repeat")
-			u.repeated(againTwin, second, twin, "a repeat of the same bytes ("+kind+")")
-			u.one(base, "after its twin and both repeats")
-			u.one(twin, "after both repeats")
+		})
+		trials, err := u.v.twinTrials(r.ID)
+		if err != nil {
+			r.Unknown("%v", err)
 		}
+		kinds := append(u.v.twinKinds(), u.v.pairKinds()...)
+		r.Ev.Figure("twin kinds", strings.Join(kinds, "; "), "")
+		perKind := gen.Tally{}
+		for _, tr := range trials {
+			perKind.Add(shortKind(tr.kind))
+		}
+		r.Ev.Figure("twin pairs", len(trials), "each created, read, repeated and counted")
+		r.Ev.Figure("pairs by kind", perKind.String(), "")
+		r.Ev.Figure("replicas", len(reps), "")
+		if len(reps) > 1 {
+			r.Ev.Notef("the steps of each pair rotate over the %d replicas (the history names each replica-N): pair k creates its first id on replica k, its twin on replica k+1, and its reads, repeats and counts go to replicas k+1 to k+6 in turn, so with two every step after a creation reaches the replica that did not create that id", len(reps))
+		}
+		for k, tr := range trials {
+			u.twins(r.Context(), reps, k, tr)
+		}
+		r.Ev.Notef("%d pairs of %d kinds: each twin was created as its own resource and read back with its own payload; the same bytes repeated got the declared repeat answer", len(trials), len(kinds))
 	})
 
 	// Alone: its schedule kills and restarts the service.

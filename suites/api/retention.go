@@ -50,12 +50,14 @@ type retained struct {
 	first   answer
 	sent    time.Time // before the first request was sent: the key is no older than since then
 	made    time.Time // when its answer came back
+	on      *client   // the replica that created it
 	repeats []timedAnswer
 	refuted bool // its last repeat got an answer the judge fails: the repeats stopped there
 }
 
 type timedAnswer struct {
 	a     answer
+	on    *client       // the replica the repeat went to
 	after time.Duration // since the creation, when the repeat was sent
 	// age bounds the key's age at the service when it answered the
 	// repeat: from before the first request to the repeat's answer, so a
@@ -73,19 +75,22 @@ func registerRetention(s *spec.Set, t Target) {
 		Start: func() spec.Job {
 			ctx, cancel := context.WithCancel(context.Background())
 			c := newClient(t.Desc, t.URL, 4, true)
+			reps := spread(c, t)
 			seed := runSeed(t)
 			v := newValues(t.Desc, seed, "API-5.2")
 			judged := make(chan spec.Body, 1)
 			go func() {
-				obs, err := repeatOverHorizon(ctx, t, c, v)
-				judged <- func(r *spec.R) { judgeRetention(r, t, c, v, seed, obs, err) }
+				obs, err := repeatOverHorizon(ctx, t, reps, v)
+				judged <- func(r *spec.R) { judgeRetention(r, t, c, reps, v, seed, obs, err) }
 			}()
 			return spec.Job{
 				Judged: judged,
 				End: func(ev *verdict.Evidence) {
 					cancel()
 					ev.Record(c.rec.Ops())
-					c.close()
+					for _, c := range reps {
+						c.close()
+					}
 				},
 				Stop: cancel,
 			}
@@ -94,20 +99,25 @@ func registerRetention(s *spec.Set, t Target) {
 }
 
 // repeatOverHorizon creates the probes, then repeats each at four points
-// up to the horizon after its creation.
-func repeatOverHorizon(ctx context.Context, t Target, c *client, v *values) ([]*retained, error) {
+// up to the horizon after its creation. Probe i is created on replica i and
+// its j-th repeat goes to replica i+1+j: with two replicas a probe's
+// repeats alternate, the first on the replica that did not create it, and
+// every replica serves every point of the horizon (a replica whose clock
+// is ahead, or that keeps keys of its own, is met).
+func repeatOverHorizon(ctx context.Context, t Target, reps []*client, v *values) ([]*retained, error) {
 	horizon, _, _ := horizonFor(t)
 	var obs []*retained
-	for range retentionProbes {
+	for i := range retentionProbes {
+		c := reps[i%len(reps)]
 		// A create that got no answer may or may not be stored: a fresh
 		// intent replaces it rather than a retry that might be a repeat.
 		var p *retained
 		err := untilAnswered(ctx, func() error {
 			in := v.newIntent("API-5.2")
 			sent := time.Now()
-			a := c.create(ctx, "kit", in.id, in.scope, in.body)
+			a := c.create(ctx, c.actor, in.id, in.scope, in.body)
 			if a.Err == nil {
-				p = &retained{in: in, first: a, sent: sent, made: time.Now()}
+				p = &retained{in: in, first: a, sent: sent, made: time.Now(), on: c}
 			}
 			return a.Err
 		})
@@ -116,8 +126,9 @@ func repeatOverHorizon(ctx context.Context, t Target, c *client, v *values) ([]*
 		}
 		obs = append(obs, p)
 	}
-	for _, f := range []float64{0.1, 0.35, 0.7, 1} {
-		for _, p := range obs {
+	for j, f := range []float64{0.1, 0.35, 0.7, 1} {
+		for i, p := range obs {
+			c := reps[(i+1+j)%len(reps)]
 			at := p.made.Add(time.Duration(f * float64(horizon)))
 			select {
 			case <-ctx.Done():
@@ -125,7 +136,7 @@ func repeatOverHorizon(ctx context.Context, t Target, c *client, v *values) ([]*
 			case <-time.After(time.Until(at)):
 			}
 			a, after := repeatAnswered(ctx, c, p)
-			ta := timedAnswer{a: a, after: after, age: time.Since(p.sent)}
+			ta := timedAnswer{a: a, on: c, after: after, age: time.Since(p.sent)}
 			p.repeats = append(p.repeats, ta)
 			if refuted(t, ta, p.first) {
 				// The judge fails this repeat whatever the later ones get:
@@ -156,7 +167,7 @@ func refuted(t Target, ta timedAnswer, first answer) bool {
 func repeatAnswered(ctx context.Context, c *client, p *retained) (a answer, after time.Duration) {
 	_ = untilAnswered(ctx, func() error {
 		after = time.Since(p.made)
-		a = c.create(ctx, "kit", p.in.id, p.in.scope, p.in.body)
+		a = c.create(ctx, c.actor, p.in.id, p.in.scope, p.in.body)
 		return a.Err
 	})
 	return a, after
@@ -171,7 +182,7 @@ func untilAnswered(ctx context.Context, send func() error) error {
 }
 
 // judgeRetention turns what the workload saw into API-5.2's verdict.
-func judgeRetention(r *spec.R, t Target, c *client, v *values, seed int64, obs []*retained, err error) {
+func judgeRetention(r *spec.R, t Target, c *client, reps []*client, v *values, seed int64, obs []*retained, err error) {
 	u := &run{r: r, t: t, d: t.Desc, c: c, v: v, seed: seed}
 	r.Ev.Figure("contract", string(t.Desc.Contract), "")
 	r.Ev.Figure("seed", seed, "tck run --seed replays the rule's values and schedule")
@@ -182,6 +193,10 @@ func judgeRetention(r *spec.R, t Target, c *client, v *values, seed int64, obs [
 		r.Ev.Notef("the description declares no retention: a key is to be recognised for ever")
 	}
 	r.Ev.Figure("horizon", horizon.Seconds(), "s")
+	r.Ev.Figure("replicas", len(reps), "")
+	if len(reps) > 1 {
+		r.Ev.Notef("probe i was created on replica-(i+1) and its repeats went to the replicas after it in turn (the history names each replica-N)")
+	}
 	if err != nil {
 		r.Unknown("%v", err)
 	}
@@ -198,7 +213,10 @@ func judgeRetention(r *spec.R, t Target, c *client, v *values, seed int64, obs [
 				continue
 			}
 			judged++
-			u.repeated(a, p.first, p.in, fmt.Sprintf("a repeat %.1f s after its creation", ta.after.Seconds()))
+			u.compare(a, p.first)
+			wrong := repeatWrong(t.Desc, a, p.first)
+			r.Expect(wrong == "").To(gomega.BeTrue(), "id %s created%s, repeated %.1f s later%s: must get %s, got %s%s",
+				abbrevID(p.in.id, 24), p.on.where(), ta.after.Seconds(), ta.on.where(), declaredRepeat(t.Desc), wrong, u.seedTag())
 		}
 	}
 	if late > 0 {
@@ -212,8 +230,9 @@ func judgeRetention(r *spec.R, t Target, c *client, v *values, seed int64, obs [
 			r.Ev.Notef("the repeats stopped at the first wrong answer (id %s, %.1f s after its creation): the rest of the horizon could not change the verdict", p.in.id, p.repeats[len(p.repeats)-1].after.Seconds())
 		}
 	}
-	for _, p := range obs {
-		u.one(p.in, "at the horizon")
+	for i, p := range obs {
+		u.c = reps[(i+1)%len(reps)]
+		u.one(p.in, "at the horizon"+u.c.where())
 	}
 	r.Ev.Notef("repeats checked up to %.1f s after creation while the other rules ran; beyond that not verified (tck run --max-wait checks longer, up to the declared retention)", horizon.Seconds())
 }

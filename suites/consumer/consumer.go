@@ -112,6 +112,7 @@ func newSet(t Target) *spec.Set {
 	registerSchedule(s, t)
 	registerCapacity(s, t)
 	registerAckFailures(s, t)
+	registerFlakyCalls(s, t)
 	return s
 }
 

@@ -200,7 +200,7 @@ func (h *inproc) stop() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.faultsFired > 0 {
-		h.ev.Figure("Handle errors after a failed sink call", h.faultErrs, "expected")
+		h.ev.Figure("Handle errors after a failed sink call", h.faultErrs, "expected (a de-dupe store call the kit failed counts too)")
 	}
 	h.ev.Figure("calls refused after death", h.refused, "calls by instances the kit had ended")
 }

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -227,7 +228,9 @@ func (nt *kitNotifier) Sent(ctx context.Context, messageID string, version int) 
 }
 
 // kitStore passes through to the instance's own handle; an ended instance
-// can no longer read or write.
+// can no longer read or write. In a rule with a flaky plan (CO-2.7) a call
+// made for a delivery can fail: an error before it is applied, or, for a
+// write, a deadline error after it was (the answer was lost).
 type kitStore struct{ inst *instance }
 
 func (s *kitStore) call(label string, f func() error) error {
@@ -236,7 +239,29 @@ func (s *kitStore) call(label string, f func() error) error {
 	if err != nil {
 		return err
 	}
-	err = f()
+	var fk faultKind
+	failing := false
+	event := ""
+	if kd != nil && !kd.settled.Load() {
+		// Only a call made while its delivery is in flight is charged to
+		// it: after the ack, the call is no longer that delivery's.
+		event = kd.e.EventID
+		fk, failing = inst.h.takeCallFault(event, label)
+	}
+	switch {
+	case failing && fk == faultError:
+		err = fmt.Errorf("onceproof: the de-dupe store is unavailable (the kit failed this %s; it was not applied)", label)
+		inst.h.rec.Note(inst.name, label, event, "failed by the kit: not applied")
+	default:
+		err = f()
+		if failing && err == nil {
+			err = fmt.Errorf("onceproof: no answer from the de-dupe store within its deadline (the kit lost the answer; the %s was applied): %w", label, context.DeadlineExceeded)
+			inst.h.rec.Note(inst.name, label, event, "applied; the answer lost by the kit: a deadline error")
+		}
+	}
+	if failing {
+		kd.failedStore()
+	}
 	if lerr := inst.leave(kd, n, label, "", "", ""); lerr != nil {
 		return lerr
 	}

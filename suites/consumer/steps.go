@@ -114,7 +114,11 @@ func (w *world) play(s step) {
 		// Judged now, not at the rule's next judgement: the steps between
 		// would each wait for effects of a message that already differs.
 		w.expectAckedOnlyAfterEffects()
-		w.expectModel("the step that published " + s.event.EventID)
+		why := "the step that published " + s.event.EventID
+		if len(w.failedCalls(s.event.EventID)) > 0 {
+			why = w.failedWhy(s.event) // names the calls the kit failed (CO-2.7)
+		}
+		w.expectModel(why)
 	}
 }
 

@@ -68,6 +68,7 @@ type world struct {
 	lostAcks    int
 	faults      []*fault
 	faultsFired int
+	flakyCalls  *flakyCalls          // later calls fail too (callfaults.go), in the rules that arm it
 	ackFaults   map[string]faultKind // event id -> how its next ack fails
 	acksFailed  int
 	ackedFailed []string // deliveries acked with a failed effect not called again

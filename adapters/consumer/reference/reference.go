@@ -63,6 +63,14 @@ type Design struct {
 	TextVersions   bool // index scope: skips an event whose version is not above the newest seen, compared as text
 	AnyVersionSent bool // a take-over asks "is any version of the message there?" instead of "this version?"
 	Cap            int  // >0: an instance keeps at most Cap de-dupe records, deleting its oldest beyond that
+	// GiveUpAfter >0: a failed effect call is tried again in the same
+	// delivery, and after GiveUpAfter failures the effect is given up:
+	// marked done and acked, never done.
+	GiveUpAfter int
+	// ErrAsMiss: a de-dupe read that fails is taken for "no record" (as if
+	// it had expired between the claim and the read): the key is claimed
+	// with a put and the effect done, also when the record said "done".
+	ErrAsMiss bool
 	// LRU >0: the de-dupe store (shared by every instance, as a cache
 	// server is) keeps at most LRU keys, evicting the least recently used.
 	LRU int
@@ -266,10 +274,16 @@ func (c *instance) apply(ctx context.Context, e co.Event, scope string) (busy bo
 	recovering := false
 	if !ok {
 		rec, found, err := c.env.Store.Get(ctx, key)
-		if err != nil {
+		if err != nil && !c.d.ErrAsMiss {
 			return false, err
 		}
 		switch {
+		case !found && c.d.ErrAsMiss:
+			// The ErrAsMiss design: no record (or no answer) means it
+			// expired between the two calls, so the key is free: claim it.
+			if err := c.env.Store.Put(ctx, key, claim, c.d.Lifetime); err != nil {
+				return false, err
+			}
 		case !found:
 			return true, nil // expired between the two calls: try again later
 		case rec.Value == done:
@@ -277,12 +291,13 @@ func (c *instance) apply(ctx context.Context, e co.Event, scope string) (busy bo
 			return false, nil
 		case c.live(rec.Value):
 			return true, nil
+		default:
+			swapped, err := c.env.Store.CompareAndSwap(ctx, key, rec.Value, claim, c.d.Lifetime)
+			if err != nil || !swapped {
+				return !swapped, err
+			}
+			recovering = true
 		}
-		swapped, err := c.env.Store.CompareAndSwap(ctx, key, rec.Value, claim, c.d.Lifetime)
-		if err != nil || !swapped {
-			return !swapped, err
-		}
-		recovering = true
 	}
 	skip := false
 	if recovering {
@@ -302,7 +317,7 @@ func (c *instance) apply(ctx context.Context, e co.Event, scope string) (busy bo
 		}
 	}
 	if !skip {
-		if err := c.effect(ctx, e, scope); err != nil && !c.d.IgnoreEffectErr {
+		if err := c.tryEffect(ctx, e, scope); err != nil && !c.d.IgnoreEffectErr {
 			if c.d.ReleaseOnError {
 				_ = c.env.Store.Delete(ctx, key)
 			}
@@ -371,4 +386,29 @@ func (c *instance) live(v string) bool {
 	}
 	until, err := strconv.ParseInt(f[2], 10, 64)
 	return err == nil && c.env.Clock.Now().UnixNano() < until
+}
+
+// tryEffect does the effect; the GiveUpAfter design tries a failed call
+// again in the same delivery, asking the sink first whether the failed call
+// took effect (its answer may only have been lost), and gives the effect up
+// after GiveUpAfter failures.
+func (c *instance) tryEffect(ctx context.Context, e co.Event, scope string) error {
+	err := c.effect(ctx, e, scope)
+	for failures := 1; err != nil && c.d.GiveUpAfter > 0; failures++ {
+		if errors.Is(err, co.ErrEnded) || ctx.Err() != nil {
+			return err
+		}
+		if failures >= c.d.GiveUpAfter {
+			return nil // given up: counted as done
+		}
+		there, perr := c.present(ctx, e, scope)
+		if perr != nil {
+			return perr
+		}
+		if there {
+			return nil
+		}
+		err = c.effect(ctx, e, scope)
+	}
+	return err
 }

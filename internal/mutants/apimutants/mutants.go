@@ -67,5 +67,16 @@ func All() []Mutant {
 			Defect: "replays the status and body of the first response but not its Location header"},
 		{Name: "lagging-reads", Build: Service{apidesc.Reject409, apiservice.LaggingReads}, MustFail: []string{"API-1.1", "API-5.1"},
 			Defect: "serves reads from a view 1 s behind the writes (an asynchronous read replica)"},
+
+		// Issue 37: defects caught by structure (values that decode or hash
+		// alike, every replica probed), not by volume.
+		{Name: "url-decoded-keys", Build: Service{apidesc.Reject409, apiservice.URLDecodedKeys}, MustFail: []string{"API-1.6"},
+			Defect: "percent-decodes the key before storing it: a%2Bb and a+b are one key"},
+		{Name: "hashcode-keys", Build: Service{apidesc.Reject409, apiservice.HashCodeKeys}, MustFail: []string{"API-1.6"},
+			Defect: "keys orders by the key's Java String.hashCode: Aa and BB (and AaAa, BBBB inside longer keys) are one key"},
+		{Name: "replica-lower-keys", Build: Service{apidesc.Reject409, apiservice.ReplicaLowerKeys}, MustFail: []string{"API-1.6"},
+			Defect: "the second replica folds keys to lower case (the first is correct): a key created on one replica is another key on the other"},
+		{Name: "replica-clock-ahead", Build: Service{apidesc.Reject409, apiservice.ReplicaClockAhead}, MustFail: []string{"API-5.2"},
+			Defect: "the second replica's clock is 25 h ahead (the first is correct): with the declared retention of 24 h it takes every key the other stored as expired and creates anew"},
 	}
 }

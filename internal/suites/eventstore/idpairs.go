@@ -7,6 +7,7 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/internal/gen"
 	"github.com/onceproof/tck/internal/spec"
 )
 
@@ -16,53 +17,19 @@ type idPair struct {
 	class string // the shortcut, as a failure's first line names it
 }
 
-// The shortcut classes ES-1.15 names.
+// The hash classes TestIDPairsCollide checks (the table is internal/gen's,
+// shared with the api suite's API-1.6).
 const (
-	classJavaHash = "a Java String.hashCode collision"
-	classFNV      = "an FNV-1a-32 collision"
-	classCRC      = "a CRC32 (IEEE) collision"
-	classLike     = "a SQL LIKE metacharacter where the other id has an ordinary character"
-	classGlob     = "a glob or regex metacharacter where the other id has an ordinary character"
-	classURL      = "a URL-reserved character and its encoded or decoded twin"
-	classCharset  = "ids differing only in a letter outside Latin-1"
+	classJavaHash = gen.PairJavaHash
+	classFNV      = gen.PairFNV
+	classCRC      = gen.PairCRC
 )
 
-// idPairs are ES-1.15's pairs, each id ending in suffix (a common suffix
-// keeps every hash collision below: Java's hashCode of equal-length
-// strings, FNV-1a's and CRC32's running state). The FNV-1a-32 and CRC32
-// pairs were found by a birthday search over "req-" and six characters of
-// [a-z0-9]; TestIDPairsCollide checks that they collide.
+// idPairs are ES-1.15's pairs (gen.IDPairs), each id ending in suffix.
 func idPairs(suffix string) []idPair {
-	ps := []idPair{
-		{"Aa" + suffix, "BB" + suffix, classJavaHash},
-		{"order-Aa-" + suffix, "order-BB-" + suffix, classJavaHash},
-		{"AaAa" + suffix, "BBBB" + suffix, classJavaHash},
-		{"x-AaBB-" + suffix, "x-BBAa-" + suffix, classJavaHash},
-		{"req-6vlfaa" + suffix, "req-npdhaa" + suffix, classFNV},
-		{"req-x98cda" + suffix, "req-dvdbpa" + suffix, classCRC},
-		{"order_1" + suffix, "orderX1" + suffix, classLike},
-		{"order%" + suffix, "order-12" + suffix, classLike},
-		{"a%z" + suffix, "az" + suffix, classLike},
-		{`a\_z` + suffix, `a_z` + suffix, classLike},
-		{"order*" + suffix, "order-12" + suffix, classGlob},
-		{"order?" + suffix, "order1" + suffix, classGlob},
-		{"order[1]" + suffix, "order1" + suffix, classGlob},
-		{"order[12]" + suffix, "order1" + suffix, classGlob},
-		{"order.1" + suffix, "orderX1" + suffix, classGlob},
-		{`order\d` + suffix, `orderd` + suffix, classGlob},
-		{"a+b" + suffix, "a b" + suffix, classURL},
-		{"a+b" + suffix, "a%2Bb" + suffix, classURL},
-		{"a b" + suffix, "a%20b" + suffix, classURL},
-		{"a/b" + suffix, "a%2Fb" + suffix, classURL},
-		{"a%2Fb" + suffix, "a%252Fb" + suffix, classURL},
-		{"p\u0430y" + suffix, "pay" + suffix, classCharset},              // Cyrillic а vs Latin a
-		{"p\u0430y" + suffix, "p\u03b1y" + suffix, classCharset},         // Cyrillic а vs Greek α
-		{"\u03b1\u03b2" + suffix, "\u03b3\u03b4" + suffix, classCharset}, // Greek
-		{"\u8ba2\u5355" + suffix, "\u8a02\u55ae" + suffix, classCharset}, // CJK: simplified vs traditional
-		{"pay\U0001F34E" + suffix, "pay\U0001F34F" + suffix, classCharset},
-		{"e\u0301" + suffix, "\u00e9" + suffix, classCharset},      // a combining mark vs precomposed
-		{"a\u0301" + suffix, "a\u0300" + suffix, classCharset},     // two combining marks
-		{"\u1ebf" + suffix, "\u00ea\u0301" + suffix, classCharset}, // precomposed beyond Latin-1 vs decomposed
+	var ps []idPair
+	for _, p := range gen.IDPairs(suffix) {
+		ps = append(ps, idPair{p.A, p.B, p.Class})
 	}
 	return ps
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
@@ -33,6 +34,10 @@ func (s *Set) Ginkgo(opts ...Option) {
 // (the author's Register call), so Ginkgo's output names the author's
 // file, not the kit's.
 func (s *Set) ginkgoAt(loc types.CodeLocation, o Option) {
+	if c := collector.Load(); c != nil {
+		(*c)(s)
+		return
+	}
 	var once sync.Once
 	dir := reportDir(o)
 	ginkgo.Describe(s.suite, loc, ginkgo.Ordered, ginkgo.ContinueOnFailure, func() {
@@ -153,3 +158,16 @@ func (s *Set) selected() []string {
 
 // ginkgoLabelFilter is the running suite's label filter.
 func ginkgoLabelFilter() string { return ginkgo.GinkgoLabelFilter() }
+
+// collector, while set, receives the sets a suite's Register (or
+// Set.Ginkgo) would register with Ginkgo: the kit's own test runner
+// (internal/runner) runs them through the engine instead.
+var collector atomic.Pointer[func(*Set)]
+
+// CollectRegistered hands every set registered with Ginkgo to fn, instead
+// of Ginkgo, until the returned function is called. Only the kit's test
+// runner calls it, around a register function it was given.
+func CollectRegistered(fn func(*Set)) (restore func()) {
+	old := collector.Swap(&fn)
+	return func() { collector.Store(old) }
+}

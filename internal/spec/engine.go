@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/target"
@@ -62,7 +63,7 @@ func (s *Set) Run(ctx context.Context, o target.RunOptions) []verdict.Result {
 	}
 	if len(ids) > 0 {
 		s.prepare(ids)
-		s.runAll(ctx, ids, o.Note, func(ru rule, out outcome) { add(resultOf(ru, o.Target, out, out.wall)) })
+		s.runAll(ctx, ids, o.Note, func(ru rule, out outcome) { add(resultOf(ru, o.Target, out, ruleWall(out))) })
 		s.finish()
 	}
 	verdict.Sort(results, catalog.Less)
@@ -115,6 +116,22 @@ func (s *Set) runAll(ctx context.Context, ids []string, note func(string), done 
 	for _, ru := range alone {
 		run(ru)
 	}
+}
+
+// ruleWall is how long a rule ran: its body, or its workload when that
+// started before the body and ran longer (a Background rule's "rule wall
+// time").
+func ruleWall(out outcome) time.Duration {
+	d := out.wall
+	if out.ev == nil {
+		return d
+	}
+	for _, f := range out.ev.Snapshot().Figures {
+		if w, ok := f.Value.(float64); ok && f.Name == "rule wall time" {
+			d = max(d, time.Duration(w*float64(time.Second)))
+		}
+	}
+	return d
 }
 
 // Collect builds the rules a suite's Register would register against t,

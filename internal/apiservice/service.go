@@ -111,7 +111,16 @@ const (
 	// ReplicaClockAhead: the replica's clock is 25 h ahead (clockAhead);
 	// the first instance is correct.
 	ReplicaClockAhead Defect = "replica-clock-ahead"
+	// CaseSensitiveHeader matches the names of the Idempotency-Key and
+	// X-Tenant headers exactly, as a gateway or a hand-written parser in
+	// front of every instance may (exactNames): "idempotency-key: K" is a
+	// request without a key, "x-tenant: T" one without a tenant.
+	CaseSensitiveHeader Defect = "case-sensitive-header"
 )
+
+// exactHeaders are the header names CaseSensitiveHeader matches exactly:
+// the default description's id and scope.
+var exactHeaders = []string{"Idempotency-Key", "X-Tenant"}
 
 // clockAhead is the behaviour of ReplicaClockAhead's replica: its clock is
 // clockSkew ahead, so with the declared retention (24 h) every key another
@@ -688,6 +697,9 @@ func (s *Server) up(ctx context.Context, addr string) error {
 	if err != nil {
 		_ = db.Close()
 		return fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	if s.defect == CaseSensitiveHeader {
+		ln = exactNames{Listener: ln, names: exactHeaders}
 	}
 	eng := newEngine(s.contract, s.defect.instance(s.replica), db.Store())
 	srv := &http.Server{Handler: eng.routes(), ReadHeaderTimeout: 10 * time.Second}

@@ -33,7 +33,7 @@ func init() {
 		api("API-1.1", Must, Requirement, "a first request creates, and the authoritative read by the stable id shows it",
 			"业务系统应提供足以按稳定身份查询结果的接口: before the request the read by its id answers the declared missing status; the create answers a declared created status; the read right after it shows the resource with the payload sent, and one resource carries the id.", srcAPIRetry),
 		api("API-1.2", Must, Requirement, "a repeat with the same id and payload gets the declared answer and leaves one resource",
-			contractAPI+" reject-409: the declared conflict status, the read unchanged; replay: the first response's status and body byte for byte. Either way exactly one resource carries the id.", srcAPI409),
+			contractAPI+" reject-409: the declared conflict status, the read unchanged; replay: the first response's status and body byte for byte. Either way exactly one resource carries the id. Where the id or the scope travels in a header, the repeat is sent again with that header's name in other casings (all lower, all upper, every letter's case swapped, the canonical form, a mix drawn from the seed): field names are case-insensitive (RFC 9110 §5.1), so each is the same request and gets the declared repeat answer.", srcAPI409),
 		api("API-1.3", Must, Requirement, "the same id with another payload is refused and the original is unchanged",
 			"后者应返回业务冲突，而不是改用另一个 request ID 重放创建: the same id with another payload is refused with the declared status (409 for reject-409; 422 for replay, per "+srcIdemKey+"), and the read shows the first payload.", seedAPI+", 版本与创建冲突"),
 		api("API-1.4", Must, Requirement, "ids are scoped as declared: the same id under another tenant is another request",

@@ -310,3 +310,27 @@ func TestOneProcessWithoutSharedData(t *testing.T) {
 		t.Errorf("%d processes, want 1", d.Processes())
 	}
 }
+
+// A deadline the caller set shorter than hangAfter (ES-1.16 cuts calls at
+// microseconds) ends the call with the context's error and is no protocol
+// problem of the adapter; its late reply is dropped.
+func TestShortDeadlineIsTheCallersChoice(t *testing.T) {
+	d := startFake(t, "slow") // appends of 300 ms
+	h, err := d.Open(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	err = h.Append(ctx, st(1, "cut"))
+	var pe *ProtocolError
+	if !errors.Is(err, context.DeadlineExceeded) || errors.As(err, &pe) || errors.Is(err, es.ErrConflict) {
+		t.Fatalf("append under a 10 ms deadline: %T %v, want the deadline's error, not a protocol error or a conflict", err, err)
+	}
+	if _, err := h.Load(context.Background(), agg, 1, 1); err != nil {
+		t.Errorf("load after the cut call: %v", err)
+	}
+	if d.Problems() != 0 {
+		t.Errorf("%d problems recorded, want none: %v", d.Problems(), d.ProblemsSince(0))
+	}
+}

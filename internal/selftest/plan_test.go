@@ -4,7 +4,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 // The reference runs every rule; a mutant runs its registered rules plus
@@ -28,5 +30,49 @@ func TestPlanRules(t *testing.T) {
 	}
 	if !ran(nil, "R-9") || ran([]string{"R-1"}, "R-2") {
 		t.Error("ran: nil selects every rule, a list only its own")
+	}
+}
+
+// A reference's skip is a problem, unless the rule said the store's pace
+// put its aim beyond its budget (spec.ShortOfPace, recorded as Paced); an
+// unknown is a problem all the same.
+func TestPacedSkipOfAReference(t *testing.T) {
+	m := Matrix{Suite: "eventstore", Rules: []string{"R-1", "R-2"}, Rows: []Row{
+		{Target: "slow", Reference: true, Paced: []string{"R-2"},
+			Verdicts: map[string]verdict.Verdict{"R-1": verdict.Pass, "R-2": verdict.Skipped}},
+		{Target: "mutant", MustFail: []string{"R-1", "R-2"},
+			Verdicts: map[string]verdict.Verdict{"R-1": verdict.Fail, "R-2": verdict.Fail}},
+	}}
+	if ps := m.Problems(); len(ps) != 0 {
+		t.Errorf("a paced skip of a reference is no problem, got %v", ps)
+	}
+	m.Rows[0].Verdicts["R-2"] = verdict.Unknown
+	if ps := m.Problems(); len(ps) != 1 {
+		t.Errorf("an unknown of a reference is a problem, paced or not, got %v", ps)
+	}
+	m.Rows[0].Verdicts["R-2"] = verdict.Skipped
+	m.Rows[0].Paced = nil
+	if ps := m.Problems(); len(ps) != 1 {
+		t.Errorf("a skip of a reference for another reason is a problem, got %v", ps)
+	}
+}
+
+// Paced holds a reference's rule only when it was skipped and its figure
+// says pace.
+func TestSkippedForPace(t *testing.T) {
+	pace := &verdict.Evidence{}
+	pace.Figure(spec.ShortOfPace, "65540 appends at 300/s need 3m38s, the fill's budget is 5s", "")
+	for _, c := range []struct {
+		res  verdict.Result
+		want bool
+	}{
+		{verdict.Result{Verdict: verdict.Skipped, Evidence: pace}, true},
+		{verdict.Result{Verdict: verdict.Unknown, Evidence: pace}, false},
+		{verdict.Result{Verdict: verdict.Skipped, Evidence: &verdict.Evidence{}}, false},
+		{verdict.Result{Verdict: verdict.Skipped}, false},
+	} {
+		if got := SkippedForPace(c.res); got != c.want {
+			t.Errorf("SkippedForPace(%s, figures %v) = %v, want %v", c.res.Verdict, c.res.Evidence != nil && len(c.res.Evidence.Figures) > 0, got, c.want)
+		}
 	}
 }

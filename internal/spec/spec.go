@@ -48,6 +48,13 @@ const (
 // DefaultTimeout bounds one rule unless the suite sets another.
 const DefaultTimeout = 60 * time.Second
 
+// ShortOfPace is the figure a rule whose work is volume records, saying
+// why, when it ends skipped (R.Skipped) because the pace it measured puts
+// its aim beyond its budget: the self-test and RequireMustPass take such a
+// skip of a slow correct store (eventstore/memory-paced) for what it is,
+// not for a defect. Any other skip, and any unknown, stays a problem.
+const ShortOfPace = "beyond its budget at the target's pace"
+
 // Grace is how long a body may take to return after its deadline before the
 // driver gives up on it.
 const Grace = 2 * time.Second

@@ -168,6 +168,7 @@ func registerBasics(s *spec.Set, t Target) {
 		before := u.readShows(in, "after the first request")
 		again := u.answered(u.c.create(r.Context(), "kit", in.id, in.scope, in.body), "the repeat")
 		u.repeated(again, first, in, "a repeat with the same id and payload")
+		u.casedRepeats(in, first)
 		u.unchanged(in, before, "after the repeat")
 		u.one(in, "after the repeat")
 	})
@@ -222,6 +223,45 @@ func registerBasics(s *spec.Set, t Target) {
 		u.one(in, "after the restart")
 	})
 
+}
+
+// casedRepeats repeats in's first request with the id's header name, then
+// the scope's, in other casings (values.casings). Field names are
+// case-insensitive (RFC 9110 §5.1), so each is the same request: a
+// gateway or a hand-written parser that matches the declared name exactly
+// sees no key (or no tenant) and answers as to another request.
+func (u *run) casedRepeats(in intent, first answer) {
+	d, r := u.d, u.r
+	var tries []names
+	if d.ID().In == apidesc.InHeader {
+		for _, n := range u.v.casings(d.ID().Name) {
+			tries = append(tries, names{id: n})
+		}
+	}
+	if d.Scope != nil && d.Scope.In == apidesc.InHeader && in.scope != "" {
+		for _, n := range u.v.casings(d.Scope.Name) {
+			tries = append(tries, names{scope: n})
+		}
+	}
+	if len(tries) == 0 {
+		r.Ev.Notef("neither the id nor the scope travels in a header: no repeats with header names in other casings")
+		return
+	}
+	sent := make([]string, len(tries))
+	for i, n := range tries {
+		what := fmt.Sprintf("header %q", clip(n.id, 40))
+		if n.scope != "" {
+			what = fmt.Sprintf("header %q (the scope)", clip(n.scope, 40))
+		}
+		sent[i] = what
+		a := u.answered(u.c.createAs(r.Context(), "kit", in.id, in.scope, in.body, n), "the repeat with "+what)
+		if wrong := repeatWrong(d, a, first); wrong != "" {
+			r.Ev.Compare(verdict.Comparison{Setting: "answer to a repeat, header names in other casings", Declared: declaredRepeat(d), Actual: what + ": " + wrong, Source: "measured"})
+			r.Expect(wrong).To(gomega.BeEmpty(), "repeat with %s: must be a repeat (%s), got %s%s", what, declaredRepeat(d), wrong, u.seedTag())
+		}
+	}
+	r.Ev.Figure("header-name casings", strings.Join(sent, ", "), "each a repeat: the declared repeat answer")
+	r.Ev.Compare(verdict.Comparison{Setting: "answer to a repeat, header names in other casings", Declared: declaredRepeat(d), Actual: fmt.Sprintf("the declared answer in all %d casings", len(tries)), Source: "measured", Match: true})
 }
 
 // decoyScope sends a create whose body holds a member named like the

@@ -113,15 +113,37 @@ func fill(tmpl, id, scope string) string {
 	return path + "?" + strings.ReplaceAll(query, "{scope}", url.QueryEscape(scope))
 }
 
-// withScope places the scope of a request as the description says.
-func (c *client) withScope(req *http.Request, scope string) {
+// names are the header names a request carries its id and scope under;
+// "" is the description's own. API-1.2 repeats a request under the same
+// names in other casings.
+type names struct{ id, scope string }
+
+func orDeclared(name, declared string) string {
+	if name == "" {
+		return declared
+	}
+	return name
+}
+
+// setField sets a header field under name exactly as given: Header.Set
+// would canonicalize it ("idempotency-key" goes out as "Idempotency-Key"),
+// and the casing is what API-1.2's repeats vary. net/http writes a map
+// key as it is.
+func setField(h http.Header, name, value string) {
+	h.Del(name)
+	h[name] = []string{value}
+}
+
+// withScope places the scope of a request as the description says, its
+// header under the declared name (or n.scope).
+func (c *client) withScope(req *http.Request, scope string, n names) {
 	p := c.d.Scope
 	if p == nil || scope == "" {
 		return
 	}
 	switch p.In {
 	case apidesc.InHeader:
-		req.Header.Set(p.Name, scope)
+		setField(req.Header, orDeclared(n.scope, p.Name), scope)
 	case apidesc.InQuery:
 		q := req.URL.Query()
 		q.Set(p.Name, scope)
@@ -168,6 +190,12 @@ func hintReset(err error) error {
 
 // create sends the create request with id, scope and body.
 func (c *client) create(ctx context.Context, actor, id, scope string, body []byte) answer {
+	return c.createAs(ctx, actor, id, scope, body, names{})
+}
+
+// createAs is create with the id and scope headers under names n (the
+// history's action names a casing that is not the declared one).
+func (c *client) createAs(ctx context.Context, actor, id, scope string, body []byte, n names) answer {
 	d := c.d
 	path := fill(d.Create.Path, id, scope)
 	req, err := http.NewRequest(d.Create.Method, c.base+path, opaque{bytes.NewReader(body)})
@@ -179,14 +207,20 @@ func (c *client) create(ctx context.Context, actor, id, scope string, body []byt
 	req.Header.Set("Accept", "application/json, application/problem+json")
 	switch d.ID().In {
 	case apidesc.InHeader:
-		req.Header.Set(d.ID().Name, id)
+		setField(req.Header, orDeclared(n.id, d.ID().Name), id)
 	case apidesc.InQuery:
 		q := req.URL.Query()
 		q.Set(d.ID().Name, id)
 		req.URL.RawQuery = q.Encode()
 	}
-	c.withScope(req, scope)
-	return c.do(ctx, actor, d.Create.Method+" "+d.Create.Path, id, req)
+	c.withScope(req, scope, n)
+	action := d.Create.Method + " " + d.Create.Path
+	for _, name := range []string{n.id, n.scope} {
+		if name != "" {
+			action += fmt.Sprintf(" (header %q)", name)
+		}
+	}
+	return c.do(ctx, actor, action, id, req)
 }
 
 func (c *client) get(ctx context.Context, actor, tmpl, id, scope string) answer {
@@ -195,7 +229,7 @@ func (c *client) get(ctx context.Context, actor, tmpl, id, scope string) answer 
 		return answer{Err: err}
 	}
 	req.Header.Set("Accept", "application/json, application/problem+json")
-	c.withScope(req, scope)
+	c.withScope(req, scope, names{})
 	return c.do(ctx, actor, "GET "+tmpl, id, req)
 }
 

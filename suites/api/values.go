@@ -6,6 +6,8 @@ import (
 	"hash/fnv"
 	"maps"
 	"math/rand/v2"
+	"net/textproto"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -351,4 +353,51 @@ func (v *values) classes() string {
 		s += "; payload fields: " + line(v.payloads)
 	}
 	return s
+}
+
+// casings are a header name in other casings, each a spelling of the same
+// field (RFC 9110 §5.1: field names are case-insensitive): all lower, all
+// upper, every letter's case swapped, the canonical form Go's Header.Set
+// sends, and one mix drawn from the seed; name itself and repeats left out.
+func (v *values) casings(name string) []string {
+	// A field name is a token, ASCII: only its ASCII letters have a case.
+	swap := func(c byte) byte {
+		switch {
+		case 'a' <= c && c <= 'z':
+			return c - 'a' + 'A'
+		case 'A' <= c && c <= 'Z':
+			return c - 'A' + 'a'
+		}
+		return c
+	}
+	b := []byte(name)
+	for i := range b {
+		b[i] = swap(b[i])
+	}
+	swapped := string(b)
+	out := []string{}
+	add := func(s string) bool {
+		if s == name || slices.Contains(out, s) {
+			return false
+		}
+		out = append(out, s)
+		return true
+	}
+	for _, s := range []string{strings.ToLower(name), strings.ToUpper(name), swapped, textproto.CanonicalMIMEHeaderKey(name)} {
+		add(s)
+	}
+	// A drawn mix: a parser that knows a few spellings misses it. A name
+	// with few letters may have no spelling left.
+	for range 16 {
+		b := []byte(strings.ToLower(name))
+		for i := range b {
+			if v.intn(2) == 0 {
+				b[i] = swap(b[i])
+			}
+		}
+		if add(string(b)) {
+			break
+		}
+	}
+	return out
 }

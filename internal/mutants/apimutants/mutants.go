@@ -78,5 +78,7 @@ func All() []Mutant {
 			Defect: "the second replica folds keys to lower case (the first is correct): a key created on one replica is another key on the other"},
 		{Name: "replica-clock-ahead", Build: Service{apidesc.Reject409, apiservice.ReplicaClockAhead}, MustFail: []string{"API-5.2"},
 			Defect: "the second replica's clock is 25 h ahead (the first is correct): with the declared retention of 24 h it takes every key the other stored as expired and creates anew"},
+		{Name: "case-sensitive-header", Build: Service{apidesc.Reject409, apiservice.CaseSensitiveHeader}, MustFail: []string{"API-1.2"},
+			Defect: "matches the Idempotency-Key and X-Tenant header names exactly (a gateway or a hand-written parser): idempotency-key or IDEMPOTENCY-KEY is no key, x-tenant no tenant"},
 	}
 }

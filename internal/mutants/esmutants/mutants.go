@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,6 +80,13 @@ const (
 	requestLike
 	singleByteCharset
 	urlDecodedIDs
+	requestFailOpen
+	loadFailOpen
+	appendCheckFailsOpen
+	int16Version
+	uint16Version
+	int16EventPosition
+	eventCap65535
 )
 
 // The widths and times of the generated-defect mutants.
@@ -161,6 +169,14 @@ func All() []Mutant {
 		{Name: "request-id-like", Defect: "looks request ids up with an unescaped SQL LIKE ('_' matches any one character, '%' any run), in Append and in the query", MustFail: []string{"ES-1.15"}, Build: requestLike},
 		{Name: "single-byte-charset", Defect: "stores ids in a single-byte charset: every character above U+00FF becomes '?', in aggregate keys and request ids", MustFail: []string{"ES-1.15"}, Build: singleByteCharset},
 		{Name: "url-decoded-ids", Defect: "URL-form-decodes request ids on the way in ('+' is a space, %2F is '/'), in Append and in the query", MustFail: []string{"ES-1.15"}, Build: urlDecodedIDs},
+		// Calls that fail (issue 37): a failure met with a confident "no".
+		{Name: "request-id-fail-open", Defect: "RequestIDExists answers false, nil when its query's context is done (the driver's error swallowed as \"no rows\")", MustFail: []string{"ES-1.16"}, Build: requestFailOpen},
+		{Name: "load-fail-open", Defect: "Load answers no streams and no error when its context is done (the driver's error swallowed as an empty result)", MustFail: []string{"ES-1.16"}, Build: loadFailOpen},
+		{Name: "int16-version", Defect: "keeps versions in a SMALLINT column in non-strict mode: a version past 32767 is stored as 32767 (and collides with it)", MustFail: []string{"ES-1.17"}, Build: int16Version},
+		{Name: "uint16-version", Defect: "keeps versions in an unsigned 16-bit column: version 65536 is stored as 0, 65537 as 1 (and collides with it)", MustFail: []string{"ES-1.17"}, Build: uint16Version},
+		{Name: "int16-event-position", Defect: "numbers the events of an aggregate in a SMALLINT position column that wraps: positions past 32767 are negative, and Load, ordered by position, returns them first", MustFail: []string{"ES-1.18"}, Build: int16EventPosition},
+		{Name: "event-cap-65535", Defect: "Load returns at most 65535 events of an aggregate (a uint16 count or LIMIT): the rest of the history is left out", MustFail: []string{"ES-1.18"}, Build: eventCap65535},
+		{Name: "precheck-fail-open", Defect: "Append's own request-id check (no unique constraint behind it) takes a query failed with its context for \"not found\", and the insert, which does not watch the context, goes on", MustFail: []string{"ES-1.16"}, Build: appendCheckFailsOpen},
 	}
 }
 
@@ -178,7 +194,7 @@ func (fl Flaw) Caps() es.Capabilities {
 
 // NewDB makes the shared state for one mutant target.
 func (fl Flaw) NewDB() *DB {
-	return &DB{flaw: fl, streams: map[string][]es.Stream{}, reqs: map[string]map[string]time.Time{}, lru: map[string]*list.Element{}, lruOrder: list.New()}
+	return &DB{flaw: fl, streams: map[string][]es.Stream{}, reqs: map[string]map[string]time.Time{}, lru: map[string]*list.Element{}, lruOrder: list.New(), cols: map[string]map[int]bool{}}
 }
 
 // DB is the shared state; see memory.DB, of which it is a copy with flaws.
@@ -190,6 +206,9 @@ type DB struct {
 	// The request-id-lru mutant's cache: keys, most recently used first.
 	lru      map[string]*list.Element
 	lruOrder *list.List
+	// The 16-bit version mutants' column values per aggregate, as the
+	// primary key (aggregate, version) holds them.
+	cols map[string]map[int]bool
 }
 
 // Open returns a handle.
@@ -371,6 +390,12 @@ func (db *DB) mapError(err error) error {
 }
 
 func (s *store) append(ctx context.Context, st es.Stream) error {
+	switch s.db.flaw {
+	case appendCheckFailsOpen:
+		return s.appendCheckFailsOpen(ctx, st)
+	case int16Version, uint16Version:
+		return s.appendNarrowVersion(ctx, st)
+	}
 	if err := s.Usable(ctx); err != nil {
 		return err
 	}
@@ -532,6 +557,76 @@ func (s *store) append(ctx context.Context, st es.Stream) error {
 	return nil
 }
 
+// appendCheckFailsOpen is Append whose request-id check is a query under
+// the caller's context, its failure read as "not found", and whose write is
+// not under that context (as an insert made on a context of its own, so
+// that a write is never half done). The context is consulted nowhere else.
+func (s *store) appendCheckFailsOpen(ctx context.Context, st es.Stream) error {
+	if err := s.Usable(context.Background()); err != nil {
+		return err // the closed flag only
+	}
+	if err := eskit.Validate(st); err != nil {
+		return err
+	}
+	db := s.db
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if err := db.checkVersionOnly(st); err != nil {
+		return err
+	}
+	// The defect: a failed query is "no such request id".
+	if ctx.Err() == nil && db.seen(st.Aggregate, st.RequestID) {
+		return &es.DuplicateRequestIDError{Aggregate: st.Aggregate, Version: st.Version, RequestID: st.RequestID}
+	}
+	db.write(st)
+	return nil
+}
+
+// column is a version as the 16-bit mutants' version column holds it.
+func (db *DB) column(v int) int {
+	switch db.flaw {
+	case int16Version:
+		return min(v, 1<<15-1) // SMALLINT, non-strict: out of range saturates
+	case uint16Version:
+		return v & 0xffff
+	}
+	return v
+}
+
+// appendNarrowVersion is an SQL store's append over a narrow version
+// column: the predecessor's row must exist (tail+1), the primary key
+// (aggregate, version) must be free, both in column values.
+func (s *store) appendNarrowVersion(ctx context.Context, st es.Stream) error {
+	if err := s.Usable(ctx); err != nil {
+		return err
+	}
+	if err := eskit.Validate(st); err != nil {
+		return err
+	}
+	db := s.db
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	k := db.verKey(st.Aggregate)
+	if st.Version == es.InitialVersion && len(db.streams[k]) > 0 {
+		return db.checkVersion(st) // the creation conflict, as the reference
+	}
+	cols := db.cols[k]
+	if st.Version > es.InitialVersion && !cols[db.column(st.Version-1)] || cols[db.column(st.Version)] {
+		return &es.VersionConflictError{Aggregate: st.Aggregate, Version: st.Version, RequestID: st.RequestID}
+	}
+	if err := db.checkRequest(st); err != nil {
+		return err
+	}
+	if cols == nil {
+		cols = map[int]bool{}
+		db.cols[k] = cols
+	}
+	cols[db.column(st.Version)] = true
+	st.Version = db.column(st.Version)
+	db.write(st)
+	return nil
+}
+
 func (db *DB) tail(a es.AggregateID) int {
 	h := db.streams[db.verKey(a)]
 	if len(h) == 0 {
@@ -680,6 +775,9 @@ func (s *store) usable(ctx context.Context) error {
 }
 
 func (s *store) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]es.Stream, error) {
+	if s.db.flaw == loadFailOpen && ctx.Err() != nil {
+		return nil, nil // the defect: the driver's error read as an empty result
+	}
 	if err := s.usable(ctx); err != nil {
 		return nil, s.db.mapError(err)
 	}
@@ -706,10 +804,73 @@ func (s *store) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]e
 	if db.flaw == loadFirstPage {
 		out = firstPage(out)
 	}
+	if db.flaw == int16Version || db.flaw == uint16Version {
+		sort.SliceStable(out, func(i, j int) bool { return out[i].Version < out[j].Version }) // ORDER BY version
+	}
+	switch db.flaw {
+	case int16EventPosition:
+		out = byInt16Position(h, out)
+	case eventCap65535:
+		out = capEvents(out, 1<<16-1)
+	}
 	return out, nil
 }
 
+// byInt16Position is out as a store returns it that numbers each event's
+// position in the aggregate (h, its whole history) in a SMALLINT that
+// wraps: ORDER BY position puts the positions past 32767 (negative) first,
+// ties in the order stored; the rows of one version in a run are one
+// stream.
+func byInt16Position(h, out []es.Stream) []es.Stream {
+	first := map[int]int{} // version: the position of its first event
+	p := 1
+	for _, st := range h {
+		first[st.Version] = p
+		p += len(st.Events)
+	}
+	type row struct {
+		pos int16
+		st  int
+		ev  es.Event
+	}
+	var rows []row
+	for i, st := range out {
+		for j, e := range st.Events {
+			rows = append(rows, row{int16(first[st.Version] + j), i, e})
+		}
+	}
+	sort.SliceStable(rows, func(a, b int) bool { return rows[a].pos < rows[b].pos })
+	var res []es.Stream
+	last := -1
+	for _, rw := range rows {
+		if rw.st == last {
+			res[len(res)-1].Events = append(res[len(res)-1].Events, rw.ev)
+			continue
+		}
+		st := out[rw.st]
+		st.Events = []es.Event{rw.ev}
+		res = append(res, st)
+		last = rw.st
+	}
+	return res
+}
+
+// capEvents keeps the first n events of h, as a query with LIMIT n does.
+func capEvents(h []es.Stream, n int) []es.Stream {
+	for i := range h {
+		if len(h[i].Events) >= n {
+			h[i].Events = h[i].Events[:n]
+			return h[:i+1]
+		}
+		n -= len(h[i].Events)
+	}
+	return h
+}
+
 func (s *store) RequestIDExists(ctx context.Context, agg es.AggregateID, requestID string) (bool, error) {
+	if s.db.flaw == requestFailOpen && ctx.Err() != nil {
+		return false, nil // the defect: the driver's error read as "no rows"
+	}
 	if err := s.usable(ctx); err != nil {
 		return false, s.db.mapError(err)
 	}

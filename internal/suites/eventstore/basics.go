@@ -307,6 +307,14 @@ func registerBasics(s *spec.Set, t Target) {
 	// Edges and look-alikes (issue 37): edges.go and idpairs.go.
 	s.It("ES-1.14", func(r *spec.R) { ruleVersionEdges(r, t) })
 	s.It("ES-1.15", func(r *spec.R) { ruleDistinctIDs(r, t) })
+	s.It("ES-1.16", func(r *spec.R) { ruleCutCalls(r, t) })
+	// Alone: it measures the store's pace to decide whether its fill fits
+	// its budget, and beside every other rule a SQLite store's one writer
+	// gave it 249 appends a second instead of 2740; its fill would slow
+	// theirs as much. On a store it skips, alone costs only its probe.
+	s.ItAlone("ES-1.17", func(r *spec.R) { ruleLongVersions(r, t) })
+	// Beside the others: 66 appends, however many events they carry.
+	s.It("ES-1.18", func(r *spec.R) { ruleManyEvents(r, t) })
 }
 
 // longHistory is the length of the history the depth probes retry and

@@ -41,7 +41,9 @@ type Target struct {
 	// MaxWait, when longer than the default (1.5 s), is the time horizon of
 	// the ES-4.1 schedule: how long after a write its retries and queries
 	// may come (tck run --max-wait). When longer than 5.5 s it is also how
-	// old ES-4.3's oldest request ids are at their retry.
+	// old ES-4.3's oldest request ids are at their retry; when longer than
+	// 5 s it is the fill budget of ES-1.17 and ES-1.18 (ES-1.17's deadline
+	// grows to hold it), which a slow store needs to reach 2^16 versions.
 	MaxWait time.Duration
 	// OneHandle, when set, says why the factory cannot open a second
 	// handle on the same data; the rules then use one handle and the
@@ -50,7 +52,8 @@ type Target struct {
 	// Timeout bounds each rule (default 60 s). It is the budget of the
 	// rules whose work is volume, sized to the store's pace as they go: a
 	// longer one lets a slow store reach more (the race cap is half of it,
-	// ES-4.1's bursts and ES-4.3's fills get their share). A fault run sets it to cover
+	// ES-4.1's bursts and ES-4.3's fills get their share, ES-1.17's and
+	// ES-1.18's fills 75% of it instead of 5 s). A fault run sets it to cover
 	// the race budget, the fault and the store's recovery.
 	Timeout time.Duration
 	// Disrupt, when set, applies a fault (a restart, a kill) while each ES-2
@@ -198,6 +201,11 @@ func newSet(t Target) *spec.Set {
 	s.Before = t.Before
 	if t.Timeout > 0 {
 		s.Timeout = t.Timeout
+	}
+	if need := t.MaxWait*100/versionsShare + 5*time.Second; need > s.Timeout {
+		// ES-1.17's fill takes the MaxWait the author gave it (tck run
+		// --max-wait): its deadline, and no other rule's, grows to hold it.
+		s.SetUp = map[string]time.Duration{"ES-1.17": need - s.Timeout}
 	}
 	registerBasics(s, t)
 	registerRaces(s, t)

@@ -104,8 +104,6 @@ var commands = map[string]struct {
 	"report":   {cmdReport, "re-render report.md, report.html and junit.xml from a results.json; report diff OLD NEW compares two"},
 	"clean":    {cmdClean, "remove what a killed run left behind: temporary folders, report-folder locks, containers"},
 	"version":  {cmdVersion, "print the kit's version"},
-	// Hidden (not in commandNames): one target of a parallel tck run (parallel.go).
-	childCommand: {cmdRunTarget, ""},
 }
 
 func main() {

@@ -95,7 +95,7 @@ func TestFullDiskWritesNothingAndSaysTheRunRan(t *testing.T) {
 			// All or none: none, and no temporary file (the previous run's
 			// files were cleared when the run claimed its folder).
 			for name := range snapshot(t, dir) {
-				if name != "ginkgo.log" && name != markerFile {
+				if name != runLog && name != markerFile {
 					t.Errorf("%s left after a failed write", name)
 				}
 			}

@@ -2,22 +2,18 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/onceproof/tck/internal/reports"
 )
 
-// TestParallelRunKeepsTheOrder: a run of two targets runs them in child
-// processes at once, and its terminal lines, results.json and ginkgo.log
-// are in the order a one-after-another run gives.
+// TestParallelRunKeepsTheOrder: a run of two targets runs them at once in
+// its one process, and its terminal lines, results.json and run.log are in
+// the order a one-after-another run gives.
 func TestParallelRunKeepsTheOrder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped with -short: builds the CLI")
@@ -56,51 +52,4 @@ func TestParallelRunKeepsTheOrder(t *testing.T) {
 	if len(rep.Targets) != 2 || rep.Targets[0].Name != "eventstore/memory" || rep.Targets[1].Name != "eventstore/sqlite" || rep.Targets[1].Version == "" {
 		t.Errorf("targets %+v", rep.Targets)
 	}
-}
-
-// TestPlainValue: a child's figures come back as the values a one-process
-// run renders: integers as int (a 64-bit seed exact), fractions as float64.
-func TestPlainValue(t *testing.T) {
-	var v []any
-	dec := json.NewDecoder(strings.NewReader(`[9007199254740993, 2.5, [1, "a"], {"k": 3}]`))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		t.Fatal(err)
-	}
-	got := plainValue(any(v))
-	want := []any{9007199254740993, 2.5, []any{1, "a"}, map[string]any{"k": 3}}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("plainValue = %#v, want %#v", got, want)
-	}
-}
-
-// TestProcessorsLockShares: the run's shares of the processors, two here:
-// two holds (separate opens, as in two children) get one each, a third
-// waits until one is released; a wait ends with its context.
-func TestProcessorsLockShares(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "processors.lock")
-	if err := os.WriteFile(path, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	hold := fileLock(path, 2)
-	first, err := hold(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	second, err := hold(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	if _, err := hold(ctx); err == nil {
-		t.Fatal("a third hold got a share while two held both")
-	}
-	first()
-	third, err := hold(context.Background())
-	if err != nil {
-		t.Fatalf("after a release: %v", err)
-	}
-	second()
-	third()
 }

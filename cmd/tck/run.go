@@ -11,15 +11,14 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/reports"
-	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/selftest"
+	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/stall"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
@@ -223,17 +222,15 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-// runConfig is a parsed and validated `tck run`: the parent and each of its
-// per-target children (parallel.go) build it from the same arguments.
+// runConfig is a parsed and validated `tck run`.
 type runConfig struct {
-	args           []string // the arguments after "run", as given
-	p              plan
-	out            string
-	quiet          bool
-	jobs           int            // targets at once (1: one after another, in this process)
-	processorsLock string         // the run's lock file for its race rules (runChildren)
-	opts           target.Options // seed, windows, keep, profile, max wait, api description
-	profPlan       *profile.Plan
+	args     []string // the arguments after "run", as given
+	p        plan
+	out      string
+	quiet    bool
+	jobs     int            // targets at once (1: one after another)
+	opts     target.Options // seed, windows, keep, profile, max wait, api description
+	profPlan *profile.Plan
 }
 
 // parseRun parses and checks a `tck run` command line completely before
@@ -253,7 +250,7 @@ func parseRun(args []string, stdout io.Writer) (runConfig, error) {
 	apiDesc := fs.String("api-desc", "", "the endpoint description (YAML or JSON) of an api/http target (docs/api.md); default: the profile's http section, else the kit's default")
 	var brokers addrs
 	fs.Var(&brokers, "broker", "the broker target SUITE/NAME[=ADDRESS] the consumer suite reads from (repeatable: the consumer targets run once per broker; default its own embedded NATS)")
-	jobs := fs.Int("jobs", 0, "how many targets run at once, each in a process of its own (0: all; 1: one after another in this process)")
+	jobs := fs.Int("jobs", 0, "how many targets run at once (0: up to 8; 1: one after another)")
 	maxWait := fs.Duration("max-wait", 0, "the longest wait a rule may need by definition; a longer one is unknown, never shortened (default 10m with --profile, else the suite's 60s)")
 	cfg := runConfig{args: args}
 	if err := parse(fs, args, stdout); err != nil {
@@ -297,25 +294,20 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return interrupted() // while loading: nothing started, nothing written
 	}
 	p := cfg.p
-	// Independent targets run at once, each in a child process of its own
-	// (Ginkgo's suite state is per process): the run takes about as long
-	// as its longest target. One target runs here. So does a test binary
-	// calling run (it is no tck to re-execute).
-	exe, exeErr := os.Executable()
-	parallel := len(p.targets) > 1 && cfg.jobs != 1 && exeErr == nil && !testing.Testing()
-	if !parallel {
-		// The kit's heartbeat for the whole run: a pause of this process is
-		// the kit's, and timed rules ask about it (package stall). Each
-		// child holds its own.
-		defer stall.Hold()()
-	}
+	// The kit's heartbeat for the whole run: a pause of this process is
+	// the kit's, and timed rules ask about it (package stall).
+	defer stall.Hold()()
+	// The run writes its report itself (--out); an author's TCK_REPORT_DIR
+	// in the environment adds none, and a rule's reason says how to replay
+	// it with tck run --seed.
+	defer spec.DrivenByCLI()()
 	started := time.Now()
 	dir, unlock, err := claimOutDir(cfg.out, started)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	logFile, err := os.Create(filepath.Join(dir, "ginkgo.log"))
+	logFile, err := os.Create(filepath.Join(dir, runLog))
 	if err != nil {
 		return usagef("cannot write into the report folder: %v", err)
 	}
@@ -333,28 +325,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Run:  reports.Run{Command: target.Redact("tck run " + strings.Join(args, " ")), Started: started, Suites: p.suites, Rules: p.rules},
 		Plan: cfg.profPlan,
 	}
-	if parallel {
-		for _, o := range runChildren(ctx, exe, cfg, logFile, stderr) {
-			rep.Targets = append(rep.Targets, o.target)
-			rep.Results = append(rep.Results, o.results...)
-		}
-	} else {
-		progress := func(line string) {
-			if !cfg.quiet {
-				fmt.Fprintln(stderr, line)
-			}
-		}
-		for _, t := range p.targets {
-			o := runTarget(ctx, cfg, t, sink{
-				line:    progress,
-				errLine: func(line string) { fmt.Fprintln(stderr, line) },
-				note:    func(line string) { progress("  " + line) },
-				tnote:   func(line string) { progress("  " + t.name + ": " + line) },
-				log:     logFile,
-			})
-			rep.Targets = append(rep.Targets, o.target)
-			rep.Results = append(rep.Results, o.results...)
-		}
+	for _, o := range runTargets(ctx, cfg, logFile, stderr) {
+		rep.Targets = append(rep.Targets, o.target)
+		rep.Results = append(rep.Results, o.results...)
 	}
 	rep.Run.Finished = time.Now()
 	rep.Run.DurationMs = rep.Run.Finished.Sub(started).Milliseconds()
@@ -372,14 +345,14 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return exitError{code: rep.Summary.ExitCode}
 }
 
-// sink is where one target's run says what it does: in this process the
-// terminal and ginkgo.log, in a child the pipe to its parent.
+// sink is where one target's run says what it does: the terminal and
+// run.log, in the run's order (console).
 type sink struct {
 	line    func(string) // a line in the run's order: starting, each rule, done (not with --quiet)
 	errLine func(string) // a line in the run's order, printed with --quiet too
 	note    func(string) // a long rule's progress line ("CO-5.1: 120 of 200 events done (15s)"), shown at once
 	tnote   func(string) // the target's own progress line (a long start), shown at once
-	log     io.Writer    // ginkgo.log
+	log     io.Writer    // run.log
 }
 
 // outcome is what one target contributes to the report.
@@ -427,11 +400,14 @@ func runTarget(ctx context.Context, cfg runConfig, t planned, s sink) outcome {
 	tstart := time.Now()
 	var mu sync.Mutex
 	afterInterrupt := map[string]bool{} // rules that failed once the run was interrupted
-	o.results = runner.Run(t.name, st.Register, runner.Options{
-		Rules: p.rules,
-		Log:   s.log,
+	o.results = st.Rules().Run(ctx, target.RunOptions{
+		Target: t.name,
+		Rules:  p.rules,
 		// A long rule's "N of M steps done" (spec's R.Progress).
-		Note: s.note,
+		Note: func(line string) {
+			fmt.Fprintln(s.log, line)
+			s.note(line)
+		},
 		Progress: func(r verdict.Result) {
 			if r.Verdict == verdict.Fail && ctx.Err() != nil {
 				mu.Lock()
@@ -442,6 +418,7 @@ func runTarget(ctx context.Context, cfg runConfig, t planned, s sink) outcome {
 			if r.Verdict == verdict.Skipped && len(p.rules) > 0 && !contains(p.rules, r.Rule) {
 				return // not selected: in the report as skipped, not on the terminal
 			}
+			logResult(s.log, r)
 			s.line(fmt.Sprintf("  %-7s %-14s %6.0fms  %s", r.Rule, r.Verdict, r.DurationMs, clip(r.Reason, 100)))
 		},
 	})
@@ -459,6 +436,23 @@ func runTarget(ctx context.Context, cfg runConfig, t planned, s sink) outcome {
 	}
 	s.line(fmt.Sprintf("%s: done in %.1fs", t.name, time.Since(tstart).Seconds()))
 	return o
+}
+
+// runLog is the run's log in the report folder: every rule's line, a
+// failed or undecided rule's notes (where the kit failed it), and the
+// progress lines of long rules.
+const runLog = "run.log"
+
+// logResult writes one rule's outcome into run.log: its line, and for a
+// fail or unknown the notes of its evidence.
+func logResult(w io.Writer, r verdict.Result) {
+	fmt.Fprintf(w, "%s %s %s: %s\n", r.Target, r.Rule, r.Verdict, r.Reason)
+	if r.Verdict != verdict.Fail && r.Verdict != verdict.Unknown || r.Evidence == nil {
+		return
+	}
+	for _, n := range r.Evidence.Notes {
+		fmt.Fprintf(w, "  %s\n", strings.ReplaceAll(n, "\n", "\n  "))
+	}
 }
 
 // interruptedTarget is a target the run never ran: every rule skipped.

@@ -15,6 +15,7 @@ import (
 	"github.com/onceproof/tck/internal/mutants/apimutants"
 	"github.com/onceproof/tck/internal/procs"
 	"github.com/onceproof/tck/internal/profile"
+	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/suites/api"
 )
@@ -243,13 +244,13 @@ func apiStarted(ctx context.Context, ref target.Ref, url string, replicas []stri
 	cfg := d.Config()
 	cfg["restartable"] = boolString(restart != nil)
 	cfg["replicas"] = fmt.Sprint(1 + len(replicas))
+	t := api.Target{URL: url, Replicas: replicas, Desc: d, Restart: restart, Seed: ref.Opts.Seed, Horizon: ref.Opts.MaxWait}
 	return &target.Started{
 		Info: target.Info{
 			Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: target.Redact(url), Version: version, Config: cfg,
 		},
-		Register: func() {
-			api.Register(api.Target{URL: url, Replicas: replicas, Desc: d, Restart: restart, Seed: ref.Opts.Seed, Horizon: ref.Opts.MaxWait})
-		},
-		Stop: stop,
+		Rules:    func() target.RuleSet { return spec.Collect(api.Register, t) },
+		Register: func() { api.Register(t) },
+		Stop:     stop,
 	}, nil
 }

@@ -98,6 +98,7 @@ func natsBroker(startNATS func(ctx context.Context, ref target.Ref) (*nats.Targe
 		}
 		return &target.Started{
 			Info:     info,
+			Rules:    func() target.RuleSet { return broker.NewSet(t) },
 			Register: func() { broker.Register(t) },
 			Broker:   t.Open,
 			Stop:     nt.Stop,

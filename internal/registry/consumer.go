@@ -11,6 +11,7 @@ import (
 	"github.com/onceproof/tck/internal/mutants/comutants"
 	"github.com/onceproof/tck/internal/outbox"
 	"github.com/onceproof/tck/internal/redact"
+	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
 	"github.com/onceproof/tck/suites/consumer"
@@ -84,6 +85,7 @@ func consumerStarted(d reference.Design, box co.Outbox) start {
 				Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: target.Redact(url), Version: version,
 				Config: consumerConfig(d, box, "NATS JetStream"),
 			},
+			Rules:    func() target.RuleSet { return spec.Collect(consumer.Register, t) },
 			Register: func() { consumer.Register(t) },
 			Stop:     stop,
 		}, nil

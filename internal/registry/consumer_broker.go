@@ -7,6 +7,7 @@ import (
 
 	"github.com/onceproof/tck/adapters/consumer/reference"
 	"github.com/onceproof/tck/co"
+	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/suites/consumer"
 )
@@ -85,6 +86,7 @@ func consumerOverBroker(ctx context.Context, ref target.Ref, d reference.Design,
 	}
 	return &target.Started{
 		Info:     info,
+		Rules:    func() target.RuleSet { return spec.Collect(consumer.Register, t) },
 		Register: func() { consumer.Register(t) },
 		Stop:     bst.Stop,
 	}, nil

@@ -139,6 +139,10 @@ func esStarted(ref target.Ref, version string, caps es.Capabilities, open events
 	if stop == nil {
 		stop = func() error { return nil }
 	}
+	t := eventstore.Target{Open: open, Caps: caps, Seed: ref.Opts.Seed, MaxWait: ref.Opts.MaxWait}
+	if len(before) > 0 {
+		t.Before = before[0]
+	}
 	return &target.Started{
 		Info: target.Info{
 			Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: target.Redact(ref.Address), Version: version,
@@ -147,13 +151,8 @@ func esStarted(ref target.Ref, version string, caps es.Capabilities, open events
 				"precheck":          boolString(caps.PreCheck != nil),
 			},
 		},
-		Register: func() {
-			t := eventstore.Target{Open: open, Caps: caps, Seed: ref.Opts.Seed, MaxWait: ref.Opts.MaxWait}
-			if len(before) > 0 {
-				t.Before = before[0]
-			}
-			eventstore.Register(t)
-		},
-		Stop: stop,
+		Rules:    func() target.RuleSet { return eventstore.NewSet(t) },
+		Register: func() { eventstore.Register(t) },
+		Stop:     stop,
 	}
 }

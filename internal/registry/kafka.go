@@ -83,6 +83,7 @@ func kafkaBroker(startKafka func(ctx context.Context, ref target.Ref) (*kafka.Ta
 		}
 		return &target.Started{
 			Info:     info,
+			Rules:    func() target.RuleSet { return broker.NewSet(t) },
 			Register: func() { broker.Register(t) },
 			Broker:   t.Open,
 			Stop:     kt.Stop,

@@ -16,6 +16,7 @@ import (
 	"github.com/onceproof/tck/internal/leftovers"
 	"github.com/onceproof/tck/internal/procs"
 	"github.com/onceproof/tck/internal/profile"
+	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/suites/consumer"
 )
@@ -192,6 +193,7 @@ func bindService(ctx context.Context, ref target.Ref, svc *consumer.Service, add
 				"eventPayload": coservice.Describe(coservice.Envelope(svc.Envelope)) + ": " + envelope,
 			},
 		},
+		Rules:    func() target.RuleSet { return spec.Collect(consumer.Register, t) },
 		Register: func() { consumer.Register(t) },
 		Stop:     stop,
 	}, nil

@@ -106,6 +106,7 @@ func rabbitBroker(startRabbit func(ctx context.Context, ref target.Ref) (*rabbit
 				Name: ref.Key(), Suite: ref.Suite, Mode: m, Address: target.Redact(addr),
 				Version: rt.Version, Config: rabbitConfig(rt, t), Server: rt.Server, Notes: rt.Notes,
 			},
+			Rules:    func() target.RuleSet { return broker.NewSet(t) },
 			Register: func() { broker.Register(t) },
 			Broker:   t.Open,
 			Stop:     rt.Stop,

@@ -106,6 +106,7 @@ func redisBroker(startRedis func(ctx context.Context, ref target.Ref) (*redis.Ta
 		}
 		return &target.Started{
 			Info:     info,
+			Rules:    func() target.RuleSet { return broker.NewSet(t) },
 			Register: func() { broker.Register(t) },
 			Broker:   t.Open,
 			Stop:     rt.Stop,

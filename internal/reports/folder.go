@@ -137,7 +137,7 @@ func ClaimFolder(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, MarkerFile), []byte("a report folder of the onceproof kit: a run that writes here clears it first\n"), 0o644); err != nil {
 		return fmt.Errorf("cannot write into the report folder: %v", err)
 	}
-	for _, name := range []string{FileJSON, FileMarkdown, FileHTML, FileJUnit, "ginkgo.log", DirHistories} {
+	for _, name := range []string{FileJSON, FileMarkdown, FileHTML, FileJUnit, "run.log", "ginkgo.log", DirHistories} {
 		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 			return fmt.Errorf("cannot clear the previous run's files from %s: %v", dir, err)
 		}

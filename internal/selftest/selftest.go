@@ -13,7 +13,6 @@ import (
 
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/redact"
-	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
@@ -58,7 +57,14 @@ type Matrix struct {
 // Options of a self-test run.
 type Options struct {
 	Progress func(targetName string, res verdict.Result)
-	Log      io.Writer
+	// Log receives the long rules' progress lines.
+	Log io.Writer
+}
+
+func (o Options) note(line string) {
+	if o.Log != nil {
+		fmt.Fprintln(o.Log, line)
+	}
 }
 
 // Run builds the matrix for suite from the registry's reference and mutant kinds.
@@ -97,7 +103,7 @@ func Run(ctx context.Context, reg *target.Registry, suite string, opts Options) 
 				}
 			}
 		}
-		results := runner.Run(k.Key(), started.Register, runner.Options{Rules: rules, Progress: progress, Log: opts.Log})
+		results := started.Rules().Run(ctx, target.RunOptions{Target: k.Key(), Rules: rules, Progress: progress, Note: opts.note})
 		for _, res := range results {
 			if !ran(rules, res.Rule) {
 				continue // filtered out: a blank cell, not a skip
@@ -108,7 +114,7 @@ func Run(ctx context.Context, reg *target.Registry, suite string, opts Options) 
 				row.Paced = append(row.Paced, res.Rule)
 			}
 		}
-		redecide(k.Key(), started.Register, row, results, opts)
+		redecide(ctx, k.Key(), started.Rules, row, results, opts)
 		if err := started.Stop(); err != nil {
 			row.Error = "stop: " + redact.Error(err).Error()
 		}
@@ -184,7 +190,7 @@ const stochasticRuns = 3
 // a reference under load may reach its cap short of the target (unknown)
 // where a rerun does not. A deterministic rule is never rerun, and a rule
 // that misses three times is reported as it is.
-func redecide(key string, register func(), row Row, results []verdict.Result, opts Options) {
+func redecide(ctx context.Context, key string, rules func() target.RuleSet, row Row, results []verdict.Result, opts Options) {
 	for _, res := range results {
 		if !stochastic(res, !row.Reference) {
 			continue
@@ -196,7 +202,7 @@ func redecide(key string, register func(), row Row, results []verdict.Result, op
 			continue
 		}
 		for run := 2; run <= stochasticRuns && row.Verdicts[res.Rule] != want; run++ {
-			for _, again := range runner.Run(key, register, runner.Options{Rules: []string{res.Rule}, Log: opts.Log}) {
+			for _, again := range rules().Run(ctx, target.RunOptions{Target: key, Rules: []string{res.Rule}, Note: opts.note}) {
 				if again.Rule != res.Rule {
 					continue
 				}

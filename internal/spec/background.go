@@ -20,8 +20,8 @@ type Workload struct {
 	// Gate, when set, runs first in the rule's spec and may end the rule
 	// (r.Skipped, r.Unknown) before its workload starts.
 	Gate Body
-	// Ready, when set, says whether the set may start the workload ahead of
-	// its spec: false for a rule that Gate would end, so it starts nothing.
+	// Ready, when set, says whether the set may start the workload before
+	// its rule runs: false for a rule that Gate would end, so it starts nothing.
 	Ready func() bool
 	// Start starts the workload, in the background, and returns at once.
 	Start func() Job
@@ -117,7 +117,6 @@ func (s *Set) finish() {
 	if s.Finish != nil {
 		s.Finish()
 	}
-	s.stopAhead()
 	s.bg.mu.Lock()
 	jobs := make([]*job, 0, len(s.bg.jobs))
 	for _, j := range s.bg.jobs {

@@ -13,6 +13,7 @@ import (
 type Option struct {
 	unknownIsSkip bool
 	reportDir     string
+	into          **Set // Collect: hand the rules back instead of registering them
 }
 
 // UnknownIsSkip reports an undecided rule as a skip (a Ginkgo skip, a
@@ -32,6 +33,9 @@ func options(opts []Option) Option {
 		if op.reportDir != "" {
 			o.reportDir = op.reportDir
 		}
+		if op.into != nil {
+			o.into = op.into
+		}
 	}
 	return o
 }
@@ -50,5 +54,10 @@ func (e Entry[T]) Check(t *testing.T, target T, opts ...Option) {
 // the author's call of the suite's Register (two frames up), so Ginkgo's
 // output points there, not into the kit.
 func (e Entry[T]) Register(target T, opts ...Option) {
-	e(target).ginkgoAt(types.NewCodeLocation(2), options(opts))
+	o := options(opts)
+	if o.into != nil {
+		*o.into = e(target)
+		return
+	}
+	e(target).ginkgoAt(types.NewCodeLocation(2), o)
 }

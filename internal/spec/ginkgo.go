@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
-	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
@@ -34,6 +34,10 @@ func (s *Set) Ginkgo(opts ...Option) {
 // (the author's Register call), so Ginkgo's output names the author's
 // file, not the kit's.
 func (s *Set) ginkgoAt(loc types.CodeLocation, o Option) {
+	if c := collector.Load(); c != nil {
+		(*c)(s)
+		return
+	}
 	var once sync.Once
 	dir := reportDir(o)
 	ginkgo.Describe(s.suite, loc, ginkgo.Ordered, ginkgo.ContinueOnFailure, func() {
@@ -53,35 +57,70 @@ func (s *Set) ginkgoAt(loc types.CodeLocation, o Option) {
 				}
 			}, loc)
 		}
+		var (
+			mu   sync.Mutex
+			outs map[string]outcome // a Concurrent set's outcomes, from its first spec
+		)
 		for _, ru := range s.rules {
 			decorations := []any{loc, ginkgo.Label(Labels(ru.meta)...), ginkgo.GracePeriod(Grace)}
-			if !s.Ahead {
-				// A body running ahead has its own deadline (runWithin);
-				// its spec may wait longer, for the bodies queued before it.
-				decorations = append(decorations, ginkgo.SpecTimeout(s.timeoutOf(ru.id)))
-			}
 			ginkgo.It(ru.id+" "+ru.meta.Title, append(decorations, func(ctx ginkgo.SpecContext) {
 				once.Do(func() {
 					ids := s.selected()
 					s.prepare(ids)
-					if s.Ahead {
-						s.startAhead(ids)
+					if s.Concurrent {
+						// Ginkgo runs specs one after another: the first
+						// runs the set's rules at once, each spec reports
+						// its own.
+						outs = map[string]outcome{}
+						s.runAll(ctx, ids, say, func(ru rule, out outcome) {
+							mu.Lock()
+							outs[ru.id] = out
+							mu.Unlock()
+						})
 					}
 				})
-				if !s.Ahead || ru.notApplicable() != "" {
-					s.runGinkgo(ctx, ru, o)
-					return
+				mu.Lock()
+				out, ok := outs[ru.id]
+				mu.Unlock()
+				if !ok {
+					out = s.runWithin(ctx, ru, say)
 				}
-				run := s.aheadOf(ru)
-				if run == nil {
-					// Alone: once the bodies running ahead are done.
-					s.waitAhead(ctx)
-					run = s.runNow(ctx, ru)
-				}
-				reportAhead(ctx, ru, run, o)
+				reportOutcome(ctx, ru, out, o)
 			})...)
 		}
 	})
+}
+
+// say is where a rule prints its progress lines under Ginkgo.
+func say(line string) { fmt.Fprintln(ginkgo.GinkgoWriter, line) }
+
+// reportOutcome ends a rule's spec with its outcome.
+func reportOutcome(ctx context.Context, ru rule, out outcome, o Option) {
+	if ctx.Err() != nil && out.v != verdict.Pass && out.v != verdict.Fail {
+		ginkgo.Skip("the run was interrupted before " + ru.id + " finished")
+	}
+	ev := out.ev
+	if ev == nil {
+		ev = &verdict.Evidence{}
+	}
+	ginkgo.AddReportEntry(EntryEvidence, ev, ginkgo.ReportEntryVisibilityNever)
+	ginkgo.AddReportEntry(EntryWall, out.wall, ginkgo.ReportEntryVisibilityNever)
+	switch out.v {
+	case verdict.Pass:
+		return
+	case verdict.Fail:
+		ginkgo.AddReportEntry(EntryVerdict, Override{Verdict: out.v, Reason: out.reason}, ginkgo.ReportEntryVisibilityNever)
+		ginkgo.Fail(out.reason)
+	case verdict.Unknown:
+		ginkgo.AddReportEntry(EntryVerdict, Override{Verdict: out.v, Reason: out.reason}, ginkgo.ReportEntryVisibilityNever)
+		if !o.unknownIsSkip {
+			ginkgo.Fail(string(out.v) + ": " + out.reason)
+		}
+		ginkgo.Skip(string(out.v) + ": " + out.reason)
+	default:
+		ginkgo.AddReportEntry(EntryVerdict, Override{Verdict: out.v, Reason: out.reason, Missing: out.missing}, ginkgo.ReportEntryVisibilityNever)
+		ginkgo.Skip(string(out.v) + ": " + out.reason)
+	}
 }
 
 // containerName names a Register's target in the report by the author's
@@ -117,49 +156,18 @@ func (s *Set) selected() []string {
 	return ids
 }
 
-func (s *Set) runGinkgo(ctx context.Context, ru rule, opts Option) {
-	ev := &verdict.Evidence{}
-	ginkgo.AddReportEntry(EntryEvidence, ev, ginkgo.ReportEntryVisibilityNever)
-	r := &R{
-		Ev:      ev,
-		ID:      ru.id,
-		ctx:     ctx,
-		cleanup: func(fn func()) { ginkgo.DeferCleanup(fn) },
-		end: func(v verdict.Verdict, reason string) {
-			ginkgo.AddReportEntry(EntryVerdict, Override{Verdict: v, Reason: reason}, ginkgo.ReportEntryVisibilityNever)
-			if v == verdict.Unknown && !opts.unknownIsSkip {
-				ginkgo.Fail(string(v) + ": " + reason)
-			}
-			ginkgo.Skip(string(v) + ": " + reason)
-		},
-	}
-	failed := func(reason string) {
-		ginkgo.AddReportEntry(EntryVerdict, Override{Verdict: verdict.Fail, Reason: reason}, ginkgo.ReportEntryVisibilityNever)
-		ginkgo.Fail(reason, 2)
-	}
-	r.Gomega = gomega.NewGomega(func(message string, skip ...int) {
-		failed(r.fail(message, caller(skip...)))
-	})
-	if why := ru.notApplicable(); why != "" {
-		ginkgo.AddReportEntry(EntryVerdict, Override{Verdict: verdict.NotApplicable, Reason: why, Missing: ru.missing}, ginkgo.ReportEntryVisibilityNever)
-		ginkgo.Skip(string(verdict.NotApplicable) + ": " + why)
-	}
-	if ru.race {
-		release, ok := holdFor(ctx, ev)
-		if !ok {
-			r.Skipped("the run was interrupted while the rule waited for the processors")
-		}
-		defer release()
-	}
-	defer watch(r, func(line string) { fmt.Fprintln(ginkgo.GinkgoWriter, line) })()
-	if s.Before != nil {
-		s.Before(r)
-	}
-	ru.body(r)
-	if why := r.checksFailed(); why != "" {
-		failed(why)
-	}
-}
-
 // ginkgoLabelFilter is the running suite's label filter.
 func ginkgoLabelFilter() string { return ginkgo.GinkgoLabelFilter() }
+
+// collector, while set, receives the sets a suite's Register (or
+// Set.Ginkgo) would register with Ginkgo: the kit's own test runner
+// (internal/runner) runs them through the engine instead.
+var collector atomic.Pointer[func(*Set)]
+
+// CollectRegistered hands every set registered with Ginkgo to fn, instead
+// of Ginkgo, until the returned function is called. Only the kit's test
+// runner calls it, around a register function it was given.
+func CollectRegistered(fn func(*Set)) (restore func()) {
+	old := collector.Swap(&fn)
+	return func() { collector.Store(old) }
+}

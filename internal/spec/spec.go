@@ -4,7 +4,7 @@
 // rule a deadline, and hands the body an R: its context, its evidence, and a
 // Gomega bound to this rule. A rule registers with Set.It, or, when it must
 // wait (a window, an ack wait), with Set.Background: a workload started
-// ahead in the background, so the waits overlap, and the judge it hands
+// in the background before the rules run, so the waits overlap, and the judge it hands
 // back, run in the rule's spec.
 //
 // A Set of rules is then run by one of two drivers, the same rules either way:
@@ -39,7 +39,8 @@ import (
 const (
 	EntryEvidence = "onceproof.evidence"
 	EntryVerdict  = "onceproof.verdict"
-	// EntryWall is how long a body that ran ahead of its spec ran: the
+	// EntryWall is how long a rule's body ran (the first spec of a
+	// Concurrent set runs every body): the
 	// rule's duration, not the spec's (which waited for it).
 	EntryWall = "onceproof.wall"
 )
@@ -246,15 +247,16 @@ type Set struct {
 	// returned, so only a suite whose targets clean up with t.Cleanup sets
 	// it (the broker's). A rule registered with ItAlone is not parallel.
 	Parallel bool
-	// Ahead runs the rules at the same time under Ginkgo, which runs specs
-	// one after another: from the first spec on, each selected rule's body
-	// runs in the background (at most MaxAhead at once) and its spec
-	// reports the outcome. A rule registered with ItAlone runs by itself
-	// all the same: its spec waits until the bodies running ahead are
-	// done, then runs its body.
-	Ahead bool
-	// MaxAhead bounds the bodies running ahead (default DefaultMaxAhead).
-	MaxAhead int
+	// Concurrent runs the rules at the same time (at most MaxConcurrent
+	// bodies), under the engine and under Ginkgo, which runs specs one
+	// after another (its first spec runs the set, each spec reports its
+	// rule). A rule registered with ItAlone runs by itself all the same,
+	// once the others are done. A set that is not Concurrent runs its rules
+	// one after another.
+	Concurrent bool
+	// MaxConcurrent bounds the bodies running at once (default
+	// DefaultMaxConcurrent).
+	MaxConcurrent int
 	// Before, when set, runs at the start of every rule's body, with the
 	// rule's R: the kit's wiring of a target hooks its own doubts there
 	// (R.Excuse, R.DeferCleanup), per rule whether the rules run one by
@@ -279,8 +281,7 @@ type Set struct {
 	// whose missing capabilities have no reason in Lacks.
 	Reasons map[string]string
 
-	bg    background
-	ahead ahead
+	bg background
 }
 
 // New makes a Set for a target that has the given capabilities.
@@ -325,7 +326,7 @@ func (s *Set) ItAlone(id string, body Body) {
 
 // ItRace registers rule id with body, for a rule that counts what
 // happened at the same time within a wall-time cap (a race's contended
-// trials): it runs ahead like any other, but holds a share of the
+// trials): it runs at once with the others, but holds a share of the
 // processors while it runs (one of ProcessorShares), so no more race rules
 // run at once, in this set, another set or another target of the run, than
 // the machine has processors.

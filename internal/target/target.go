@@ -19,6 +19,7 @@ import (
 
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/redact"
+	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -153,11 +154,14 @@ type Info struct {
 	Notes  []string          `json:"notes,omitempty"`
 }
 
-// Started is a running target. Register registers the suite's specs against
-// it (the suite package's exported Register, bound to this target); Stop
+// Started is a running target. Rules builds the suite's rules against it
+// for the kit's engine (tck run, tck selftest); Register registers the same
+// rules as Ginkgo specs (the suite package's exported Register, bound to
+// this target: the kit's own tests run the suites through it too); Stop
 // releases everything the start created.
 type Started struct {
 	Info     Info
+	Rules    func() RuleSet
 	Register func()
 	Stop     func() error
 	// Broker, for a broker target, opens a handle on it: the consumer
@@ -328,4 +332,23 @@ func modes(k Kind) string {
 		s[i] = string(m)
 	}
 	return strings.Join(s, ", ")
+}
+
+// RuleSet is a suite's rules bound to one target, as the engine runs them
+// (spec.Set).
+type RuleSet interface {
+	Run(ctx context.Context, o RunOptions) []verdict.Result
+}
+
+// RunOptions tunes one run of a RuleSet.
+type RunOptions struct {
+	// Target labels every result.
+	Target string
+	// Rules, when not empty, limits the run to these ids; the others are
+	// skipped ("filtered out by --rule").
+	Rules []string
+	// Progress, when set, is called as each rule finishes.
+	Progress func(verdict.Result)
+	// Note, when set, receives a long rule's progress lines (R.Progress).
+	Note func(line string)
 }

@@ -176,7 +176,7 @@ func newSet(t Target) *spec.Set {
 	// Each rule uses request ids of its own; the rules that restart the
 	// service run alone (ItAlone), the one that races at a barrier holds a
 	// processor share (ItRace).
-	s.Ahead = true
+	s.Concurrent = true
 	// API-5.2 waits its horizon by definition.
 	s.Timeout = max(spec.DefaultTimeout, t.Race.Cap+30*time.Second, t.Horizon+30*time.Second)
 	if t.Timeout > 0 {

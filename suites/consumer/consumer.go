@@ -91,9 +91,9 @@ func newSet(t Target) *spec.Set {
 	// streams); a service's replicas are processes of the author's, which
 	// may share a port or a database, so its rules run one at a time
 	// unless it says otherwise (Service.Concurrent).
-	s.Ahead = t.Service == nil || t.Service.Concurrent > 1
+	s.Concurrent = t.Service == nil || t.Service.Concurrent > 1
 	if t.Service != nil && t.Service.Concurrent > 1 {
-		s.MaxAhead = t.Service.Concurrent
+		s.MaxConcurrent = t.Service.Concurrent
 	}
 	if t.Timeout > 0 {
 		s.Timeout = t.Timeout

@@ -197,7 +197,7 @@ func newSet(t Target) *spec.Set {
 	// so under Ginkgo the rules run at the same time (the races alone,
 	// ItRace); not on
 	// a store with one handle, nor under a fault that stops the store.
-	s.Ahead = t.OneHandle == "" && t.Disrupt == nil
+	s.Concurrent = t.OneHandle == "" && t.Disrupt == nil
 	s.Before = t.Before
 	if t.Timeout > 0 {
 		s.Timeout = t.Timeout

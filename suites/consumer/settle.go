@@ -22,7 +22,7 @@ func (w *world) settled() bool {
 // message not acked within a bound is, by itself, a slow consumer or a
 // starved host as much as a lost message.
 func (w *world) settle() {
-	bound := w.words.settle
+	var bound time.Duration
 	for {
 		acks := w.ackCount()
 		bound = w.settleBound()

@@ -143,8 +143,8 @@ func TestListJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if len(doc.Rules) != len(catalog.All("eventstore")) || len(doc.Rules) != 25 {
-		t.Errorf("listed %d rules, want 25 (ES-1.x, ES-2.x, ES-3.1, ES-4.1, ES-4.2, ES-4.3)", len(doc.Rules))
+	if len(doc.Rules) != len(catalog.All("eventstore")) || len(doc.Rules) != 28 {
+		t.Errorf("listed %d rules, want 28 (ES-1.1 to ES-1.18, ES-2.x, ES-3.1, ES-4.1, ES-4.2, ES-4.3)", len(doc.Rules))
 	}
 }
 

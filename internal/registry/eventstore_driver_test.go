@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/onceproof/tck/internal/runner/runnertest"
+	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
 )
@@ -72,7 +73,21 @@ func expectAllPass(t *testing.T, rs []verdict.Result, again func(rule string) []
 	if len(got) < 22 {
 		t.Fatalf("%d rules ran, want every ES rule:%s", len(got), table)
 	}
+	// A volume rule the adapter's pace put beyond its budget is skipped,
+	// saying so (spec.ShortOfPace): a driver over pipes is that slow.
+	paced := map[string]bool{}
+	for _, r := range rs {
+		if r.Verdict == verdict.Skipped && r.Evidence != nil {
+			for _, f := range r.Evidence.Figures {
+				paced[r.Rule] = paced[r.Rule] || f.Name == spec.ShortOfPace
+			}
+		}
+	}
 	for id, v := range got {
+		if paced[id] {
+			t.Logf("%s skipped for the adapter's pace", id)
+			continue
+		}
 		if v != verdict.Pass {
 			t.Errorf("%s is %s, want pass:%s", id, v, table)
 		}

@@ -97,6 +97,11 @@ SELECT EXISTS (SELECT 1 FROM onceproof_tck.streams
 // unreachable server fails Open in seconds.
 const ConnectTimeout = 5 * time.Second
 
+// PoolConnectTimeout bounds each later connection of the pool when the URL
+// sets none: a pool that grows on a loaded host (SCRAM authentication
+// beside CPU burners took over 5 s) must not fail a valid append.
+const PoolConnectTimeout = 30 * time.Second
+
 // MaxConns is the pool size when the URL sets no pool_max_conns.
 const MaxConns = 16
 
@@ -135,8 +140,10 @@ func open(ctx context.Context, url string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.ConnConfig.ConnectTimeout == 0 {
-		cfg.ConnConfig.ConnectTimeout = ConnectTimeout
+	first := cfg.ConnConfig.ConnectTimeout
+	if first == 0 {
+		first = ConnectTimeout
+		cfg.ConnConfig.ConnectTimeout = PoolConnectTimeout
 	}
 	// pgxpool's default (4 on this machine) would queue the suite's eight
 	// racing writers in the pool; enough connections let them meet at the
@@ -148,7 +155,16 @@ func open(ctx context.Context, url string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.ConnConfig.ConnectTimeout+10*time.Second)
+	// The first connection within first: an unreachable server fails here.
+	fctx, fcancel := context.WithTimeout(ctx, first)
+	conn, err := pool.Acquire(fctx)
+	fcancel()
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	conn.Release()
+	ctx, cancel := context.WithTimeout(ctx, first+10*time.Second)
 	defer cancel()
 	if err := createSchema(ctx, pool); err != nil {
 		pool.Close()

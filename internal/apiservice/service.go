@@ -108,9 +108,9 @@ const (
 	// ReplicaLowerKeys: the replica folds keys to lower case (LowerKeys);
 	// the first instance is correct.
 	ReplicaLowerKeys Defect = "replica-lower-keys"
-	// ReplicaClockAhead: the replica's clock is 25 h ahead (clockAhead);
+	// ReplicaFastClock: the replica's clock runs 25 h fast (fastClock);
 	// the first instance is correct.
-	ReplicaClockAhead Defect = "replica-clock-ahead"
+	ReplicaFastClock Defect = "replica-fast-clock"
 	// CaseSensitiveHeader matches the names of the Idempotency-Key and
 	// X-Tenant headers exactly, as a gateway or a hand-written parser in
 	// front of every instance may (exactNames): "idempotency-key: K" is a
@@ -122,14 +122,14 @@ const (
 // the default description's id and scope.
 var exactHeaders = []string{"Idempotency-Key", "X-Tenant"}
 
-// clockAhead is the behaviour of ReplicaClockAhead's replica: its clock is
-// clockSkew ahead, so with the declared retention (24 h) every key another
+// fastClock is the behaviour of ReplicaFastClock's replica: its clock is
+// clockSkew fast, so with the declared retention (24 h) every key another
 // instance stored is expired to it, and a repeat creates anew.
-const clockAhead Defect = "clock-ahead"
+const fastClock Defect = "fast-clock"
 
 // onReplica maps a replica-only defect to what its replica does; the first
 // instance of the service runs without it.
-var onReplica = map[Defect]Defect{ReplicaLowerKeys: LowerKeys, ReplicaClockAhead: clockAhead}
+var onReplica = map[Defect]Defect{ReplicaLowerKeys: LowerKeys, ReplicaFastClock: fastClock}
 
 // instance is the behaviour d gives one instance: a replica-only defect is
 // none on the first instance and its replica behaviour on a replica.
@@ -152,7 +152,7 @@ const (
 	// commitGap is how long the second transaction of ResponseAfterCommit
 	// comes after the first (a fsync, a message to a worker).
 	commitGap = 30 * time.Millisecond
-	// clockSkew is how far ahead clockAhead's clock is: past the declared
+	// clockSkew is how fast fastClock's clock runs: past the declared
 	// retention of 24 h.
 	clockSkew = 25 * time.Hour
 )
@@ -175,7 +175,7 @@ type engine struct {
 	// retention is how long a key is recognised: the default
 	// description's declared retention (24 h), which the service keeps.
 	retention time.Duration
-	skew      time.Duration // how far the instance's clock is off (clockAhead)
+	skew      time.Duration // how far the instance's clock is off (fastClock)
 
 	// dead is set when the service is killed: a handler still running
 	// does nothing more with the store (a killed process writes nothing);
@@ -201,7 +201,7 @@ func newEngine(c apidesc.Contract, d Defect, store es.EventStore) *engine {
 	e := &engine{contract: c, defect: d,
 		index: map[string][]es.AggregateID{}, replies: map[string]record{}, cache: map[string]cached{}, seen: map[string]string{}}
 	e.retention, _ = apidesc.Default(c).RetentionFor()
-	if d == clockAhead {
+	if d == fastClock {
 		e.skew = clockSkew
 	}
 	e.store = fenced{EventStore: store, dead: &e.dead}

@@ -103,7 +103,7 @@ func registerRetention(s *spec.Set, t Target) {
 // its j-th repeat goes to replica i+1+j: with two replicas a probe's
 // repeats alternate, the first on the replica that did not create it, and
 // every replica serves every point of the horizon (a replica whose clock
-// is ahead, or that keeps keys of its own, is met).
+// runs fast, or that keeps keys of its own, is met).
 func repeatOverHorizon(ctx context.Context, t Target, reps []*client, v *values) ([]*retained, error) {
 	horizon, _, _ := horizonFor(t)
 	var obs []*retained

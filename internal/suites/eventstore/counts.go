@@ -80,9 +80,7 @@ func ruleManyEvents(r *spec.R, t Target) {
 				rate := float64(v) / sched.Seconds()
 				r.Ev.Figure("events reached (aimed at)", fmt.Sprintf("%d (%d)", v*countsPer, countsEvents), "")
 				r.Ev.Figure("appends per second", fmt.Sprintf("%.1f", rate), "")
-				r.Ev.Figure(spec.ShortOfPace, fmt.Sprintf("%d appends of %d events at %.1f/s need %s, the budget is %s", countsAppends, countsPer, rate, need.Round(time.Second), budget.Round(time.Second)), "")
-				r.Skipped("at the store's pace (%.1f appends of %d events a second over the first %d) the %d appends need about %s, over the budget of %s: not run (a Target.Timeout of %s, or tck run --max-wait %s, runs it)",
-					rate, countsPer, v, countsAppends, need.Round(time.Second), budget.Round(time.Second), versionsTimeoutFor(need), (need * 5 / 4).Round(time.Second))
+				skipForPace(r, fmt.Sprintf("%.1f appends of %d events a second over the first %d", rate, countsPer, v), fmt.Sprintf("the %d appends of %d events", countsAppends, countsPer), need, budget)
 			}
 		}
 		if v < countsAppends && (sched >= versionsOver*budget || now.Sub(start) >= 3*versionsOver*budget) {

@@ -135,9 +135,7 @@ func ruleLongVersions(r *spec.R, t Target) {
 				r.Ev.Figure("version reached (aimed at)", fmt.Sprintf("%d (%d)", v, versionsAim), "")
 				r.Ev.Figure("appends per second", int(rate), "")
 				r.Ev.Figure("fill time needed", need.Milliseconds(), "ms")
-				r.Ev.Figure(spec.ShortOfPace, fmt.Sprintf("%d appends at %.0f/s need %s, the fill's budget is %s", versionsAim, rate, need.Round(time.Second), budget.Round(time.Second)), "")
-				r.Skipped("at the store's pace (%.0f appends/s over the first %d) the %d appends past 2^16 need about %s, over the fill's budget of %s: not run (a Target.Timeout of %s, or tck run --max-wait %s, runs it)",
-					rate, v, versionsAim, need.Round(time.Second), budget.Round(time.Second), versionsTimeoutFor(need), (need * 5 / 4).Round(time.Second))
+				skipForPace(r, fmt.Sprintf("%.0f appends/s over the first %d", rate, v), fmt.Sprintf("the %d appends past 2^16", versionsAim), need, budget)
 			}
 		}
 		if sched >= versionsOver*budget || now.Sub(start) >= 3*versionsOver*budget {
@@ -214,6 +212,15 @@ func ruleLongVersions(r *spec.R, t Target) {
 // versionsTimeoutFor is the Target.Timeout whose share is a fill of need,
 // with a margin for a pace that varies; at least 2 minutes, as a Timeout
 // of 60 s or less leaves the fill its default budget.
+// skipForPace skips a volume rule whose work the store's measured pace
+// cannot finish within its budget, naming the figures and the settings
+// that would run it. One decision for ES-1.17 and ES-1.18.
+func skipForPace(r *spec.R, pace, work string, need, budget time.Duration) {
+	r.Ev.Figure(spec.ShortOfPace, fmt.Sprintf("%s at %s need %s, the budget is %s", work, pace, need.Round(time.Second), budget.Round(time.Second)), "")
+	r.Skipped("at the store's pace (%s) %s need about %s, over the budget of %s: not run (a Target.Timeout of %s, or tck run --max-wait %s, runs it)",
+		pace, work, need.Round(time.Second), budget.Round(time.Second), versionsTimeoutFor(need), (need * 5 / 4).Round(time.Second))
+}
+
 func versionsTimeoutFor(need time.Duration) time.Duration {
 	return max(2*time.Minute, (need*5/4*100/versionsShare).Round(time.Minute)+time.Minute)
 }

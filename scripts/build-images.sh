@@ -8,6 +8,9 @@
 #                 libraries its binaries link (ldd), and a static entrypoint
 #   redis:7       redis-server from this host's Debian redis-server package,
 #                 with the libraries it links (ldd)
+#   onceproof/tck:local
+#                 the kit itself for a fleet (internal/images/tck, docs/fleet.md):
+#                 tck, static, with its version stamped; a Sonobuoy plugin's image
 #   onceproof/kfake-broker:local
 #                 the kit's stand-in for a Kafka image (TCK_KAFKA_IMAGE):
 #                 franz-go's kfake, an emulator, static (internal/images/kfakebroker)
@@ -28,6 +31,7 @@ NATS_IMAGE=${TCK_NATS_IMAGE:-nats:${NATS_SERVER_VERSION#v}}
 POSTGRES_IMAGE=${TCK_POSTGRES_IMAGE:-postgres:15}
 REDIS_IMAGE=${TCK_REDIS_IMAGE:-redis:7}
 KFAKE_IMAGE=${TCK_KFAKE_IMAGE:-onceproof/kfake-broker:local}
+TCK_IMAGE=${TCK_IMAGE:-onceproof/tck:local}
 PG_MAJOR=${PG_MAJOR:-15}
 work=${TCK_IMAGE_WORK:-${XDG_CACHE_HOME:-$HOME/.cache}/onceproof/images}
 # The legacy builder: it needs no buildx plugin and FROM scratch pulls nothing.
@@ -167,17 +171,39 @@ build_kfake() {
 	log "built $KFAKE_IMAGE"
 }
 
+build_tck() {
+	local inputs version
+	version=$(cd "$root" && git describe --always --dirty 2>/dev/null || echo devel)
+	# The module's sources are the inputs: any change of the kit rebuilds it.
+	inputs=$( (cd "$root" && go version && echo "$version" && cat go.sum "$root/internal/images/tck/Dockerfile" && git ls-files -s 2>/dev/null | sha256sum) | sha256sum | cut -c1-16)
+	if [[ "${FORCE:-}" != 1 && "$version" != *-dirty && "$(current "$TCK_IMAGE")" == "$inputs" ]]; then
+		log "$TCK_IMAGE is up to date ($inputs)"
+		return
+	fi
+	log "building $TCK_IMAGE (tck $version)"
+	local ctx=$work/tck
+	rm -rf "$ctx" && mkdir -p "$ctx/tmp"
+	chmod 1777 "$ctx/tmp"
+	(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.Version=$version" -o "$ctx/tck" ./cmd/tck)
+	cp "$root/internal/images/tck/Dockerfile" "$ctx/"
+	docker build -q --label "org.onceproof.tck.image=1" --label "org.onceproof.tck.inputs=$inputs" \
+		-t "$TCK_IMAGE" "$ctx" >/dev/null
+	prune
+	log "built $TCK_IMAGE"
+}
+
 # prune drops the kit's images a rebuild left untagged.
 prune() { docker image prune -f --filter "label=org.onceproof.tck.image=1" >/dev/null; }
 
 which=${1:-all}
 start=$(date +%s)
 case $which in
-all) build_nats; build_postgres; build_redis; build_kfake ;;
+all) build_nats; build_postgres; build_redis; build_kfake; build_tck ;;
 nats) build_nats ;;
 postgres) build_postgres ;;
 redis) build_redis ;;
 kfake) build_kfake ;;
-*) log "usage: $0 [all|nats|postgres|redis|kfake]"; exit 3 ;;
+tck) build_tck ;;
+*) log "usage: $0 [all|nats|postgres|redis|kfake|tck]"; exit 3 ;;
 esac
 log "done in $(( $(date +%s) - start ))s"

@@ -68,6 +68,31 @@ func parse(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 	return nil
 }
 
+// parseOperands is parse for a command that takes operands after its
+// flags (tck report merge DIR...): -h names them; a flag after the first
+// operand would be taken for one, so it is refused by name.
+func parseOperands(fs *flag.FlagSet, args []string, stdout io.Writer, operands string) error {
+	if err := givenTwice(fs, args); err != nil {
+		return err
+	}
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(stdout, "Usage of %s: %s [flags] %s\n", fs.Name(), fs.Name(), operands)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return errHelp
+	}
+	if err != nil {
+		return usagef("%v (see %s -h)", err, fs.Name())
+	}
+	for _, a := range fs.Args() {
+		if strings.HasPrefix(a, "-") {
+			return usagef("%q after the first of %s: flags go before them (see %s -h)", a, operands, fs.Name())
+		}
+	}
+	return nil
+}
+
 // givenTwice refuses a single-value flag given twice: the second would
 // silently win (--out A --out B). It walks the flags as fs.Parse does and
 // stops where Parse would; Parse reports anything malformed.

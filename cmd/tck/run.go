@@ -231,6 +231,7 @@ type runConfig struct {
 	jobs     int            // targets at once (1: one after another)
 	opts     target.Options // seed, windows, keep, profile, max wait, api description
 	profPlan *profile.Plan
+	env      string // --env: the environment this run certifies
 }
 
 // parseRun parses and checks a `tck run` command line completely before
@@ -252,9 +253,18 @@ func parseRun(args []string, stdout io.Writer) (runConfig, error) {
 	fs.Var(&brokers, "broker", "the broker target SUITE/NAME[=ADDRESS] the consumer suite reads from (repeatable: the consumer targets run once per broker; default its own embedded NATS)")
 	jobs := fs.Int("jobs", 0, "how many targets run at once (0: up to 8; 1: one after another)")
 	maxWait := fs.Duration("max-wait", 0, "the longest wait a rule may need by definition; a longer one is unknown, never shortened (default 10m with --profile, else the suite's 60s)")
+	env := fs.String("env", "", "the environment this run certifies (prod, staging): recorded in results.json; tck report merge and gate group by it")
+	fs.Bool("sonobuoy", false, "run as a Sonobuoy plugin: the report under $SONOBUOY_RESULTS_DIR (default /tmp/sonobuoy/results), then results.tar.gz and the done file naming it; a verdict exits 0 (docs/fleet.md)")
 	cfg := runConfig{args: args}
 	if err := parse(fs, args, stdout); err != nil {
 		return cfg, err
+	}
+	if err := checkEnv(*env); err != nil {
+		return cfg, err
+	}
+	cfg.env = *env
+	if sonobuoyAsked(args) && *out == "" {
+		*out = filepath.Join(sonobuoyResultsDir(), sonobuoyReport)
 	}
 	if *seed < 0 || *restartWindow < 0 || *maxWait < 0 || *jobs < 0 {
 		return cfg, usagef("--seed, --restart-window, --max-wait and --jobs must not be negative")
@@ -286,6 +296,14 @@ func parseRun(args []string, stdout io.Writer) (runConfig, error) {
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if sonobuoyAsked(args) {
+		return runForSonobuoy(ctx, args, stdout, stderr)
+	}
+	return runOnce(ctx, args, stdout, stderr)
+}
+
+// runOnce is one tck run: parse, run every target, write the report.
+func runOnce(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := parseRun(args, stdout)
 	if err != nil {
 		return err
@@ -322,10 +340,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	rep := &reports.Report{
 		Kit:  reports.Kit{Name: "onceproof", Version: kitVersion(), GoVersion: runtime.Version()},
-		Run:  reports.Run{Command: target.Redact("tck run " + strings.Join(args, " ")), Started: started, Suites: p.suites, Rules: p.rules},
+		Run:  reports.Run{Command: target.Redact("tck run " + strings.Join(args, " ")), Started: started, Suites: p.suites, Rules: p.rules, Environment: cfg.env},
 		Plan: cfg.profPlan,
 	}
 	for _, o := range runTargets(ctx, cfg, logFile, stderr) {
+		o.target.Environment = cfg.env
 		rep.Targets = append(rep.Targets, o.target)
 		rep.Results = append(rep.Results, o.results...)
 	}
@@ -560,8 +579,15 @@ func cmdSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 }
 
 func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "diff" {
-		return cmdReportDiff(ctx, args[1:], stdout, stderr)
+	if len(args) > 0 {
+		switch args[0] {
+		case "diff":
+			return cmdReportDiff(ctx, args[1:], stdout, stderr)
+		case "merge":
+			return cmdReportMerge(ctx, args[1:], stdout, stderr)
+		case "gate":
+			return cmdReportGate(ctx, args[1:], stdout, stderr)
+		}
 	}
 	fs := newFlags("report")
 	in := fs.String("in", "", "a report folder holding results.json")

@@ -45,6 +45,9 @@ type Run struct {
 	DurationMs int64     `json:"durationMs"`
 	Suites     []string  `json:"suites"`
 	Rules      []string  `json:"rules,omitempty"` // the --rule filter, if any
+	// Environment is the --env the run was given (a fleet's shard: prod,
+	// staging); tck report merge and gate group targets by it.
+	Environment string `json:"environment,omitempty"`
 }
 
 // Target is one target of the run as reported.
@@ -57,6 +60,9 @@ type Target struct {
 	// they are the kit's own test settings for its scratch streams, which
 	// the report labels as such, never as the team's configuration.
 	ConfigFrom string `json:"configFrom,omitempty"`
+	// Environment is the environment of the run that checked the target
+	// (Run.Environment; in a merged report, its shard's).
+	Environment string `json:"environment,omitempty"`
 }
 
 // ConfigFromProfile marks a target whose declared settings are the team's,

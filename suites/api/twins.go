@@ -37,12 +37,17 @@ var apiPairs = []gen.IDPair{
 	{A: "p\u0430y-\U0001F642", B: "pay-\U0001F642", Class: gen.PairCharset}, // Cyrillic а beside an emoji
 }
 
-// pairClasses are the gen classes each pair kind takes.
+// pairClasses are the gen classes each pair kind takes. Two are not sent:
+// gen.PairCase, because twinCase already swaps the case of every letter of
+// a drawn id, in every place; gen.PairSHA256 and gen.PairMD5, because a
+// 32-bit cut of a longer hash collides for the one suffix it was searched
+// for, and the api's ids go on with a drawn id of their own (the Java,
+// FNV-1a and CRC32 pairs survive it).
 var pairClasses = map[string][]string{
 	twinURL:    {gen.PairURL},
 	twinMeta:   {gen.PairLike, gen.PairGlob},
 	twinHash:   {gen.PairJavaHash, gen.PairFNV, gen.PairCRC},
-	twinScript: {gen.PairCharset},
+	twinScript: {gen.PairCharset, gen.PairAccent, gen.PairNFKC},
 }
 
 // pairKinds are the pair kinds with at least one pair the id's place

@@ -9,16 +9,25 @@ package esmutants
 import (
 	"container/list"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
+	"path"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf16"
+
+	"golang.org/x/text/cases"
+	"golang.org/x/text/runes"
+	"golang.org/x/text/transform"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/eskit"
@@ -80,6 +89,10 @@ const (
 	requestLike
 	singleByteCharset
 	urlDecodedIDs
+	requestGlob
+	caseInsensitiveIDs
+	nfkcIDs
+	sha256IDs
 	requestFailOpen
 	loadFailOpen
 	appendCheckFailsOpen
@@ -169,6 +182,10 @@ func All() []Mutant {
 		{Name: "request-id-like", Defect: "looks request ids up with an unescaped SQL LIKE ('_' matches any one character, '%' any run), in Append and in the query", MustFail: []string{"ES-1.15"}, Build: requestLike},
 		{Name: "single-byte-charset", Defect: "stores ids in a single-byte charset: every character above U+00FF becomes '?', in aggregate keys and request ids", MustFail: []string{"ES-1.15"}, Build: singleByteCharset},
 		{Name: "url-decoded-ids", Defect: "URL-form-decodes request ids on the way in ('+' is a space, %2F is '/'), in Append and in the query", MustFail: []string{"ES-1.15"}, Build: urlDecodedIDs},
+		{Name: "request-id-glob", Defect: "looks request ids up with an unescaped glob, as SQLite's GLOB or path.Match does ('*' any run, '?' one character, [..] a class), in Append and in the query", MustFail: []string{"ES-1.15"}, Build: requestGlob},
+		{Name: "case-insensitive-ids", Defect: "compares ids under a case- and accent-insensitive collation (as MySQL's default utf8mb4_0900_ai_ci): folded case, accents dropped, in aggregate keys and request ids", MustFail: []string{"ES-1.15"}, Build: caseInsensitiveIDs},
+		{Name: "nfkc-ids", Defect: "normalizes ids to NFKC on the way in (a ligature, a fullwidth or superscript character becomes its plain form), in aggregate keys and request ids", MustFail: []string{"ES-1.15"}, Build: nfkcIDs},
+		{Name: "sha256-32-ids", Defect: "keys request ids by the first 4 bytes of their SHA-256, in Append and in the query", MustFail: []string{"ES-1.15"}, Build: sha256IDs},
 		// Calls that fail (issue 37): a failure met with a confident "no".
 		{Name: "request-id-fail-open", Defect: "RequestIDExists answers false, nil when its query's context is done (the driver's error swallowed as \"no rows\")", MustFail: []string{"ES-1.16"}, Build: requestFailOpen},
 		{Name: "load-fail-open", Defect: "Load answers no streams and no error when its context is done (the driver's error swallowed as an empty result)", MustFail: []string{"ES-1.16"}, Build: loadFailOpen},
@@ -246,6 +263,10 @@ func (db *DB) key(a es.AggregateID) string {
 		a.Context, a.Name, a.ID, a.Tenant = sanitize(a.Context), sanitize(a.Name), sanitize(a.ID), sanitize(a.Tenant)
 	case singleByteCharset:
 		a.Context, a.Name, a.ID, a.Tenant = latin1(a.Context), latin1(a.Name), latin1(a.ID), latin1(a.Tenant)
+	case caseInsensitiveIDs:
+		a.Context, a.Name, a.ID, a.Tenant = foldAI(a.Context), foldAI(a.Name), foldAI(a.ID), foldAI(a.Tenant)
+	case nfkcIDs:
+		a.Context, a.Name, a.ID, a.Tenant = norm.NFKC.String(a.Context), norm.NFKC.String(a.Name), norm.NFKC.String(a.ID), norm.NFKC.String(a.Tenant)
 	}
 	return strconv.Quote(a.Context) + strconv.Quote(a.Name) + strconv.Quote(a.ID) + strconv.Quote(a.Tenant)
 }
@@ -282,8 +303,37 @@ func (db *DB) reqName(id string) string {
 		if d, err := url.QueryUnescape(id); err == nil {
 			return d
 		}
+	case caseInsensitiveIDs:
+		return foldAI(id)
+	case nfkcIDs:
+		return norm.NFKC.String(id)
+	case sha256IDs:
+		h := sha256.Sum256([]byte(id))
+		return hex.EncodeToString(h[:4])
 	}
 	return id
+}
+
+// foldAI is s as an accent- and case-insensitive collation compares it:
+// decomposed, its combining marks dropped, case folded (full folding: "ß"
+// is "ss"). MySQL's utf8mb4_0900_ai_ci compares at the UCA's primary
+// level, which ignores both.
+func foldAI(s string) string {
+	t := transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), cases.Fold(), norm.NFC)
+	out, _, err := transform.String(t, s)
+	if err != nil {
+		return s
+	}
+	return out
+}
+
+// globMatch is SQLite's `stored GLOB pattern`, the pattern the looked-up
+// id unescaped: '*', '?' and [..] as path.Match reads them, a backslash an
+// ordinary character (GLOB has no escape); a malformed pattern matches
+// nothing.
+func globMatch(stored, pattern string) bool {
+	ok, err := path.Match(strings.ReplaceAll(pattern, `\`, `\\`), stored)
+	return err == nil && ok
 }
 
 // javaHash is Java's String.hashCode, over UTF-16 code units.
@@ -689,10 +739,14 @@ func (db *DB) seen(a es.AggregateID, requestID string) bool {
 		}
 		return false
 	}
-	if db.flaw == requestLike {
+	if db.flaw == requestLike || db.flaw == requestGlob {
 		// The defect: the lookup is a pattern, the id not escaped.
+		match := likeMatch
+		if db.flaw == requestGlob {
+			match = globMatch
+		}
 		for stored := range db.reqs[db.reqKey(a)] {
-			if likeMatch(stored, requestID) {
+			if stored == requestID || match(stored, requestID) {
 				return true
 			}
 		}

@@ -17,12 +17,17 @@ type idPair struct {
 	class string // the shortcut, as a failure's first line names it
 }
 
-// The hash classes TestIDPairsCollide checks (the table is internal/gen's,
+// The hash and fold classes TestIDPairsCollide checks (the table is internal/gen's,
 // shared with the api suite's API-1.6).
 const (
 	classJavaHash = gen.PairJavaHash
 	classFNV      = gen.PairFNV
 	classCRC      = gen.PairCRC
+	classSHA256   = gen.PairSHA256
+	classMD5      = gen.PairMD5
+	classCase     = gen.PairCase
+	classAccent   = gen.PairAccent
+	classNFKC     = gen.PairNFKC
 )
 
 // idPairs are ES-1.15's pairs (gen.IDPairs), each id ending in suffix.

@@ -125,6 +125,14 @@ const (
 	// GlobKeys finds an order by its key with SQLite's GLOB and the key
 	// unescaped: "*", "?" and "[...]" in a key match other keys.
 	GlobKeys Defect = "glob-keys"
+	// Latin1Keys keeps keys in a single-byte (Latin-1) column: a letter
+	// outside it is stored as "?", so ids that differ only in Greek,
+	// Cyrillic or CJK letters or an emoji are one. A header carries no
+	// such letter (RFC 9110 §5.5: field values are ASCII; the
+	// Idempotency-Key draft's key is an sf-string, printable ASCII), so
+	// this service takes its id from the body's requestId field, as its
+	// description says (Description).
+	Latin1Keys Defect = "latin1-keys"
 
 	// Failures of the service's own store (API-6.1).
 
@@ -140,6 +148,21 @@ const (
 	// as "no such order" (404, an empty list) instead of an error.
 	MissingOnFailedRead Defect = "missing-on-failed-read"
 )
+
+// BodyIDField is the body member a service that takes its id from the
+// body (Latin1Keys) reads it from.
+const BodyIDField = "requestId"
+
+// Description is the endpoint description the service implements under
+// contract c with defect d: the default one, the id in the body for a
+// defect that needs letters a header cannot carry.
+func Description(c apidesc.Contract, d Defect) *apidesc.Description {
+	desc := apidesc.Default(c)
+	if d == Latin1Keys {
+		desc.Create.ID = apidesc.Place{In: apidesc.InBody, Name: BodyIDField}
+	}
+	return desc
+}
 
 // exactHeaders are the header names CaseSensitiveHeader matches exactly:
 // the default description's id and scope.
@@ -337,6 +360,13 @@ func (e *engine) agg(key, tenant string) es.AggregateID {
 		}
 	case HashCodeKeys:
 		key = strconv.Itoa(int(javaHash(key)))
+	case Latin1Keys:
+		key = strings.Map(func(r rune) rune {
+			if r > 0xff {
+				return '?' // what a latin1 column stores for a character it lacks
+			}
+			return r
+		}, key)
 	}
 	return es.AggregateID{Context: "api", Name: "order", ID: key, Tenant: tenant}
 }
@@ -364,13 +394,20 @@ func problem(w http.ResponseWriter, status int, title, detail, key, tenant strin
 
 func (e *engine) create(w http.ResponseWriter, r *http.Request) {
 	key, tenant := r.Header.Get("Idempotency-Key"), tenantOf(r)
-	if key == "" {
-		problem(w, http.StatusBadRequest, "missing Idempotency-Key", "a create needs the Idempotency-Key header", "", tenant)
-		return
-	}
 	var body map[string]any
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 		problem(w, http.StatusBadRequest, "malformed body", "the body must be a JSON object: "+err.Error(), key, tenant)
+		return
+	}
+	if e.defect == Latin1Keys {
+		key, _ = body[BodyIDField].(string) // the id's place in its description
+	}
+	if key == "" {
+		title, detail := "missing Idempotency-Key", "a create needs the Idempotency-Key header"
+		if e.defect == Latin1Keys {
+			title, detail = "missing "+BodyIDField, "a create needs the body member "+BodyIDField
+		}
+		problem(w, http.StatusBadRequest, title, detail, "", tenant)
 		return
 	}
 	payload, _ := json.Marshal(body) // canonical: keys sorted

@@ -28,6 +28,7 @@ var firstLines = map[string]string{
 	"hashcode-keys":      "hash twin",
 	"like-keys":          "metacharacter twin",
 	"glob-keys":          "metacharacter twin",
+	"latin1-keys":        "script twin",
 	// API-6.1: the failing call.
 	"lookup-fails-open":       "the kit failed",
 	"created-on-failed-write": "the kit failed",

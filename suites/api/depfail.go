@@ -123,14 +123,21 @@ func (p *depPlan) Take(c storefault.Call) (kind storefault.Kind, after, fail boo
 	// A write that times out may have taken effect: the kit lets it, and
 	// loses its answer. A read that times out did nothing.
 	after = kind == storefault.TimedOut && c.Op == storefault.OpAppend
-	what := fmt.Sprintf("%s #%d %s", c.Op, n, kind)
-	if after {
-		what += " after its effect"
-		p.effect[id] = true
-		p.afterWrite++
-	}
-	p.log[id] = append(p.log[id], what)
+	p.log[id] = append(p.log[id], fmt.Sprintf("%s #%d %s", c.Op, n, kind))
 	return kind, after, true
+}
+
+// Effect implements storefault.Plan: a write the plan failed after its
+// effect took effect.
+func (p *depPlan) Effect(c storefault.Call) {
+	id := c.Agg.ID
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.effect[id] = true
+	p.afterWrite++
+	if l := p.log[id]; len(l) > 0 {
+		l[len(l)-1] += " after its effect"
+	}
 }
 
 // tookEffect says whether a write of id took effect though it failed.

@@ -61,10 +61,12 @@ type Call struct {
 }
 
 // Plan decides the store calls of the keys it owns: fail says whether the
-// call fails and how; after, for a write, that it fails after taking
-// effect. A plan leaves the calls of keys it does not own alone.
+// call fails and how; after, for a write, that it runs first and its
+// answer is lost (Effect then reports that it took effect). A plan leaves
+// the calls of keys it does not own alone.
 type Plan interface {
 	Take(c Call) (kind Kind, after, fail bool)
+	Effect(c Call)
 }
 
 // Control is the failure switch of one running service instance.
@@ -107,8 +109,9 @@ func (c *Control) Do(ctx context.Context, call Call, do func(context.Context) er
 		}
 		if after {
 			if err := do(ctx); err != nil {
-				return err
+				return err // it failed by itself: nothing took effect
 			}
+			p.Effect(call)
 		}
 		return kind.Err(call.Op)
 	}

@@ -26,6 +26,13 @@ func (s Service) Start(ctx context.Context) (*apiservice.Server, error) {
 	return apiservice.Start(ctx, s.Contract, s.defect)
 }
 
+// Description is the endpoint description the service implements: the
+// default one, or (a defect that needs letters no header carries) the id
+// in the body.
+func (s Service) Description() *apidesc.Description {
+	return apiservice.Description(s.Contract, s.defect)
+}
+
 // All returns the mutants, in the order the self-test runs them.
 func All() []Mutant {
 	return []Mutant{
@@ -82,6 +89,8 @@ func All() []Mutant {
 			Defect: "matches the Idempotency-Key and X-Tenant header names exactly (a gateway or a hand-written parser): idempotency-key or IDEMPOTENCY-KEY is no key, x-tenant no tenant"},
 		{Name: "like-keys", Build: Service{apidesc.Reject409, apiservice.LikeKeys}, MustFail: []string{"API-1.6"},
 			Defect: "finds an order by its key with SQL LIKE and the key unescaped (WHERE key LIKE ?): order_1 finds orderX1, order% finds order-12"},
+		{Name: "latin1-keys", Build: Service{apidesc.Reject409, apiservice.Latin1Keys}, MustFail: []string{"API-1.6"},
+			Defect: "keeps keys in a Latin-1 column, a letter outside it stored as ?: ids differing only in Greek, Cyrillic or CJK letters or an emoji are one (its id travels in the body: no header carries such letters)"},
 		{Name: "glob-keys", Build: Service{apidesc.Reject409, apiservice.GlobKeys}, MustFail: []string{"API-1.6"},
 			Defect: "finds an order by its key with SQLite GLOB and the key unescaped: order? finds order1, order[12] finds order1"},
 

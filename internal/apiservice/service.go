@@ -218,7 +218,6 @@ type engine struct {
 	contract apidesc.Contract
 	defect   Defect
 	store    es.EventStore
-	faults   *storefault.Control // the kit's switch over the store's calls (API-6.1)
 	// retention is how long a key is recognised: the default
 	// description's declared retention (24 h), which the service keeps.
 	retention time.Duration

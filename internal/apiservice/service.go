@@ -1,8 +1,11 @@
 // Package apiservice is the HTTP order service behind the api suite's
 // reference and its mutants: net/http in front of the kit's SQLite event
 // store, implementing the kit's default endpoint description
-// (internal/apidesc.Default) under either contract. A mutant is this
-// service with exactly one real-world defect switched on.
+// (internal/apidesc.Default) under either contract (Description: one
+// mutant takes its id from the body instead). A mutant is this service
+// with exactly one real-world defect switched on. Every store call goes
+// through the kit's failure switch (storefault), registered under the
+// instance's URL, so API-6.1 can fail the service's own dependency.
 //
 //	POST /orders            Idempotency-Key: K, X-Tenant: T, body {"item":..,"qty":..}
 //	GET  /orders/{id}       the authoritative read by the stable id (X-Tenant scopes it)

@@ -1,8 +1,11 @@
 // Package apiservice is the HTTP order service behind the api suite's
 // reference and its mutants: net/http in front of the kit's SQLite event
 // store, implementing the kit's default endpoint description
-// (internal/apidesc.Default) under either contract. A mutant is this
-// service with exactly one real-world defect switched on.
+// (internal/apidesc.Default) under either contract (Description: one
+// mutant takes its id from the body instead). A mutant is this service
+// with exactly one real-world defect switched on. Every store call goes
+// through the kit's failure switch (storefault), registered under the
+// instance's URL, so API-6.1 can fail the service's own dependency.
 //
 //	POST /orders            Idempotency-Key: K, X-Tenant: T, body {"item":..,"qty":..}
 //	GET  /orders/{id}       the authoritative read by the stable id (X-Tenant scopes it)
@@ -28,6 +31,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +42,7 @@ import (
 	"github.com/onceproof/tck/adapters/eventstore/sqlite"
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/apidesc"
+	"github.com/onceproof/tck/internal/apiservice/storefault"
 	"github.com/onceproof/tck/internal/eskit"
 	"github.com/onceproof/tck/internal/leftovers"
 )
@@ -116,7 +121,51 @@ const (
 	// front of every instance may (exactNames): "idempotency-key: K" is a
 	// request without a key, "x-tenant: T" one without a tenant.
 	CaseSensitiveHeader Defect = "case-sensitive-header"
+	// LikeKeys finds an order by its key with SQL LIKE and the key
+	// unescaped (SELECT ... WHERE key LIKE ?, PostgreSQL's LIKE): "_" and
+	// "%" in a key match other keys, so order_1 finds orderX1.
+	LikeKeys Defect = "like-keys"
+	// GlobKeys finds an order by its key with SQLite's GLOB and the key
+	// unescaped: "*", "?" and "[...]" in a key match other keys.
+	GlobKeys Defect = "glob-keys"
+	// Latin1Keys keeps keys in a single-byte (Latin-1) column: a letter
+	// outside it is stored as "?", so ids that differ only in Greek,
+	// Cyrillic or CJK letters or an emoji are one. A header carries no
+	// such letter (RFC 9110 §5.5: field values are ASCII; the
+	// Idempotency-Key draft's key is an sf-string, printable ASCII), so
+	// this service takes its id from the body's requestId field, as its
+	// description says (Description).
+	Latin1Keys Defect = "latin1-keys"
+
+	// Failures of the service's own store (API-6.1).
+
+	// LookupFailsOpen looks the key up first (the store's Load) and takes a
+	// failed look-up for "no such key"; it then appends the creation at
+	// the end of the key's stream with a fresh request id (expected
+	// version "any"), so no constraint stops a second creation.
+	LookupFailsOpen Defect = "lookup-fails-open"
+	// CreatedOnFailedWrite logs a failed write and answers the creation
+	// anyway: 201 for an order that was never stored.
+	CreatedOnFailedWrite Defect = "created-on-failed-write"
+	// MissingOnFailedRead answers a read or list whose store call failed
+	// as "no such order" (404, an empty list) instead of an error.
+	MissingOnFailedRead Defect = "missing-on-failed-read"
 )
+
+// BodyIDField is the body member a service that takes its id from the
+// body (Latin1Keys) reads it from.
+const BodyIDField = "requestId"
+
+// Description is the endpoint description the service implements under
+// contract c with defect d: the default one, the id in the body for a
+// defect that needs letters a header cannot carry.
+func Description(c apidesc.Contract, d Defect) *apidesc.Description {
+	desc := apidesc.Default(c)
+	if d == Latin1Keys {
+		desc.Create.ID = apidesc.Place{In: apidesc.InBody, Name: BodyIDField}
+	}
+	return desc
+}
 
 // exactHeaders are the header names CaseSensitiveHeader matches exactly:
 // the default description's id and scope.
@@ -197,14 +246,14 @@ type cached struct {
 	body   []byte
 }
 
-func newEngine(c apidesc.Contract, d Defect, store es.EventStore) *engine {
+func newEngine(c apidesc.Contract, d Defect, store es.EventStore, faults *storefault.Control) *engine {
 	e := &engine{contract: c, defect: d,
 		index: map[string][]es.AggregateID{}, replies: map[string]record{}, cache: map[string]cached{}, seen: map[string]string{}}
 	e.retention, _ = apidesc.Default(c).RetentionFor()
 	if d == fastClock {
 		e.skew = clockSkew
 	}
-	e.store = fenced{EventStore: store, dead: &e.dead}
+	e.store = fenced{EventStore: store, dead: &e.dead, faults: faults}
 	return e
 }
 
@@ -248,24 +297,43 @@ func (e *engine) kill() {
 var errKilled = errors.New("apiservice: the service was killed")
 
 // fenced is the store as a killed engine sees it: every call after the
-// kill fails, none reaches the database.
+// kill fails, none reaches the database. Every call goes through the
+// kit's failure switch (storefault), which fails it when a plan says so.
 type fenced struct {
 	es.EventStore
-	dead *atomic.Bool
+	dead   *atomic.Bool
+	faults *storefault.Control
 }
 
 func (f fenced) Append(ctx context.Context, s es.Stream) error {
 	if f.dead.Load() {
 		return errKilled
 	}
-	return f.EventStore.Append(ctx, s)
+	return f.faults.Do(ctx, storefault.Call{Op: storefault.OpAppend, Agg: s.Aggregate}, func(ctx context.Context) error {
+		return f.EventStore.Append(ctx, s)
+	})
 }
 
-func (f fenced) Load(ctx context.Context, agg es.AggregateID, from, to int) ([]es.Stream, error) {
+func (f fenced) Load(ctx context.Context, agg es.AggregateID, from, to int) (out []es.Stream, err error) {
 	if f.dead.Load() {
 		return nil, errKilled
 	}
-	return f.EventStore.Load(ctx, agg, from, to)
+	err = f.faults.Do(ctx, storefault.Call{Op: storefault.OpLoad, Agg: agg}, func(ctx context.Context) (err error) {
+		out, err = f.EventStore.Load(ctx, agg, from, to)
+		return err
+	})
+	return out, err
+}
+
+func (f fenced) RequestIDExists(ctx context.Context, agg es.AggregateID, requestID string) (ok bool, err error) {
+	if f.dead.Load() {
+		return false, errKilled
+	}
+	err = f.faults.Do(ctx, storefault.Call{Op: storefault.OpExists, Agg: agg}, func(ctx context.Context) (err error) {
+		ok, err = f.EventStore.RequestIDExists(ctx, agg, requestID)
+		return err
+	})
+	return ok, err
 }
 
 // now is the instance's clock.
@@ -294,6 +362,13 @@ func (e *engine) agg(key, tenant string) es.AggregateID {
 		}
 	case HashCodeKeys:
 		key = strconv.Itoa(int(javaHash(key)))
+	case Latin1Keys:
+		key = strings.Map(func(r rune) rune {
+			if r > 0xff {
+				return '?' // what a latin1 column stores for a character it lacks
+			}
+			return r
+		}, key)
 	}
 	return es.AggregateID{Context: "api", Name: "order", ID: key, Tenant: tenant}
 }
@@ -321,13 +396,20 @@ func problem(w http.ResponseWriter, status int, title, detail, key, tenant strin
 
 func (e *engine) create(w http.ResponseWriter, r *http.Request) {
 	key, tenant := r.Header.Get("Idempotency-Key"), tenantOf(r)
-	if key == "" {
-		problem(w, http.StatusBadRequest, "missing Idempotency-Key", "a create needs the Idempotency-Key header", "", tenant)
-		return
-	}
 	var body map[string]any
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 		problem(w, http.StatusBadRequest, "malformed body", "the body must be a JSON object: "+err.Error(), key, tenant)
+		return
+	}
+	if e.defect == Latin1Keys {
+		key, _ = body[BodyIDField].(string) // the id's place in its description
+	}
+	if key == "" {
+		title, detail := "missing Idempotency-Key", "a create needs the Idempotency-Key header"
+		if e.defect == Latin1Keys {
+			title, detail = "missing "+BodyIDField, "a create needs the body member "+BodyIDField
+		}
+		problem(w, http.StatusBadRequest, title, detail, "", tenant)
 		return
 	}
 	payload, _ := json.Marshal(body) // canonical: keys sorted
@@ -348,17 +430,31 @@ func (e *engine) create(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	rec := e.render(key, tenant, body, payload)
-	agg := e.agg(key, tenant)
+	agg, err := e.resolve(r.Context(), key, tenant)
+	if err != nil {
+		problem(w, http.StatusServiceUnavailable, "store unavailable", err.Error(), key, tenant)
+		return
+	}
 	switch e.defect {
 	case CheckThenInsert, ServerIDs:
 		e.createIndexed(w, r, agg, key, tenant, rec)
+		return
+	case LookupFailsOpen:
+		e.createLookedUp(w, r, agg, key, tenant, rec)
 		return
 	}
 	first := rec
 	if e.defect == ResponseAfterCommit {
 		first.Response, first.Location = nil, ""
 	}
-	err := e.store.Append(r.Context(), e.stream(agg, key, first, 1))
+	err = e.store.Append(r.Context(), e.stream(agg, key, first, 1))
+	if err == nil && e.pattern() {
+		err = e.remember(r.Context(), key, tenant) // a second statement, as the key column's index would be
+		if err != nil {
+			problem(w, http.StatusServiceUnavailable, "store unavailable", err.Error(), key, tenant)
+			return
+		}
+	}
 	if err == nil {
 		if e.defect == ResponseAfterCommit {
 			time.Sleep(commitGap)
@@ -376,10 +472,146 @@ func (e *engine) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !errors.Is(err, es.ErrConflict) {
+		if e.defect == CreatedOnFailedWrite {
+			// Logged and answered anyway: the write "will be retried".
+			write(w, rec)
+			return
+		}
 		problem(w, http.StatusServiceUnavailable, "store unavailable", err.Error(), key, tenant)
 		return
 	}
 	e.repeat(w, r, agg, key, tenant, rec)
+}
+
+// createLookedUp is LookupFailsOpen's create: the key looked up, a failed
+// look-up taken for "no such key", then the creation appended after the
+// stream's tail under a request id of its own (an append with expected
+// version "any"): the store's constraints never see the key.
+func (e *engine) createLookedUp(w http.ResponseWriter, r *http.Request, agg es.AggregateID, key, tenant string, rec record) {
+	ctx := r.Context()
+	streams, err := e.store.Load(ctx, agg, es.InitialVersion, eskit.MaxVersion)
+	if err != nil {
+		streams = nil // the defect
+	}
+	if len(streams) > 0 {
+		e.repeat(w, r, agg, key, tenant, rec)
+		return
+	}
+	version := es.InitialVersion
+	for try := 0; ; try++ {
+		s := e.stream(agg, key, rec, version)
+		s.RequestID = newID()
+		err = e.store.Append(ctx, s)
+		if err == nil {
+			write(w, rec)
+			return
+		}
+		if !errors.Is(err, es.ErrConflict) || try == 5 {
+			break
+		}
+		// Taken meanwhile (or all along): append after the tail.
+		streams, err = e.store.Load(ctx, agg, es.InitialVersion, eskit.MaxVersion)
+		if err != nil {
+			break
+		}
+		version = len(streams) + 1
+	}
+	problem(w, http.StatusServiceUnavailable, "store unavailable", err.Error(), key, tenant)
+}
+
+// pattern says whether the engine finds keys by a pattern (LikeKeys,
+// GlobKeys).
+func (e *engine) pattern() bool { return e.defect == LikeKeys || e.defect == GlobKeys }
+
+// keyDir is the stream where a pattern-keyed engine lists its tenant's
+// keys, one stream per key in creation order: its key column, which
+// "WHERE key LIKE ?" scans.
+func keyDir(tenant string) es.AggregateID {
+	return es.AggregateID{Context: "api", Name: "order-keys", ID: "all", Tenant: tenant}
+}
+
+// resolve is the order aggregate of key: for a pattern-keyed engine the
+// first stored key the unescaped key matches as a pattern, else agg.
+func (e *engine) resolve(ctx context.Context, key, tenant string) (es.AggregateID, error) {
+	if !e.pattern() {
+		return e.agg(key, tenant), nil
+	}
+	streams, err := e.store.Load(ctx, keyDir(tenant), es.InitialVersion, eskit.MaxVersion)
+	if err != nil {
+		return es.AggregateID{}, err
+	}
+	for _, s := range streams {
+		if stored := string(s.Events[0].Body); e.matches(key, stored) {
+			return e.agg(stored, tenant), nil
+		}
+	}
+	return e.agg(key, tenant), nil
+}
+
+// remember lists key in its tenant's key stream (a no-op if listed).
+func (e *engine) remember(ctx context.Context, key, tenant string) error {
+	dir := keyDir(tenant)
+	for try := 0; ; try++ {
+		streams, err := e.store.Load(ctx, dir, es.InitialVersion, eskit.MaxVersion)
+		if err != nil {
+			return err
+		}
+		err = e.store.Append(ctx, es.Stream{Aggregate: dir, Version: len(streams) + 1, RequestID: key, CommandID: newID(),
+			Events: []es.Event{{Name: "KeyListed", Body: []byte(key)}}})
+		var dup *es.DuplicateRequestIDError
+		switch {
+		case err == nil, errors.As(err, &dup):
+			return nil
+		case !errors.Is(err, es.ErrConflict) || try == 20:
+			return err
+		}
+	}
+}
+
+// matches is the engine's pattern match of a stored key against the
+// unescaped pattern: PostgreSQL's LIKE (_ one character, % any run, \
+// escaping the next character, case-sensitive;
+// https://www.postgresql.org/docs/current/functions-matching.html#FUNCTIONS-LIKE)
+// or SQLite's GLOB (* ? [...], case-sensitive, no escape character;
+// https://sqlite.org/lang_expr.html#like).
+func (e *engine) matches(pattern, stored string) bool {
+	var b strings.Builder
+	b.WriteString("^")
+	rs := []rune(pattern)
+	for i := 0; i < len(rs); i++ {
+		c := rs[i]
+		switch {
+		case e.defect == LikeKeys && c == '\\' && i+1 < len(rs):
+			i++
+			b.WriteString(regexp.QuoteMeta(string(rs[i])))
+		case e.defect == LikeKeys && c == '_', e.defect == GlobKeys && c == '?':
+			b.WriteString(".")
+		case e.defect == LikeKeys && c == '%', e.defect == GlobKeys && c == '*':
+			b.WriteString(".*")
+		case e.defect == GlobKeys && c == '[':
+			j := i + 1
+			for j < len(rs) && (rs[j] != ']' || j == i+1) {
+				j++
+			}
+			if j == len(rs) {
+				b.WriteString(regexp.QuoteMeta(string(c)))
+				continue
+			}
+			class := string(rs[i+1 : j])
+			if neg, ok := strings.CutPrefix(class, "^"); ok {
+				class = "^" + strings.ReplaceAll(neg, `\`, `\\`)
+			} else {
+				class = strings.ReplaceAll(class, `\`, `\\`)
+			}
+			b.WriteString("[" + class + "]")
+			i = j
+		default:
+			b.WriteString(regexp.QuoteMeta(string(c)))
+		}
+	}
+	b.WriteString("$")
+	re, err := regexp.Compile("(?s)" + b.String())
+	return err == nil && re.MatchString(stored)
 }
 
 // render is the creation's response, made once and stored with the order.
@@ -547,12 +779,34 @@ func (e *engine) orders(ctx context.Context, key, tenant string) ([]record, erro
 		e.mu.Lock()
 		aggs = append(aggs, e.index[tenant+"/"+key]...)
 		e.mu.Unlock()
+	case LookupFailsOpen:
+		// Every stream of the key is a creation.
+		streams, err := e.store.Load(ctx, e.agg(key, tenant), es.InitialVersion, eskit.MaxVersion)
+		if err != nil {
+			return nil, err
+		}
+		var out []record
+		for _, s := range streams {
+			var rec record
+			if err := json.Unmarshal(s.Events[0].Body, &rec); err != nil {
+				return nil, err
+			}
+			out = append(out, rec)
+		}
+		return out, nil
 	default:
-		aggs = []es.AggregateID{e.agg(key, tenant)}
+		a, err := e.resolve(ctx, key, tenant)
+		if err != nil {
+			return nil, err
+		}
+		aggs = []es.AggregateID{a}
 	}
 	var out []record
 	for _, a := range aggs {
 		rec, v, err := e.latest(ctx, a)
+		if err != nil && e.defect == MissingOnFailedRead {
+			continue // the defect: a failed read is "no such order"
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -648,6 +902,10 @@ type Server struct {
 	dir      string
 	untrack  func()
 	replica  bool // shares another server's directory: Stop leaves it
+	// faults is the kit's switch over this instance's store calls,
+	// registered under its URL while it serves (storefault.For).
+	faults     *storefault.Control
+	unregister func()
 
 	mu   sync.Mutex
 	addr string
@@ -659,7 +917,7 @@ type Server struct {
 
 // Start starts a service on a free loopback port.
 func Start(ctx context.Context, c apidesc.Contract, d Defect) (*Server, error) {
-	s := &Server{contract: c, defect: d}
+	s := &Server{contract: c, defect: d, faults: &storefault.Control{}}
 	err := leftovers.Create(func() error {
 		dir, err := leftovers.MkdirTemp("tck-api-*")
 		if err != nil {
@@ -701,11 +959,12 @@ func (s *Server) up(ctx context.Context, addr string) error {
 	if s.defect == CaseSensitiveHeader {
 		ln = exactNames{Listener: ln, names: exactHeaders}
 	}
-	eng := newEngine(s.contract, s.defect.instance(s.replica), db.Store())
+	eng := newEngine(s.contract, s.defect.instance(s.replica), db.Store(), s.faults)
 	srv := &http.Server{Handler: eng.routes(), ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Serve(ln) }()
 	s.addr, s.srv, s.db, s.done, s.eng = ln.Addr().String(), srv, db, done, eng
+	s.unregister = storefault.Register("http://"+s.addr, s.faults)
 	return nil
 }
 
@@ -715,6 +974,7 @@ func (s *Server) down() error {
 	if s.srv == nil {
 		return nil
 	}
+	s.unregister()
 	s.eng.dead.Store(true)
 	err := s.srv.Close()
 	<-s.done
@@ -747,7 +1007,7 @@ func (s *Server) Restart(ctx context.Context) error {
 // Its Stop leaves the database to s. A replica-only defect (onReplica)
 // applies here and not on s.
 func (s *Server) Replica(ctx context.Context) (*Server, error) {
-	r := &Server{contract: s.contract, defect: s.defect, dir: s.dir, replica: true}
+	r := &Server{contract: s.contract, defect: s.defect, dir: s.dir, replica: true, faults: &storefault.Control{}}
 	if err := r.up(ctx, "127.0.0.1:0"); err != nil {
 		return nil, err
 	}

@@ -9,6 +9,10 @@ const (
 	// CapRestart: the kit started the service (the reference, a cmd:
 	// target) and can restart it on the same durable state.
 	CapRestart Capability = "restart"
+	// CapOwnStore: the kit runs the service in its own process over a
+	// store it controls (the reference and its mutants), so it can make
+	// the service's store calls fail.
+	CapOwnStore Capability = "own-store"
 )
 
 const (
@@ -56,5 +60,10 @@ func init() {
 			"What decides a repeat must be kept as long as the service promises (the description's retention; none declared: for ever). Three keys are repeated at 10%, 35%, 70% and 100% of the horizon after their creation (6 s by default, tck run --max-wait instead when set, never past nine tenths of the declared retention); each repeat gets the declared answer and one resource carries each key. Each key's repeats rotate over every replica the kit started, the first on a replica that did not create it. The evidence states the horizon verified; beyond it nothing is claimed.", srcAPIRetry),
 		api("API-5.3", Must, Requirement, "a create killed inside its handling: after the restart the read and repeats are what the contract allows",
 			"超时后的安全流程是：保留原命令的 requestId，把结果标为未知；按 requestId 确认权威事件历史；仍使用原 requestId 重试。 The kit's fault proxy forwards a create and the kit SIGKILLs the service at a point spread over the request's handling (six creates, the k-th killed in the k-th sixth of a create's measured latency), before its answer reaches the client, then restarts it: the read by id finds the resource or not, and two repeats then get a creation (none was made) or the declared repeat answer (replay: one stable response, never in flight for ever), checked against the model; one resource carries the id. A response stored in a second transaction after the commit is caught here.", srcAPIRetry, CapRestart),
+	)
+	// Issue 37: failures of a dependency the kit controls.
+	Add(
+		api("API-6.1", Must, Requirement, "when the service's own store fails, it answers an error: never a second creation, never a confident answer it could not know; a repeat after the failures gets the first's answer",
+			"没有权威查询器时默认拒绝该请求，而不是冒险放行。无法确认：保持未知并升级处理 (a service that cannot consult its authoritative store answers an error, never guesses): the kit makes the service's store calls (append, load, the request-id query) fail at rates drawn from the seed, cancelled, timed out (a write possibly after taking effect) or with a plain error, and forces the first store call of a fresh create, of a repeat and of a read to fail in each way. Under those failures every create is answered with a server error, a declared creation (only while none was made), or the declared repeat answer (only once one was made); a read or a list of a created resource answers it or an error, never \"missing\". Once the failures stop, a repeat of each id gets the first creation's declared answer (replay: byte for byte), the read shows its payload, and one resource carries each id.", seedAPI+", 快速预检与权威确认", CapOwnStore),
 	)
 }

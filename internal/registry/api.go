@@ -69,7 +69,7 @@ func apis() []row {
 				if err != nil {
 					return nil, target.Unavailable(ref, err)
 				}
-				return embeddedStarted(ctx, ref, srv, apidesc.Default(m.Build.Contract), "mutant of the reference service")
+				return embeddedStarted(ctx, ref, srv, m.Build.Description(), "mutant of the reference service")
 			}}},
 			note: "defect: " + m.Defect,
 		})

@@ -15,8 +15,9 @@ import (
 )
 
 // structureRules are the api rules of issue 37 ("catch fresh defects by
-// structure"): twins with structure and every replica probed.
-var structureRules = []string{"API-1.6", "API-5.2"}
+// structure"): twins with structure, every replica probed, and the
+// failures of the service's own store.
+var structureRules = []string{"API-1.6", "API-5.2", "API-6.1"}
 
 // firstLines are the words the first line of each issue-37 mutant's
 // failure must hold: the replica that answered, or the pair.
@@ -25,12 +26,19 @@ var firstLines = map[string]string{
 	"replica-fast-clock": "replica-",
 	"url-decoded-keys":   "URL twin",
 	"hashcode-keys":      "hash twin",
+	"like-keys":          "metacharacter twin",
+	"glob-keys":          "metacharacter twin",
+	"latin1-keys":        "script twin",
+	// API-6.1: the failing call.
+	"lookup-fails-open":       "the kit failed",
+	"created-on-failed-write": "the kit failed",
+	"missing-on-failed-read":  "the kit failed",
 }
 
-// TestAPIStructureRules runs API-1.6 and API-5.2 against both api
+// TestAPIStructureRules runs API-1.6, API-5.2 and API-6.1 against both api
 // references and every mutant registered to fail one of them: the
 // references pass both, each mutant fails what it must, and an issue-37
-// mutant's first line names the replica or the pair (every first line is
+// mutant's first line names the replica, the pair or the failed call (every first line is
 // under 200 characters), and is the same when the rule runs again with its seed (the
 // run's salt aside). API-5.1 runs on replica-fast-clock too, for the record (its
 // random schedule may or may not reach the replica). TCK_API_TARGETS

@@ -172,7 +172,11 @@ func newSet(t Target) *spec.Set {
 	if t.Restart != nil {
 		caps = append(caps, catalog.CapRestart)
 	}
+	if ownStore(t) {
+		caps = append(caps, catalog.CapOwnStore)
+	}
 	s := spec.New("api", caps...)
+	s.Lacks = map[catalog.Capability]string{catalog.CapOwnStore: noOwnStore}
 	// Each rule uses request ids of its own; the rules that restart the
 	// service run alone (ItAlone), the one that races at a barrier holds a
 	// processor share (ItRace).
@@ -187,5 +191,6 @@ func newSet(t Target) *spec.Set {
 	registerLost(s, t)
 	registerIdentity(s, t)
 	registerGenerated(s, t)
+	registerDepFailures(s, t)
 	return s
 }

@@ -26,6 +26,13 @@ func (s Service) Start(ctx context.Context) (*apiservice.Server, error) {
 	return apiservice.Start(ctx, s.Contract, s.defect)
 }
 
+// Description is the endpoint description the service implements: the
+// default one, or (a defect that needs letters no header carries) the id
+// in the body.
+func (s Service) Description() *apidesc.Description {
+	return apiservice.Description(s.Contract, s.defect)
+}
+
 // All returns the mutants, in the order the self-test runs them.
 func All() []Mutant {
 	return []Mutant{
@@ -80,5 +87,20 @@ func All() []Mutant {
 			Defect: "the second replica's clock runs 25 h fast (the first is correct): with the declared retention of 24 h it takes every key the other stored as expired and creates anew"},
 		{Name: "case-sensitive-header", Build: Service{apidesc.Reject409, apiservice.CaseSensitiveHeader}, MustFail: []string{"API-1.2"},
 			Defect: "matches the Idempotency-Key and X-Tenant header names exactly (a gateway or a hand-written parser): idempotency-key or IDEMPOTENCY-KEY is no key, x-tenant no tenant"},
+		{Name: "like-keys", Build: Service{apidesc.Reject409, apiservice.LikeKeys}, MustFail: []string{"API-1.6"},
+			Defect: "finds an order by its key with SQL LIKE and the key unescaped (WHERE key LIKE ?): order_1 finds orderX1, order% finds order-12"},
+		{Name: "latin1-keys", Build: Service{apidesc.Reject409, apiservice.Latin1Keys}, MustFail: []string{"API-1.6"},
+			Defect: "keeps keys in a Latin-1 column, a letter outside it stored as ?: ids differing only in Greek, Cyrillic or CJK letters or an emoji are one (its id travels in the body: no header carries such letters)"},
+		{Name: "glob-keys", Build: Service{apidesc.Reject409, apiservice.GlobKeys}, MustFail: []string{"API-1.6"},
+			Defect: "finds an order by its key with SQLite GLOB and the key unescaped: order? finds order1, order[12] finds order1"},
+
+		// Issue 37: failures of the service's own store (API-6.1), which
+		// the kit controls for its in-process service.
+		{Name: "lookup-fails-open", Build: Service{apidesc.Reject409, apiservice.LookupFailsOpen}, MustFail: []string{"API-6.1"},
+			Defect: "looks the key up first and takes a failed look-up (cancelled, timed out) for \"no such key\", then appends the creation with expected version any: a repeat whose look-up fails is a second creation"},
+		{Name: "created-on-failed-write", Build: Service{apidesc.Replay, apiservice.CreatedOnFailedWrite}, MustFail: []string{"API-6.1"},
+			Defect: "logs a failed write and answers 201 anyway: an order that was never stored is reported created"},
+		{Name: "missing-on-failed-read", Build: Service{apidesc.Reject409, apiservice.MissingOnFailedRead}, MustFail: []string{"API-6.1"},
+			Defect: "answers a read whose store call failed with 404 (and a list with none): a confident \"no such order\" it could not know"},
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/onceproof/tck/internal/reports"
+	"go.yaml.in/yaml/v3"
 )
 
 // fleetTargets are three shards of one environment: two conformant, one
@@ -209,4 +210,87 @@ func keys(m map[string][]byte) []string {
 		ks = append(ks, k)
 	}
 	return ks
+}
+
+// TestFleetExamples: every shard of examples/fleet/fleet.yaml, and the
+// arguments the Sonobuoy plugin and the Indexed Job give the image, are a
+// valid tck run (parsed, nothing started).
+func TestFleetExamples(t *testing.T) {
+	t.Setenv("NATS_URL", "nats://user:pw@127.0.0.1:4222")
+	t.Setenv("ORDERS_DB_URL", "postgres://u:pw@127.0.0.1:5432/orders")
+	fleet := filepath.Join(pkgDir, "..", "..", "examples", "fleet", "fleet.yaml")
+	for n := range 3 {
+		args, err := fleetArgs([]string{"--fleet", fleet, "--shard", string(rune('0' + n))})
+		if err != nil {
+			t.Fatalf("shard %d: %v", n, err)
+		}
+		if _, err := parseRun(args, io.Discard); err != nil {
+			t.Errorf("shard %d: %v (%v)", n, err, args)
+		}
+	}
+	for _, f := range []string{"sonobuoy-plugin.yaml", "indexed-job.yaml"} {
+		data, err := os.ReadFile(filepath.Join(pkgDir, "..", "..", "examples", "fleet", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Spec struct {
+				Args     []string `yaml:"args"`
+				Template struct {
+					Spec struct {
+						Containers []struct {
+							Args []string `yaml:"args"`
+						} `yaml:"containers"`
+					} `yaml:"spec"`
+				} `yaml:"template"`
+			} `yaml:"spec"`
+		}
+		if err := yaml.Unmarshal(data, &doc); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		args := doc.Spec.Args
+		if len(doc.Spec.Template.Spec.Containers) > 0 {
+			args = doc.Spec.Template.Spec.Containers[0].Args
+		}
+		if len(args) < 2 || args[0] != "run" {
+			t.Fatalf("%s: args %v, want a tck run", f, args)
+		}
+		t.Setenv("JOB_COMPLETION_INDEX", "2")
+		var given []string
+		for _, a := range args[1:] {
+			a = strings.ReplaceAll(a, "/etc/tck/fleet.yaml", fleet)
+			a = strings.ReplaceAll(a, "$(JOB_COMPLETION_INDEX)", "2")
+			given = append(given, a)
+		}
+		expanded, err := fleetArgs(given)
+		if err == nil {
+			_, err = parseRun(expanded, io.Discard)
+		}
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+func TestFleetFileBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	_ = os.WriteFile(bad, []byte("fleet: x\nshards:\n  - env: prod\n    targets: [\"broker/nats=${NO_SUCH_VAR_TCK}\"]\n    bogus: 1\n"), 0o644)
+	fine := filepath.Join(dir, "fine.yaml")
+	_ = os.WriteFile(fine, []byte("fleet: x\nshards:\n  - env: prod\n    targets: [\"broker/nats=${NO_SUCH_VAR_TCK}\"]\n"), 0o644)
+	for _, args := range [][]string{
+		{"run", "--fleet", bad, "--shard", "0"},                                   // an unknown field
+		{"run", "--fleet", fine, "--shard", "0"},                                  // a variable not set
+		{"run", "--fleet", fine, "--shard", "1"},                                  // no such shard
+		{"run", "--fleet", fine, "--shard", "-1"},                                 // not a shard number
+		{"run", "--fleet", fine},                                                  // no shard, no JOB_COMPLETION_INDEX
+		{"run", "--fleet", fine, "--shard", "0", "--target", "eventstore/memory"}, // the shard sets it
+		{"run", "--shard", "0"},                                                   // no fleet
+		{"run", "--fleet", filepath.Join(dir, "none.yaml"), "--shard", "0"},
+	} {
+		code, stdout, stderr := tck(t, args...)
+		if code != 3 || strings.Count(stderr, "\n") != 1 || stdout != "" || strings.Contains(stderr, "goroutine") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 3 and one line", args, code, stdout, stderr)
+		}
+	}
 }

@@ -253,6 +253,9 @@ func parseRun(args []string, stdout io.Writer) (runConfig, error) {
 	fs.Var(&brokers, "broker", "the broker target SUITE/NAME[=ADDRESS] the consumer suite reads from (repeatable: the consumer targets run once per broker; default its own embedded NATS)")
 	jobs := fs.Int("jobs", 0, "how many targets run at once (0: up to 8; 1: one after another)")
 	maxWait := fs.Duration("max-wait", 0, "the longest wait a rule may need by definition; a longer one is unknown, never shortened (default 10m with --profile, else the suite's 60s)")
+	// Read by fleetArgs before parsing; here for -h and a clear error.
+	fs.String("fleet", "", "a fleet file (docs/fleet.md): run one of its shards, in its environment")
+	fs.String("shard", "", "with --fleet: the shard to run, from 0 (default $JOB_COMPLETION_INDEX, an Indexed Job's)")
 	env := fs.String("env", "", "the environment this run certifies (prod, staging): recorded in results.json; tck report merge and gate group by it")
 	fs.Bool("sonobuoy", false, "run as a Sonobuoy plugin: the report under $SONOBUOY_RESULTS_DIR (default /tmp/sonobuoy/results), then results.tar.gz and the done file naming it; a verdict exits 0 (docs/fleet.md)")
 	cfg := runConfig{args: args}
@@ -304,6 +307,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 // runOnce is one tck run: parse, run every target, write the report.
 func runOnce(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	args, err := fleetArgs(args)
+	if err != nil {
+		return err
+	}
 	cfg, err := parseRun(args, stdout)
 	if err != nil {
 		return err

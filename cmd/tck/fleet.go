@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -38,6 +39,10 @@ const (
 	// aggregator reads, and the kit's bundle as raw files beside it.
 	sonobuoyTarball = "results.tar.gz"
 )
+
+// fleetMemoryLimit is the soft heap limit of merge and gate (a limit the
+// collector aims at, not a cap: a larger live set still completes).
+const fleetMemoryLimit = 160 << 20
 
 var envName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 
@@ -291,6 +296,9 @@ func cmdReportMerge(_ context.Context, args []string, stdout, _ io.Writer) error
 	if fs.NArg() == 0 {
 		return usagef("want at least one shard (a report folder or its results.json)")
 	}
+	// A thousand shards are garbage a few hundred KB at a time: a soft
+	// limit makes the collector keep the heap near what is live.
+	debug.SetMemoryLimit(fleetMemoryLimit)
 	shards, err := readShards(fs.Args())
 	if err != nil {
 		return err
@@ -337,6 +345,7 @@ func cmdReportGate(_ context.Context, args []string, stdout, _ io.Writer) error 
 	if fs.NArg() == 0 {
 		return usagef("want at least one shard (a report folder or its results.json)")
 	}
+	debug.SetMemoryLimit(fleetMemoryLimit)
 	shards, err := readShards(fs.Args())
 	if err != nil {
 		return err

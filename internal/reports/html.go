@@ -142,7 +142,8 @@ Terms in <i>italics</i> below are explained in the <a href="#glossary">glossary<
 <ul>{{range .Rules}}<li id="{{.Anchor}}"><b>{{.Rule}}</b> {{.Title}} <span class="src">({{.Level}})</span></li>{{end}}</ul>
 {{end}}{{end}}
 
-{{if .Rules}}<h2 id="rules">Rules: contract, evidence, timeline</h2>
+{{if or .Rules .PassesOmitted}}<h2 id="rules">Rules: contract, evidence, timeline</h2>
+{{if .PassesOmitted}}<p>{{.PassesOmitted}} passing results have no section and no verdicts row here: a report of more than 2000 results gives them only to the results that did not pass. Each pass is in the matrix; its evidence is in its shard's report.</p>{{end}}
 {{range .Rules}}<section class="rule" id="{{.Anchor}}"><h3>{{.Rule}} on {{.Target}}: <span class="{{.Verdict}}">{{.Verdict}}</span></h3>
 <p><b>{{.Title}}</b> <span class="src">({{.Level}}, <i>{{.Kind}}</i>, {{.Duration}})</span></p>
 {{if .Contract}}<blockquote lang="{{lang .Contract}}">{{.Contract}}</blockquote><p class="src">source: {{.Source}}</p>{{end}}

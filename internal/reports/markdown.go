@@ -164,8 +164,11 @@ func Markdown(w io.Writer, r *Report) error {
 			}
 		}
 	}
-	if len(v.Rules) > 0 {
+	if len(v.Rules) > 0 || v.PassesOmitted > 0 {
 		p("\n## Rules: contract, evidence, timeline\n")
+		if v.PassesOmitted > 0 {
+			p("\n%d passing results have no section and no verdicts row here: a report of more than %d results gives them only to the results that did not pass. Each pass is in the matrix; its evidence is in its shard's report.\n", v.PassesOmitted, sectionLimit)
+		}
 		for _, rv := range v.Rules {
 			p("\n### %s on %s: %s\n\n**%s** (%s, %s, %s)\n", md(rv.Rule), md(rv.Target), md(string(rv.Verdict)), md(rv.Title), md(rv.Level), md(rv.Kind), md(rv.Duration))
 			if rv.Contract != "" {

@@ -28,6 +28,10 @@ type view struct {
 	// target and reason (one line per group, not a section per rule).
 	All        []ruleView
 	Rules      []ruleView
+	// PassesOmitted counts the passing results of a report too large for a
+	// section and a verdicts row each (a merged fleet, sectionLimit): they
+	// are in the matrix, their evidence in their shards' reports.
+	PassesOmitted int
 	NotChecked []notChecked
 	// Failures are the failed and undecided MUST rules, for the first
 	// screen: each with its one-line reason and a link to its section.
@@ -165,6 +169,12 @@ func whose(h Hazard, t Target) string {
 	return "the target's configuration or behaviour"
 }
 
+// sectionLimit is the most results a report gives a section each; past it
+// (a fleet's merged report of thousands of targets) only the results that
+// did not pass get one, or the report takes seconds to write and tens of
+// megabytes to open.
+const sectionLimit = 2000
+
 func buildView(r *Report) *view {
 	v := &view{R: r, Glossary: Glossary}
 	tgt := map[string]Target{}
@@ -197,8 +207,13 @@ func buildView(r *Report) *view {
 	}
 	sort.SliceStable(v.Summary, func(i, j int) bool { return suiteOrder(v.Summary[i].Suite) < suiteOrder(v.Summary[j].Suite) })
 	v.Matrices = matrices(r)
+	// Grouped once: a merged fleet report holds thousands of targets.
+	byTarget := map[string][]verdict.Result{}
+	for _, res := range r.Results {
+		byTarget[res.Target] = append(byTarget[res.Target], res)
+	}
 	for _, t := range r.Targets {
-		v.Env = append(v.Env, envOf(t, r.Results))
+		v.Env = append(v.Env, envOf(t, byTarget[t.Name]))
 	}
 	for _, h := range r.Hazards {
 		hv := hazardView{Hazard: h, Whose: whose(h, tgt[h.Target]), Anchor: anchor(h.Target, h.Rule)}
@@ -240,7 +255,10 @@ func buildView(r *Report) *view {
 				drawn[res.Rule] = res.Target
 			}
 		}
-		v.All = append(v.All, rv)
+		large := len(r.Results) > sectionLimit
+		if !large || res.Verdict != verdict.Pass {
+			v.All = append(v.All, rv)
+		}
 		switch res.Verdict {
 		case verdict.NotApplicable, verdict.Skipped:
 			key := [3]string{res.Target, string(res.Verdict), res.Reason}
@@ -251,6 +269,10 @@ func buildView(r *Report) *view {
 				v.NotChecked = append(v.NotChecked, notChecked{Target: res.Target, Verdict: res.Verdict, Reason: res.Reason})
 			}
 			v.NotChecked[i].Rules = append(v.NotChecked[i].Rules, rv)
+			continue
+		}
+		if res.Verdict == verdict.Pass && large {
+			v.PassesOmitted++
 			continue
 		}
 		v.Rules = append(v.Rules, rv)

@@ -26,13 +26,13 @@ type view struct {
 	// All is every result; Rules those that ran (each a section of its
 	// own); NotChecked the not-applicable and skipped ones, grouped by
 	// target and reason (one line per group, not a section per rule).
-	All        []ruleView
-	Rules      []ruleView
+	All   []ruleView
+	Rules []ruleView
 	// PassesOmitted counts the passing results of a report too large for a
 	// section and a verdicts row each (a merged fleet, sectionLimit): they
 	// are in the matrix, their evidence in their shards' reports.
 	PassesOmitted int
-	NotChecked []notChecked
+	NotChecked    []notChecked
 	// Failures are the failed and undecided MUST rules, for the first
 	// screen: each with its one-line reason and a link to its section.
 	Failures []ruleView

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/broker/kafka"
+	"github.com/onceproof/tck/internal/registry"
+	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -94,4 +96,16 @@ func TestShareMechanics(t *testing.T) {
 	if d := shareNext(t, ctx, c, 2*kafka.KitShare.LockDuration); d != nil {
 		t.Fatalf("delivered again: %s attempt %d", d.Message().ID, d.Attempt())
 	}
+}
+
+// TestShareEmbedded runs every BR rule against kfake's share groups: the
+// BR-2 rules and the BR-9 share-group rules pass, the others are
+// not-applicable with the share group's reason.
+func TestShareEmbedded(t *testing.T) {
+	kt, err := kafka.EmbeddedShareTarget(context.Background(), kafka.Client{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kt.Stop() })
+	broker.Check(t, registry.KafkaShareBrokerTarget(kt))
 }

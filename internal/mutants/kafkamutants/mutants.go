@@ -148,3 +148,30 @@ func (c *consumer) Close() error {
 	}
 	return c.Consumer.Close()
 }
+
+// Share returns the broken share-group clients (broker/kafka-share), each
+// in front of an embedded kfake cluster with share groups.
+func Share() []Mutant {
+	return []Mutant{
+		{
+			Name: "share-auto-accept", Defect: "a share-group client that accepts each record as it is polled, before it was processed (kgo's implicit acknowledgement made immediate)",
+			MustFail: []string{"BR-2.3", "BR-9.1", "BR-9.3"},
+			Build:    kafka.Client{Options: kafka.Options{Defects: kafka.Defects{ShareAutoAccept: true}}},
+		},
+		{
+			Name: "share-forget-count", Defect: "a share-group client whose release produces the record again and accepts the original: the delivery count never rises and the record is never archived",
+			MustFail: []string{"BR-2.6", "BR-9.1", "BR-9.2"},
+			Build:    kafka.Client{Options: kafka.Options{Defects: kafka.Defects{ShareForgetCount: true}}},
+		},
+		{
+			Name: "share-lock-never-expires", Defect: "a cluster whose acquisition lock is an hour while the target declares seconds: a stopped member's records never come back in time",
+			MustFail: []string{"BR-9.3"},
+			Build:    kafka.Client{Options: kafka.Options{Defects: kafka.Defects{ShareLockNeverExpires: true}}},
+		},
+		{
+			Name: "share-ack-deletes", Defect: "a share-group client that deletes the records up to each one it accepts, as if an ACCEPT were a delete",
+			MustFail: []string{"BR-2.8", "BR-9.4"},
+			Build:    kafka.Client{Options: kafka.Options{Defects: kafka.Defects{ShareAckDeletes: true}}},
+		},
+	}
+}

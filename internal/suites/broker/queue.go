@@ -58,6 +58,10 @@ func totalQueue(f *fixture) judge {
 	q := &queue{
 		f: f, topic: topic, group: f.name("g"), hist: history.New(), published: make(chan struct{}),
 		acked: map[string]bool{}, consumed: map[string]bool{}, fetched: map[string]bool{}, tried: map[string]bool{}, lastNew: time.Now(),
+		posID: map[string]string{}, attempts: map[string]int{}, archived: map[string]bool{},
+	}
+	if err := q.watchArchived(); err != nil {
+		return f.failed(err, "watching for records archived at the delivery limit")
 	}
 	fault := &disruption{f: f, topic: topic, done: make(chan error, 1)}
 	f.spawn((&producer{q: q, fault: fault, n: f.w.Messages}).run)
@@ -88,14 +92,17 @@ type queue struct {
 	published    chan struct{}     // closed when the producer is done
 
 	mu       sync.Mutex
-	acked    map[string]bool // enqueued ok
-	consumed map[string]bool // dequeued ok
-	fetched  map[string]bool // handed to a member at least once
-	tried    map[string]bool // acked at least once, confirmed or not
-	lastNew  time.Time       // the last first-time delivery, ack or consumption
-	lastAsk  time.Time       // when the latest fetch the broker answered began
-	quiet    time.Time       // when publishing ended and the fault healed
-	lastErr  time.Time       // the latest member call the broker did not answer (an error, a timeout)
+	acked    map[string]bool   // enqueued ok
+	consumed map[string]bool   // dequeued ok
+	fetched  map[string]bool   // handed to a member at least once
+	posID    map[string]string // position -> id, of what was handed out
+	attempts map[string]int    // id -> highest attempt handed out
+	archived map[string]bool   // positions the broker archived at its delivery limit (share groups)
+	tried    map[string]bool   // acked at least once, confirmed or not
+	lastNew  time.Time         // the last first-time delivery, ack or consumption
+	lastAsk  time.Time         // when the latest fetch the broker answered began
+	quiet    time.Time         // when publishing ended and the fault healed
+	lastErr  time.Time         // the latest member call the broker did not answer (an error, a timeout)
 	naks     int
 	crashes  int
 	reopens  int  // members replaced after an error
@@ -146,6 +153,8 @@ func (q *queue) answered(asked time.Time, ds []mq.Delivery) {
 		q.lastAsk = asked
 	}
 	for _, d := range ds {
+		q.posID[d.Position()] = d.Message().ID
+		q.attempts[d.Message().ID] = max(q.attempts[d.Message().ID], d.Attempt())
 		if id := d.Message().ID; !q.fetched[id] {
 			q.fetched[id] = true
 			q.lastNew = time.Now()
@@ -371,7 +380,8 @@ func (mb *member) handle(ds []mq.Delivery) bool {
 			return mb.reopen("crash", id, fmt.Sprintf("closed with %d deliveries unacked", len(ds)))
 		// A broker without nak (Kafka: a commit covers every earlier
 		// offset) would lose a nak'd delivery to the next ack: it gets none.
-		case x < queueCrashP+queueNakP && mb.q.f.t.Caps.NakDelay:
+		// A share group's RELEASE is a nak without a delay.
+		case x < queueCrashP+queueNakP && (mb.q.f.t.Caps.NakDelay || mb.q.f.t.Caps.ShareGroups):
 			mb.q.count(&mb.q.naks)
 			ctx, cancel := context.WithTimeout(mb.q.f.ctx, settleTimeout)
 			_ = d.Nak(ctx, 0)
@@ -442,6 +452,7 @@ type queueJudge struct {
 	lost     []string // acked publishes never delivered
 	unconf   []string // delivered, but no ack was ever confirmed
 	left     int      // of lost: handed out once, left unacked by the kit (a crash, a nak), never back
+	archived []string // acked publishes the broker archived at its delivery limit (share groups)
 	naks     int
 	crashes  int
 	reopens  int
@@ -473,7 +484,24 @@ func newQueueJudge(q *queue, faultErr error) *queueJudge {
 			delivered[op.Value] = true
 		}
 	}
+	q.mu.Lock()
+	archivedIDs := map[string]bool{}
+	for pos := range q.archived {
+		// Only a record handed out as often as the limit was archived
+		// by it; one archived earlier is lost.
+		if id, ok := q.posID[pos]; ok && q.attempts[id] >= q.f.w.MaxDeliver {
+			archivedIDs[id] = true
+		}
+	}
+	q.mu.Unlock()
 	for _, id := range j.res.Lost {
+		if !delivered[id] && archivedIDs[id] {
+			// Archived by the broker at its delivery limit after the
+			// kit's naks and crashes: accounted (BR-9.2 names the
+			// hazard), not lost.
+			j.archived = append(j.archived, id)
+			continue
+		}
 		if delivered[id] {
 			j.unconf = append(j.unconf, id)
 		} else {
@@ -497,6 +525,9 @@ func newQueueJudge(q *queue, faultErr error) *queueJudge {
 	ev.Figure("unexpected", len(res.Unexpected), "")
 	ev.Figure("duplicated", res.Duplicates, "")
 	ev.Figure("recovered", len(res.Recovered), "")
+	if q.f.t.Caps.ShareGroups {
+		ev.Figure("archived at the delivery limit (accounted, not lost)", len(j.archived), "")
+	}
 	if j.cut && len(j.lost) > 0 {
 		j.readBack(q)
 	}
@@ -559,6 +590,9 @@ func (j *queueJudge) judge(r *spec.R) {
 		j.f.unknown(r, "the workload ended at its deadline (%s) with %d of %d acknowledged publishes not yet consumed (%s): what becomes of them is unknown, not a loss", j.f.t.Budget+workloadMargin, len(j.lost), res.Acked, why)
 	}
 	r.Expect(j.lost).To(gomega.BeEmpty(), "lost: acknowledged publishes never delivered (%d of %d; %d of them handed out once, left unacked by the kit and never redelivered)", len(j.lost), res.Acked, j.left)
+	if len(j.archived) > 0 {
+		r.Ev.Notef("%d acknowledged publishes were archived by the broker at its delivery limit after the kit's naks and crashes (accounted, not lost): %v", len(j.archived), j.archived)
+	}
 	if res.Duplicates > 0 {
 		r.Ev.Notef("%d duplicate deliveries (at-least-once): consumers must be idempotent", res.Duplicates)
 	}
@@ -568,4 +602,33 @@ func (j *queueJudge) judge(r *spec.R) {
 	if j.faultErr != nil {
 		j.f.unknown(r, "the target's fault did not run as intended, so the run did not check what it was meant to: %v", j.faultErr)
 	}
+}
+
+// watchArchived follows, on a share group (KIP-932: a record released or
+// left to its lock group.share.delivery.count.limit times is archived),
+// the positions the broker archives, so the judge accounts for them apart
+// from the lost. Other brokers' members have no delivery limit here.
+func (q *queue) watchArchived() error {
+	if !q.f.t.Caps.ShareGroups {
+		return nil
+	}
+	w, ok := q.f.b.(mq.MaxDeliverWatcher)
+	if !ok {
+		return nil
+	}
+	var ch <-chan string
+	if err := q.f.kitStep("watch-archived", q.topic+" group="+q.group, func() (err error) {
+		ch, err = w.WatchMaxDeliver(q.f.ctx, q.topic, q.group)
+		return err
+	}); err != nil {
+		return err
+	}
+	q.f.spawn(func() {
+		for pos := range ch {
+			q.mu.Lock()
+			q.archived[pos] = true
+			q.mu.Unlock()
+		}
+	})
+	return nil
 }

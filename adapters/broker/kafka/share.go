@@ -88,6 +88,8 @@ type ShareBroker struct {
 	mu       sync.Mutex
 	settled  map[string]bool // group|position the kit accepted or rejected
 	earliest map[string]bool // groups set to share.auto.offset.reset=earliest
+	members  map[*shareConsumer]bool
+	n        int // members opened, for their client ids
 }
 
 var (
@@ -173,7 +175,12 @@ func (b *ShareBroker) Consumer(ctx context.Context, topic string, cfg mq.Consume
 		return nil, err
 	}
 	c := &shareConsumer{b: b, group: cfg.Group, topic: topic}
+	b.mu.Lock()
+	b.n++
+	clientID := fmt.Sprintf("onceproof-tck-%s-share-%d", b.opts.Run, b.n)
+	b.mu.Unlock()
 	opts = append(opts,
+		kgo.ClientID(clientID),
 		kgo.ShareGroup(group),
 		kgo.ConsumeTopics(b.TopicName(topic)),
 		// One record a fetch, and no fetch outside a poll: a record is
@@ -188,7 +195,55 @@ func (b *ShareBroker) Consumer(ctx context.Context, topic string, cfg mq.Consume
 	}
 	c.cl = cl
 	b.usedGroup(topic, cfg.Group)
+	b.mu.Lock()
+	b.members[c] = true
+	b.mu.Unlock()
+	// A member joins in the background: wait until the group names it
+	// with the topic assigned, so the member opened first is in the group
+	// before anything is published.
+	if err := b.joined(ctx, group, clientID); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
 	return c, nil
+}
+
+// joined waits until share group lists the member with clientID and an
+// assignment.
+func (b *ShareBroker) joined(ctx context.Context, group, clientID string) error {
+	actx, cancel := b.adminCtx(ctx)
+	defer cancel()
+	errNotYet := errors.New("not a member yet")
+	err := poll.Until(actx, 20*time.Millisecond, 100*time.Millisecond, func() error {
+		ds, err := b.adm.DescribeShareGroups(actx, group)
+		if err != nil {
+			return err
+		}
+		for _, m := range ds[group].Members {
+			if m.ClientID == clientID && len(m.Assignment) > 0 {
+				return nil
+			}
+		}
+		return errNotYet
+	})
+	if err != nil {
+		return fmt.Errorf("member of share group %s did not join within %s: %w", group, b.opts.Timeout, err)
+	}
+	return nil
+}
+
+// Close closes every member still open, then the handle.
+func (b *ShareBroker) Close() error {
+	b.mu.Lock()
+	ms := make([]*shareConsumer, 0, len(b.members))
+	for c := range b.members {
+		ms = append(ms, c)
+	}
+	b.mu.Unlock()
+	for _, c := range ms {
+		_ = c.Close()
+	}
+	return b.Broker.Close()
 }
 
 // Acked says whether the group is done with position: the share-partition
@@ -382,7 +437,12 @@ func (c *shareConsumer) Fetch(ctx context.Context, max int, wait time.Duration) 
 
 // Close ends the member: kgo's leave releases what it still held.
 func (c *shareConsumer) Close() error {
-	c.once.Do(func() { c.cl.Close() })
+	c.once.Do(func() {
+		c.cl.Close()
+		c.b.mu.Lock()
+		delete(c.b.members, c)
+		c.b.mu.Unlock()
+	})
 	return nil
 }
 

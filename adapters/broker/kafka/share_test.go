@@ -5,9 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
+
 	"github.com/onceproof/tck/adapters/broker/kafka"
 	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/suites/broker"
+	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -108,4 +112,48 @@ func TestShareEmbedded(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = kt.Stop() })
 	broker.Check(t, registry.KafkaShareBrokerTarget(kt))
+}
+
+// TestShareAtAddress: broker/kafka-share at a kafka:// address whose groups
+// run with the declared lock and delivery limit (a kfake cluster configured
+// so) decides the share rules; a declaration that does not match what the
+// cluster runs (a lock of 2 s declared, Kafka's 30 s set) fails BR-9.3 on
+// the broker's own announcement.
+func TestShareAtAddress(t *testing.T) {
+	k, ok := registry.Targets().Get("broker/kafka-share")
+	if !ok {
+		t.Fatal("no broker/kafka-share in the registry")
+	}
+	run := func(lockMs string, rules ...string) map[string]verdict.Result {
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.BrokerConfigs(map[string]string{
+			"group.share.record.lock.duration.ms": lockMs,
+			"group.share.delivery.count.limit":    "3",
+			"share.record.lock.sweep.interval.ms": "50",
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		st, err := k.Start(ctx, target.Ref{Suite: "broker", Name: "kafka-share", Address: "kafka://" + c.ListenAddrs()[0] + "?lock=2s&deliveries=3"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Stop()
+		out := map[string]verdict.Result{}
+		for _, r := range st.Rules().Run(ctx, target.RunOptions{Target: "broker/kafka-share", Rules: rules}) {
+			out[r.Rule] = r
+		}
+		return out
+	}
+	res := run("2000", "BR-2.6", "BR-9.1", "BR-9.3")
+	for _, id := range []string{"BR-2.6", "BR-9.1", "BR-9.3"} {
+		if r := res[id]; r.Verdict != verdict.Pass {
+			t.Errorf("%s: %s: %s", id, r.Verdict, r.Reason)
+		}
+	}
+	if r := run("30000", "BR-9.3")["BR-9.3"]; r.Verdict != verdict.Fail {
+		t.Errorf("BR-9.3 with a declared lock of 2s on a cluster running 30s: %s, want fail: %s", r.Verdict, r.Reason)
+	}
 }

@@ -135,7 +135,7 @@ func URLTarget(ctx context.Context, raw string, client Client) (*Target, error) 
 	if err != nil {
 		return nil, err
 	}
-	o.Defects, o.Prefix, o.Run = client.Options.Defects, client.Options.Prefix, client.Options.Run
+	o.Defects, o.Prefix, o.Run, o.Share = client.Options.Defects, client.Options.Prefix, client.Options.Run, client.Options.Share
 	client.Options = o
 	t, err := newTarget(ctx, client, nil)
 	if err != nil {

@@ -395,7 +395,9 @@ func (c *shareConsumer) Fetch(ctx context.Context, max int, wait time.Duration) 
 		// its next sweep); a release says the same, and keeps the poll
 		// below from accepting it.
 		d.r.Ack(kgo.AckRelease)
-		d.close()
+		d.mu.Lock()
+		d.done, d.expired = true, true
+		d.mu.Unlock()
 	}
 	fs := c.cl.PollRecords(wctx, max)
 	if fs.IsClientClosed() {
@@ -455,6 +457,7 @@ type shareDelivery struct {
 	mu       sync.Mutex
 	deadline time.Time // pushed back by a renew
 	done     bool
+	expired  bool // released by the member once its lock ended
 }
 
 func (d *shareDelivery) Message() mq.Message { return message(d.r) }
@@ -471,15 +474,20 @@ func (d *shareDelivery) open() (time.Time, bool) {
 	return d.deadline, !d.done
 }
 
-func (d *shareDelivery) close() {
+// settle marks the record and waits for the broker's answer. A record
+// already settled, or released when its lock ended, is refused here: kgo
+// would send nothing and report no error.
+func (d *shareDelivery) settle(ctx context.Context, s kgo.AckStatus) error {
 	d.mu.Lock()
+	done, expired := d.done, d.expired
 	d.done = true
 	d.mu.Unlock()
-}
-
-// settle marks the record and waits for the broker's answer.
-func (d *shareDelivery) settle(ctx context.Context, s kgo.AckStatus) error {
-	d.close()
+	if expired {
+		return fmt.Errorf("%s of %s: its lock had ended and the member released it for redelivery: not sent", s, d.Position())
+	}
+	if done {
+		return fmt.Errorf("%s of %s: already settled: not sent", s, d.Position())
+	}
 	d.r.Ack(s)
 	d.c.ackMu.Lock()
 	defer d.c.ackMu.Unlock()
@@ -523,6 +531,9 @@ func (d *shareDelivery) Nak(ctx context.Context, delay time.Duration) error {
 // InProgress renews the lock (KIP-1222, Kafka 4.2): the deadline moves to a
 // lock duration from now.
 func (d *shareDelivery) InProgress(ctx context.Context) error {
+	if _, open := d.open(); !open {
+		return fmt.Errorf("renew of %s: already settled or released: not sent", d.Position())
+	}
 	d.r.Ack(kgo.AckRenew)
 	d.c.ackMu.Lock()
 	err := d.c.flush(ctx)

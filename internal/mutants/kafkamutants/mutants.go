@@ -5,7 +5,10 @@
 // a commit before the handler ran, a commit of the wrong offset, a shutdown
 // that commits what it never processed, a reset that does nothing, a broker
 // that keeps nothing across a restart, a claim
-// that the idempotent producer is business de-dupe. Each names the BR rules
+// that the idempotent producer is business de-dupe; and, on share groups
+// (Share), a client that accepts on poll, a release that forgets the
+// delivery count, a lock that never ends in time, an accept that deletes.
+// Each names the BR rules
 // it must fail; the package test and `tck selftest --suite broker` check
 // that it does.
 package kafkamutants

@@ -81,7 +81,11 @@ func totalQueue(f *fixture) judge {
 	// Cut short by its deadline, the workload never learned what became
 	// of the acked publishes it had not yet consumed: indeterminate.
 	q.cut = f.ctx.Err() != nil
-	return newQueueJudge(q, faultErr).judge
+	j := newQueueJudge(q, faultErr)
+	if q.unwatch != nil {
+		q.unwatch()
+	}
+	return j.judge
 }
 
 // queue is what BR-2.9's producer and members share.
@@ -98,6 +102,7 @@ type queue struct {
 	posID    map[string]string // position -> id, of what was handed out
 	attempts map[string]int    // id -> highest attempt handed out
 	archived map[string]bool   // positions the broker archived at its delivery limit (share groups)
+	unwatch  func()            // ends the watch for archived records
 	tried    map[string]bool   // acked at least once, confirmed or not
 	lastNew  time.Time         // the last first-time delivery, ack or consumption
 	lastAsk  time.Time         // when the latest fetch the broker answered began
@@ -570,6 +575,10 @@ func (j *queueJudge) readBack(q *queue) {
 
 func (j *queueJudge) judge(r *spec.R) {
 	res := j.res
+	// Before the summary, which stays the reason.
+	if len(j.archived) > 0 {
+		r.Ev.Notef("%d acknowledged publishes were archived by the broker at its delivery limit after the kit's naks and crashes (accounted, not lost): %v", len(j.archived), j.archived)
+	}
 	r.Ev.Notef("total queue: %d published (%d acked, %d unknown), %d acked deliveries of %d distinct; %d naks, %d crashes, %d members reopened after an error; lost %d (and %d delivered whose ack was never confirmed), unexpected %d, duplicated %d, recovered %d",
 		res.Attempted, res.Acked, res.Info, res.Dequeued, res.Distinct, j.naks, j.crashes, j.reopens, len(j.lost), len(j.unconf), len(res.Unexpected), res.Duplicates, len(res.Recovered))
 	if errors.Is(j.faultErr, ErrViolation) {
@@ -590,9 +599,6 @@ func (j *queueJudge) judge(r *spec.R) {
 		j.f.unknown(r, "the workload ended at its deadline (%s) with %d of %d acknowledged publishes not yet consumed (%s): what becomes of them is unknown, not a loss", j.f.t.Budget+workloadMargin, len(j.lost), res.Acked, why)
 	}
 	r.Expect(j.lost).To(gomega.BeEmpty(), "lost: acknowledged publishes never delivered (%d of %d; %d of them handed out once, left unacked by the kit and never redelivered)", len(j.lost), res.Acked, j.left)
-	if len(j.archived) > 0 {
-		r.Ev.Notef("%d acknowledged publishes were archived by the broker at its delivery limit after the kit's naks and crashes (accounted, not lost): %v", len(j.archived), j.archived)
-	}
 	if res.Duplicates > 0 {
 		r.Ev.Notef("%d duplicate deliveries (at-least-once): consumers must be idempotent", res.Duplicates)
 	}
@@ -617,10 +623,13 @@ func (q *queue) watchArchived() error {
 		return nil
 	}
 	var ch <-chan string
+	ctx, cancel := context.WithCancel(q.f.ctx)
+	q.unwatch = cancel
 	if err := q.f.kitStep("watch-archived", q.topic+" group="+q.group, func() (err error) {
-		ch, err = w.WatchMaxDeliver(q.f.ctx, q.topic, q.group)
+		ch, err = w.WatchMaxDeliver(ctx, q.topic, q.group)
 		return err
 	}); err != nil {
+		cancel()
 		return err
 	}
 	q.f.spawn(func() {

@@ -25,6 +25,9 @@
 //   - Attempt is counted by this handle: Kafka keeps no delivery counter, so
 //     the adapter counts how often the members it opened for a group were
 //     handed one offset.
+//
+// With Options.Share the handle's consumers are members of share groups
+// instead (KIP-932; share.go: broker/kafka-share).
 package kafka
 
 import (

@@ -110,6 +110,12 @@ func (b *ShareBroker) finished(group, pos string) {
 	b.settled[group+"|"+pos] = true
 }
 
+func (b *ShareBroker) unfinished(group, pos string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.settled, group+"|"+pos)
+}
+
 func (b *ShareBroker) finishedByKit(group, pos string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -270,6 +276,9 @@ func (b *ShareBroker) startOffset(ctx context.Context, topic, group string) (int
 	resp, err := b.adm.DescribeShareGroupOffsets(actx, b.GroupName(group))
 	if err == nil {
 		err = resp.Error()
+	}
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return -1, nil // no member joined yet
 	}
 	if err != nil {
 		return 0, fmt.Errorf("share-partition start offset of group %s: %w", group, err)
@@ -488,14 +497,20 @@ func (d *shareDelivery) settle(ctx context.Context, s kgo.AckStatus) error {
 	if done {
 		return fmt.Errorf("%s of %s: already settled: not sent", s, d.Position())
 	}
+	// Noted before it is sent: the start offset may pass the record
+	// before the answer comes, and it is no archival.
+	terminal := s == kgo.AckAccept || s == kgo.AckReject
+	if terminal {
+		d.c.b.finished(d.c.group, d.Position())
+	}
 	d.r.Ack(s)
 	d.c.ackMu.Lock()
 	defer d.c.ackMu.Unlock()
 	if err := d.c.flush(ctx); err != nil {
+		if terminal {
+			d.c.b.unfinished(d.c.group, d.Position())
+		}
 		return fmt.Errorf("%s of %s: %w", s, d.Position(), err)
-	}
-	if s == kgo.AckAccept || s == kgo.AckReject {
-		d.c.b.finished(d.c.group, d.Position())
 	}
 	return nil
 }

@@ -184,6 +184,10 @@ type Capabilities struct {
 	// sequence, and the broker drops one it already stored, with no window
 	// and across a producer restart (NamedProducers; RabbitMQ streams).
 	NamedProducerDedupe bool `json:"namedProducerDedupe,omitempty"`
+	// ShareGroups: members of a Kafka share group (KIP-932) acquire
+	// records under a lock, acknowledge each, and the broker counts
+	// deliveries and archives a record at its limit.
+	ShareGroups bool `json:"shareGroups,omitempty"`
 	// Retentions lists the retention kinds the broker offers.
 	Retentions []Retention `json:"retentions"`
 	// DedupeAfterRestart lists the retentions under which a message id seen

@@ -44,3 +44,32 @@ func init() {
 			srcAckWords+"; "+srcKafkaOffsets, CapBrokerGroupOffsets),
 	)
 }
+
+// Kafka share groups (KIP-932): records acquired under a lock, acknowledged
+// one by one, counted and archived at a limit.
+const (
+	// CapBrokerShareGroups: members of a Kafka share group (KIP-932). It
+	// implies an ack wait (the lock) and a max-deliver (the delivery count
+	// limit): the BR-9 rules need it alone, so a broker without share
+	// groups names them under no other gap.
+	CapBrokerShareGroups Capability = "share-groups"
+
+	srcKIP932 = "KIP-932 (Queues for Kafka): acquisition lock group.share.record.lock.duration.ms (default 30 s), delivery count and group.share.delivery.count.limit (default 5), ACCEPT / RELEASE / REJECT, archived records; KIP-1222 (RENEW, Kafka 4.2); franz-go pkg/kgo/consumer_share.go and pkg/kfake/share_groups.go"
+)
+
+func init() {
+	Add(
+		br("BR-9.1", Must, Requirement, "Kafka share groups: each RELEASE counts a delivery, and at the delivery count limit the record is archived: delivered exactly limit times, attempts 1 to limit",
+			"具体重试次数要按所选产品版本与配置核对。 A share group's broker counts every acquisition of a record; a released record is acquired again one count higher, and one released at group.share.delivery.count.limit is archived, not delivered again. Archival is read from the share-partition start offset passing the record.",
+			srcAckWords+"; "+srcKIP932, CapBrokerShareGroups),
+		br("BR-9.2", Must, Characterization, "Kafka share groups: a record archived at the limit is gone for the group (no dead-letter topic before Kafka 4.4), though still in the log; named as a hazard",
+			"Consumer ACK 只代表 broker 认为该次处理已完成；各 broker 的确认词不能跨产品替换。 A record archived at the delivery limit is never delivered to the group again; without a dead-letter topic only a reader of the log finds it: a loss for the group's consumers, stated as a hazard, and a delivery after archival fails.",
+			srcAckWords+"; "+srcKIP932, CapBrokerShareGroups),
+		br("BR-9.3", Must, Requirement, "Kafka share groups: a member that stops holding a record (hung, its session alive) loses it to another member after the lock, not before, one delivery higher; the broker's announced lock is the declared one",
+			"写索引→ACK：W1 崩溃，ACK 等待到期后可能重投 W1/W2，重复处理。 In a share group that wait is the acquisition lock: the record a stopped member acquired is locked to it until the lock ends, then acquired by another member with the delivery count one higher; none is lost and none is handed out early.",
+			srcCrashAck+"; "+srcKIP932, CapBrokerShareGroups),
+		br("BR-9.4", Must, Requirement, "Kafka share groups: an ACCEPT is not a delete: the record stays in the log and another share group still reads it",
+			"Redis Stream 的 XACK 移除 PEL 中的引用，不等于自动删除 Stream 条目；各 broker 的确认词不能跨产品替换。 A share group's ACCEPT ends the record for that group only: it stays in the topic under its retention, and a second share group on the topic is delivered it.",
+			srcAckWords+"; "+srcKIP932, CapBrokerShareGroups),
+	)
+}

@@ -25,6 +25,9 @@
 //   - Attempt is counted by this handle: Kafka keeps no delivery counter, so
 //     the adapter counts how often the members it opened for a group were
 //     handed one offset.
+//
+// With Options.Share the handle's consumers are members of share groups
+// instead (KIP-932; share.go: broker/kafka-share).
 package kafka
 
 import (
@@ -72,6 +75,9 @@ type Options struct {
 	Timeout time.Duration
 	// Defects are a mutant's (zero: none).
 	Defects Defects
+	// Share, when set, makes every consumer a member of a share group
+	// (KIP-932) with these declared settings (share.go).
+	Share *Share
 
 	dial           func(ctx context.Context, network, host string) (net.Conn, error) // the kit's own dialer (dropreply.go)
 	produceTimeout time.Duration                                                     // 0: kgo's default
@@ -89,6 +95,17 @@ type Defects struct {
 	// NoPersistence runs a rule's own cluster without a data directory:
 	// everything acknowledged is gone after a restart.
 	NoPersistence bool
+	// ShareAutoAccept accepts every share-group record as it is handed
+	// out, before it was processed.
+	ShareAutoAccept bool
+	// ShareForgetCount releases a share-group record by producing it
+	// again and accepting the original: its delivery count never rises.
+	ShareForgetCount bool
+	// ShareLockNeverExpires runs the kit's kfake with a lock of an hour
+	// while the target declares the short one.
+	ShareLockNeverExpires bool
+	// ShareAckDeletes deletes the records up to an accepted one.
+	ShareAckDeletes bool
 }
 
 func (o Options) withDefaults() Options {

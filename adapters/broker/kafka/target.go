@@ -42,10 +42,14 @@ func (c Client) Open(ctx context.Context) (mq.Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.Wrap == nil {
-		return b, nil
+	var h mq.Broker = b
+	if c.Options.Share != nil {
+		h = &ShareBroker{Broker: b, share: *c.Options.Share, settled: map[string]bool{}, earliest: map[string]bool{}, members: map[*shareConsumer]bool{}}
 	}
-	return c.Wrap(b), nil
+	if c.Wrap == nil {
+		return h, nil
+	}
+	return c.Wrap(h), nil
 }
 
 // Target is a Kafka cluster the kit checks.
@@ -131,7 +135,7 @@ func URLTarget(ctx context.Context, raw string, client Client) (*Target, error) 
 	if err != nil {
 		return nil, err
 	}
-	o.Defects, o.Prefix, o.Run = client.Options.Defects, client.Options.Prefix, client.Options.Run
+	o.Defects, o.Prefix, o.Run, o.Share = client.Options.Defects, client.Options.Prefix, client.Options.Run, client.Options.Share
 	client.Options = o
 	t, err := newTarget(ctx, client, nil)
 	if err != nil {

@@ -5,7 +5,10 @@
 // a commit before the handler ran, a commit of the wrong offset, a shutdown
 // that commits what it never processed, a reset that does nothing, a broker
 // that keeps nothing across a restart, a claim
-// that the idempotent producer is business de-dupe. Each names the BR rules
+// that the idempotent producer is business de-dupe; and, on share groups
+// (Share), a client that accepts on poll, a release that forgets the
+// delivery count, a lock that never ends in time, an accept that deletes.
+// Each names the BR rules
 // it must fail; the package test and `tck selftest --suite broker` check
 // that it does.
 package kafkamutants
@@ -147,4 +150,31 @@ func (c *consumer) Close() error {
 		cancel()
 	}
 	return c.Consumer.Close()
+}
+
+// Share returns the broken share-group clients (broker/kafka-share), each
+// in front of an embedded kfake cluster with share groups.
+func Share() []Mutant {
+	return []Mutant{
+		{
+			Name: "share-auto-accept", Defect: "a share-group client that accepts each record as it is polled, before it was processed (kgo's implicit acknowledgement made immediate)",
+			MustFail: []string{"BR-2.3", "BR-9.1", "BR-9.3"},
+			Build:    kafka.Client{Options: kafka.Options{Defects: kafka.Defects{ShareAutoAccept: true}}},
+		},
+		{
+			Name: "share-forget-count", Defect: "a share-group client whose release produces the record again and accepts the original: the delivery count never rises and the record is never archived",
+			MustFail: []string{"BR-2.6", "BR-9.1", "BR-9.2"},
+			Build:    kafka.Client{Options: kafka.Options{Defects: kafka.Defects{ShareForgetCount: true}}},
+		},
+		{
+			Name: "share-lock-never-expires", Defect: "a cluster whose acquisition lock is an hour while the target declares seconds: a stopped member's records never come back in time",
+			MustFail: []string{"BR-9.3"},
+			Build:    kafka.Client{Options: kafka.Options{Defects: kafka.Defects{ShareLockNeverExpires: true}}},
+		},
+		{
+			Name: "share-ack-deletes", Defect: "a share-group client that deletes the records up to each one it accepts, as if an ACCEPT were a delete",
+			MustFail: []string{"BR-2.8", "BR-9.4"},
+			Build:    kafka.Client{Options: kafka.Options{Defects: kafka.Defects{ShareAckDeletes: true}}},
+		},
+	}
 }

@@ -82,3 +82,55 @@ func TestMutants(t *testing.T) {
 		}
 	}
 }
+
+// runShare is run on a share-group target (broker/kafka-share).
+func runShare(t *testing.T, name string, client kafka.Client, mustFail []string, only ...string) map[string]verdict.Result {
+	t.Helper()
+	kt, err := kafka.EmbeddedShareTarget(context.Background(), client)
+	if err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	defer kt.Stop()
+	tg := registry.KafkaShareBrokerTarget(kt)
+	return runnertest.Killed(name, func() { broker.Register(tg) }, only, mustFail, t.Logf)
+}
+
+// TestShareMutants: the share-group reference passes the BR-9 rules, each
+// share mutant fails its MustFail ids, and every BR-9 rule is failed by at
+// least one of them.
+func TestShareMutants(t *testing.T) {
+	var br9 []string
+	for _, r := range catalog.All("broker") {
+		if strings.HasPrefix(r.ID, "BR-9.") {
+			br9 = append(br9, r.ID)
+		}
+	}
+	ref := runShare(t, "broker/kafka-share", kafka.Client{}, nil, br9...)
+	for _, id := range br9 {
+		r := ref[id]
+		runnertest.Undecided(t, "reference broker/kafka-share", r)
+		if r.Verdict == verdict.NotApplicable || r.Verdict == verdict.Skipped {
+			t.Errorf("reference broker/kafka-share: %s is %s: %s", id, r.Verdict, r.Reason)
+		}
+	}
+	killed := map[string][]string{}
+	for _, m := range kafkamutants.Share() {
+		t.Run(m.Name, func(t *testing.T) {
+			res := runShare(t, "broker/mutant-kafka-"+m.Name, m.Build, m.MustFail, m.MustFail...)
+			for _, id := range m.MustFail {
+				runnertest.MustFail(t, m.Name, id, res)
+			}
+			for id, r := range res {
+				if r.Verdict == verdict.Fail {
+					killed[id] = append(killed[id], m.Name)
+					t.Logf("%s fails %s: %s", m.Name, id, r.Reason)
+				}
+			}
+		})
+	}
+	for _, id := range br9 {
+		if len(killed[id]) == 0 {
+			t.Errorf("no share mutant fails %s", id)
+		}
+	}
+}

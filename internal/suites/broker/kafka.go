@@ -50,6 +50,9 @@ func kafkaCaps(t Target) []catalog.Capability {
 	if c.GroupOffsets {
 		out = append(out, catalog.CapBrokerGroupOffsets)
 	}
+	if c.ShareGroups {
+		out = append(out, catalog.CapBrokerShareGroups)
+	}
 	return out
 }
 

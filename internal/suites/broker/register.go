@@ -106,6 +106,7 @@ func newSet(t Target) *spec.Set {
 	registerProfile(p)
 	registerKafka(p)
 	registerRabbit(p)
+	registerShare(p)
 	return s
 }
 

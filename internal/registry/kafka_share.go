@@ -1,0 +1,137 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/onceproof/tck/adapters/broker/kafka"
+	"github.com/onceproof/tck/internal/catalog"
+	kafkamutants "github.com/onceproof/tck/internal/mutants/kafkamutants"
+	"github.com/onceproof/tck/internal/redact"
+	"github.com/onceproof/tck/internal/suites/broker"
+	"github.com/onceproof/tck/internal/target"
+)
+
+const kafkaShareNeeds = "nothing (embedded kfake with share groups, an emulator); a Kafka 4.1+ cluster with share groups enabled at kafka://[user:password@]host:port[?lock=30s&deliveries=5] (lock and deliveries: the group.share.record.lock.duration.ms and group.share.delivery.count.limit the team's groups run with; Kafka's defaults when absent)"
+
+// kafkaShareBrokers is broker/kafka-share and its mutants.
+func kafkaShareBrokers() []row {
+	rows := []row{{
+		Kind: target.Kind{
+			Suite: "broker", Name: "kafka-share",
+			Summary:   "Kafka share groups (KIP-932, queues for Kafka) through franz-go's kgo.ShareGroup: embedded kfake (an emulator, lock 2s, delivery limit 3) or a cluster at kafka://host:port; ACCEPT, RELEASE, REJECT, RENEW as ack, nak, term, in-progress; the acquisition lock as ack wait, the delivery count limit as max-deliver",
+			Needs:     kafkaShareNeeds,
+			Reference: true,
+		},
+		modes: []mode{
+			{target.Embedded, kafkaShareBroker(func(ctx context.Context, _ target.Ref) (*kafka.Target, error) {
+				return kafka.EmbeddedShareTarget(ctx, kafka.Client{})
+			})},
+			{target.External, kafkaShareBroker(func(ctx context.Context, ref target.Ref) (*kafka.Target, error) {
+				s, err := declaredShare(ref.Address)
+				if err != nil {
+					return nil, err
+				}
+				return kafka.ShareURLTarget(ctx, ref.Address, kafka.Client{}, s)
+			})},
+		},
+	}}
+	for _, m := range kafkamutants.Share() {
+		rows = append(rows, row{
+			Kind: target.Kind{
+				Suite: "broker", Name: "mutant-kafka-" + m.Name,
+				Summary: "mutant: " + m.Defect,
+				Needs:   "nothing",
+				Mutant:  true, MustFail: m.MustFail,
+			},
+			modes: []mode{{target.Embedded, kafkaShareBroker(func(ctx context.Context, _ target.Ref) (*kafka.Target, error) {
+				return kafka.EmbeddedShareTarget(ctx, m.Build)
+			})}},
+			note: "mutant: " + m.Defect,
+		})
+	}
+	return rows
+}
+
+// declaredShare reads lock= and deliveries= from a kafka:// address.
+func declaredShare(raw string) (kafka.Share, error) {
+	var s kafka.Share
+	u, err := url.Parse(raw)
+	if err != nil {
+		return s, fmt.Errorf("address %q: want kafka://host:port[?lock=30s&deliveries=5]", redact.Text(raw))
+	}
+	q := u.Query()
+	if v := q.Get("lock"); v != "" {
+		if s.LockDuration, err = time.ParseDuration(v); err != nil || s.LockDuration <= 0 {
+			return s, fmt.Errorf("lock=%q: want a positive duration such as 30s (group.share.record.lock.duration.ms)", v)
+		}
+	}
+	if v := q.Get("deliveries"); v != "" {
+		if s.DeliveryLimit, err = strconv.Atoi(v); err != nil || s.DeliveryLimit < 2 {
+			return s, fmt.Errorf("deliveries=%q: want a whole number of at least 2 (group.share.delivery.count.limit)", v)
+		}
+	}
+	return s, nil
+}
+
+// kafkaShareBroker binds a share-group target to the broker suite.
+func kafkaShareBroker(startKafka func(ctx context.Context, ref target.Ref) (*kafka.Target, error)) start {
+	return func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+		kt, err := startKafka(ctx, ref)
+		if err != nil {
+			return nil, target.Unavailable(ref, err)
+		}
+		t := KafkaShareBrokerTarget(kt)
+		t.Seed = ref.Opts.Seed
+		cfg := map[string]string{"ackWait": t.Windows.AckWait.String() + " (the acquisition lock)", "maxDeliver": fmt.Sprint(t.Windows.MaxDeliver) + " (the delivery count limit)",
+			"totalQueueMessages": fmt.Sprint(broker.DefaultWindows().Messages), "retentions": "limits"}
+		for k, v := range kt.Config {
+			cfg[k] = v
+		}
+		info := target.Info{
+			Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: target.Redact(kt.Address),
+			Version: kt.Version, Emulator: kt.Emulator, Config: cfg, Notes: kt.Notes,
+		}
+		if ref.Opts.Profile != nil {
+			info.Notes = append(info.Notes, "the profile is not compared on broker/kafka-share: a profile's share-group settings (group.share.*) are not read yet; the rules run at the declared lock and delivery limit")
+		}
+		return &target.Started{
+			Info:     info,
+			Rules:    func() target.RuleSet { return broker.NewSet(t) },
+			Register: func() { broker.Register(t) },
+			Broker:   t.Open,
+			Stop:     kt.Stop,
+		}, nil
+	}
+}
+
+// kafkaShareLacks says, per capability a share group lacks, why.
+var kafkaShareLacks = map[string]string{
+	string(catalog.CapBrokerDedupe):       kafkaLacks[string(catalog.CapBrokerDedupe)],
+	string(catalog.CapBrokerNakDelay):     "KIP-932 has no delayed release: a RELEASE makes the record available at once (RENEW extends a lock, it does not delay a redelivery)",
+	string(catalog.CapBrokerGroupOffsets): "a share group commits no offset: its progress is the share-partition start offset and per-record state, acknowledged record by record",
+	string(catalog.CapBrokerRestart):      "broker/kafka-share starts no cluster of a rule's own to restart (broker/kafka checks BR-3.1 on the same log)",
+	string(catalog.CapBrokerFaultProxy):   kafkaLacks[string(catalog.CapBrokerFaultProxy)],
+}
+
+// KafkaShareBrokerTarget is the broker suite's view of a share-group
+// target: Kafka's, with the lock as the ack wait and the delivery limit as
+// max-deliver.
+func KafkaShareBrokerTarget(kt *kafka.Target) broker.Target {
+	t := KafkaBrokerTarget(kt)
+	s := kafka.KitShare
+	if kt.Client.Options.Share != nil {
+		s = *kt.Client.Options.Share
+	}
+	t.Windows = broker.Windows{AckWait: s.LockDuration, MaxDeliver: s.DeliveryLimit, Tolerance: shareTolerance(s.LockDuration)}
+	t.Private = nil
+	t.Lacks = kafkaShareLacks
+	return t
+}
+
+// shareTolerance: kfake expires locks at a 50 ms sweep and kgo polls in
+// 100 ms steps; a quarter of the lock, at least 500 ms.
+func shareTolerance(lock time.Duration) time.Duration { return max(lock/4, 500*time.Millisecond) }

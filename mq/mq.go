@@ -184,6 +184,10 @@ type Capabilities struct {
 	// sequence, and the broker drops one it already stored, with no window
 	// and across a producer restart (NamedProducers; RabbitMQ streams).
 	NamedProducerDedupe bool `json:"namedProducerDedupe,omitempty"`
+	// AtomicBatch: the broker stores a batch of messages all or nothing,
+	// each member's id de-duplicated (BatchPublisher; NATS 2.12 atomic
+	// batch publish on a stream with allow_atomic).
+	AtomicBatch bool `json:"atomicBatch,omitempty"`
 	// Retentions lists the retention kinds the broker offers.
 	Retentions []Retention `json:"retentions"`
 	// DedupeAfterRestart lists the retentions under which a message id seen

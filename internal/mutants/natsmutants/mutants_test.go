@@ -3,6 +3,7 @@ package natsmutants_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/onceproof/tck/internal/registry"
@@ -101,5 +102,31 @@ func TestMutants(t *testing.T) {
 		} else {
 			t.Logf("%s failed by %v", r.ID, killed[r.ID])
 		}
+	}
+}
+
+// TestBatchMutants is the kill matrix of the atomic batch rules alone (a
+// narrow run of what TestMutants checks): the reference passes BR-8.x on
+// the embedded server and each batch mutant fails the rules it names.
+func TestBatchMutants(t *testing.T) {
+	batch := []string{"BR-8.1", "BR-8.2", "BR-8.3"}
+	for id, r := range run(t, "broker/nats", nats.Client{}, nil, batch...) {
+		if !slices.Contains(batch, id) {
+			continue
+		}
+		if r.Verdict != verdict.Pass {
+			t.Errorf("reference broker/nats: %s is %s: %s", id, r.Verdict, r.Reason)
+		}
+	}
+	for _, m := range natsmutants.All() {
+		if !strings.HasPrefix(m.Name, "batch-") {
+			continue
+		}
+		t.Run(m.Name, func(t *testing.T) {
+			res := run(t, "broker/mutant-"+m.Name, m.Build, m.MustFail, m.MustFail...)
+			for _, id := range m.MustFail {
+				runnertest.MustFail(t, m.Name, id, res)
+			}
+		})
 	}
 }

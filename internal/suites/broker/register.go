@@ -106,6 +106,7 @@ func newSet(t Target) *spec.Set {
 	registerProfile(p)
 	registerKafka(p)
 	registerRabbit(p)
+	registerBatch(p)
 	return s
 }
 
@@ -131,6 +132,7 @@ func capsOf(t Target) []catalog.Capability {
 	add(t.Inspect != nil, catalog.CapBrokerInspect)
 	out = append(out, kafkaCaps(t)...)
 	out = append(out, rabbitCaps(t)...)
+	add(c.AtomicBatch, catalog.CapBrokerAtomicBatch)
 	return out
 }
 

@@ -1,0 +1,332 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/onsi/gomega"
+
+	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/mq"
+)
+
+// The BR-8 rules check atomic batch publish (NATS 2.12, ADR-50): a batch is
+// one intent of several messages, the broker-side cousin of the seed's
+// outbox, and it must land whole and once (BR-8.1), leave nothing when its
+// publisher dies before the commit (BR-8.2), and be refused whole past the
+// server's size limit (BR-8.3). The kit drives them through
+// mq.BatchPublisher; a target that declares the capability without it
+// fails, naming the interface. A member is known by its payload, unique to
+// the rule and the batch, so a client that renames ids on a retry is seen
+// storing the same member twice.
+
+// batchAbandonWait is how long BR-8.2 waits by definition: nats-server's
+// default max_batch_timeout (10 s, server/stream.go
+// streamDefaultMaxBatchTimeout). A target reporting a longer one
+// (mq.BatchLimits) is waited for as long, within the workload's limit.
+const batchAbandonWait = 10 * time.Second
+
+// batchWindow is the de-dupe window of BR-8.1's topic: long enough that the
+// duplicates it sends across batches are inside it on a slow host.
+const batchWindow = time.Minute
+
+func registerBatch(p *plan) {
+	zero := func(Windows, mq.Capabilities) time.Duration { return 0 }
+	p.set.Background("BR-8.1", p.workload("BR-8.1", zero, batchWholeOnce))
+	p.set.Background("BR-8.2", p.workload("BR-8.2", func(w Windows, _ mq.Capabilities) time.Duration { return batchAbandonWait + w.Tolerance }, batchAbandoned))
+	p.set.Background("BR-8.3", p.workload("BR-8.3", zero, batchLimit))
+}
+
+// batchPublisher is f's handle as an mq.BatchPublisher, or the judge of a
+// target that declares atomic batches without one.
+func (f *fixture) batchPublisher() (mq.BatchPublisher, judge) {
+	bp, ok := f.b.(mq.BatchPublisher)
+	if !ok {
+		return nil, missingInterface(f, "atomic batches (atomicBatch)", "mq.BatchPublisher")
+	}
+	return bp, nil
+}
+
+// newBatch is a batch of n members named after label: ids label-1..n,
+// payloads unique to the batch.
+func (f *fixture) newBatch(label string, n int) mq.Batch {
+	b := mq.Batch{ID: f.name(label)}
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("%s-%d", b.ID, i)
+		b.Messages = append(b.Messages, mq.Message{ID: id, Payload: []byte(id)})
+	}
+	return b
+}
+
+// batchOutcome is what the publisher was told about one batch.
+type batchOutcome struct {
+	ack     mq.BatchAck
+	err     error
+	refused bool // a definite refusal (mq.ErrBatchRefused)
+}
+
+func (o batchOutcome) String() string {
+	switch {
+	case o.err == nil:
+		return fmt.Sprintf("committed at %s", strings.Join(o.ack.Positions, ","))
+	case o.refused:
+		return "refused: " + oneLine(o.err.Error())
+	default:
+		return "unknown: " + oneLine(o.err.Error())
+	}
+}
+
+// publishBatch publishes b and records it.
+func (f *fixture) publishBatch(bp mq.BatchPublisher, topic string, b mq.Batch) batchOutcome {
+	what := fmt.Sprintf("%s batch=%s members=%d", topic, b.ID, len(b.Messages))
+	switch {
+	case b.Abandon > 0:
+		what += fmt.Sprintf(" (stops after %d, never commits)", b.Abandon)
+	case b.NoCommitReply:
+		what += " (the commit's reply is not awaited)"
+	}
+	h := f.rec.Invoke("producer", "publish-batch", what)
+	ack, err := bp.PublishBatch(f.ctx, topic, b)
+	o := batchOutcome{ack: ack, err: err, refused: errors.Is(err, mq.ErrBatchRefused)}
+	if err == nil || o.refused {
+		h.OK(o.String())
+	} else {
+		h.Info(o.String())
+	}
+	return o
+}
+
+// stored is the topic read back: each payload's stored copies, and its
+// index in the topic's order.
+type stored struct {
+	copies map[string]int
+	index  map[string]int
+}
+
+func (f *fixture) readStored(topic string) (stored, error) {
+	h := f.rec.Invoke("checker", "read-all", topic)
+	all, err := f.b.ReadAll(f.ctx, topic)
+	if err != nil {
+		h.Info(err.Error())
+		return stored{}, unsure("reading the topic back", err)
+	}
+	s := stored{copies: map[string]int{}, index: map[string]int{}}
+	for i, m := range all {
+		p := string(m.Message.Payload)
+		s.copies[p]++
+		s.index[p] = i
+	}
+	h.OK(fmt.Sprintf("%d stored", len(all)))
+	return s, nil
+}
+
+// count is how many of b's members are stored, and the first one stored
+// twice ("" if none).
+func (s stored) count(b mq.Batch) (n int, twice string) {
+	for _, m := range b.Messages {
+		c := s.copies[string(m.Payload)]
+		if c > 0 {
+			n++
+		}
+		if c > 1 && twice == "" {
+			twice = string(m.Payload)
+		}
+	}
+	return n, twice
+}
+
+// whole expects b's members stored once each, next to each other in
+// order: a committed batch.
+func (f *fixture) whole(r *spec.R, s stored, b mq.Batch, what string) {
+	n, twice := s.count(b)
+	r.Expect(twice).To(gomega.BeEmpty(), "%s: member %s is stored %d times", what, twice, s.copies[twice])
+	r.Expect(n).To(gomega.Equal(len(b.Messages)), "%s: the publisher was told the batch is committed, but only %d of its %d members are stored", what, n, len(b.Messages))
+	first := s.index[string(b.Messages[0].Payload)]
+	for i, m := range b.Messages {
+		at := s.index[string(m.Payload)]
+		r.Expect(at).To(gomega.Equal(first+i), "%s: the members are not stored at consecutive positions in order (member %d is at index %d, the first at %d)", what, i+1, at, first)
+	}
+}
+
+// wholeOrNothing expects b stored whole or not at all, never a member
+// twice; refused, it must be nothing.
+func (f *fixture) wholeOrNothing(r *spec.R, s stored, b mq.Batch, o batchOutcome, what string) {
+	n, twice := s.count(b)
+	r.Expect(twice).To(gomega.BeEmpty(), "%s: member %s is stored %d times", what, twice, s.copies[twice])
+	if o.refused {
+		r.Expect(n).To(gomega.BeZero(), "%s: the broker refused the batch whole, yet %d of its %d members are stored", what, n, len(b.Messages))
+	}
+	r.Expect(n == 0 || n == len(b.Messages)).To(gomega.BeTrue(), "%s: %d of the batch's %d members are stored: a partial batch", what, n, len(b.Messages))
+}
+
+// batchWholeOnce is BR-8.1: a committed batch stored whole and once; the
+// same batch retried after a commit whose reply the publisher did not see
+// (same batch id, same message ids) not stored again; a batch naming a
+// message id twice, and one repeating an id already stored, never stored
+// twice nor in part.
+func batchWholeOnce(f *fixture) judge {
+	bp, j := f.batchPublisher()
+	if j != nil {
+		return j
+	}
+	topic, err := f.topic("t", mq.TopicConfig{DedupeWindow: max(applied(f.w, f.t.Caps), batchWindow)})
+	if err != nil {
+		return f.failed(err, "creating the topic")
+	}
+	a := f.newBatch("a", 3)
+	oa := f.publishBatch(bp, topic, a)
+
+	// The commit's reply unseen, then the same batch again.
+	lost := f.newBatch("lost", 3)
+	lostSend := lost
+	lostSend.NoCommitReply = true
+	first := f.publishBatch(bp, topic, lostSend)
+	retry := f.publishBatch(bp, topic, lost)
+
+	// One id twice inside a batch (the third member repeats the first's).
+	inside := f.newBatch("inside", 3)
+	inside.Messages[2].ID = inside.Messages[0].ID
+	oi := f.publishBatch(bp, topic, inside)
+
+	// An id of batch a, inside the window, in a new batch.
+	across := f.newBatch("across", 3)
+	across.Messages[1].ID = a.Messages[1].ID
+	ox := f.publishBatch(bp, topic, across)
+
+	s, errR := f.readStored(topic)
+	return func(r *spec.R) {
+		f.must(r, errR, "reading the topic back")
+		// Positive evidence first, whatever else is undecided.
+		for _, c := range []struct {
+			b mq.Batch
+			o batchOutcome
+			w string
+		}{
+			{lost, retry, "the batch retried after its commit's reply was not seen"},
+			{inside, oi, "the batch naming one message id twice"},
+			{across, ox, "the batch repeating a stored message id"},
+		} {
+			f.wholeOrNothing(r, s, c.b, c.o, c.w)
+		}
+		if oa.err == nil {
+			f.whole(r, s, a, "the committed batch")
+		}
+		if retry.err == nil {
+			f.whole(r, s, lost, "the batch whose retry was reported committed")
+		}
+		// A member of an id seen twice is stored once at most: the first
+		// member's payload or the third's, not both.
+		r.Expect(s.copies[string(inside.Messages[0].Payload)]+s.copies[string(inside.Messages[2].Payload)]).To(gomega.BeNumerically("<=", 1),
+			"message id %s appears twice in one batch and is stored twice", inside.Messages[0].ID)
+		r.Expect(s.copies[string(across.Messages[1].Payload)]).To(gomega.BeZero(),
+			"message id %s, stored by an earlier batch inside the de-dupe window, is stored again by a later batch", a.Messages[1].ID)
+		nLost, _ := s.count(lost)
+		r.Ev.Figure("members of the retried batch stored", nLost, "")
+		if retry.refused && nLost == 0 {
+			r.Expect(nLost).To(gomega.Equal(len(lost.Messages)), "the retry was refused (%s), yet no member of the batch is stored: the first commit was not stored either", retry)
+		}
+		f.must(r, oa.err, "the first batch's publish")
+		if first.err != nil && !errors.Is(first.err, mq.ErrCommitUnconfirmed) {
+			f.must(r, first.err, "the batch sent without awaiting its commit's reply")
+		}
+		if nLost == 0 {
+			f.unknown(r, "the batch whose commit's reply was not awaited was not stored, and its retry %s: the lost-reply case did not happen as staged", retry)
+		}
+		r.Ev.Notef("committed batch: %s; commit without its reply: %s, then the retry: %s, %d of %d members stored once; a batch naming an id twice: %s; a batch repeating a stored id: %s",
+			oa, first, retry, nLost, len(lost.Messages), oi, ox)
+	}
+}
+
+// batchAbandoned is BR-8.2: a publisher sends part of a batch and dies
+// (its connection closes, no commit); no member may be stored, at once
+// and after the server's abandon timeout.
+func batchAbandoned(f *fixture) judge {
+	bp, j := f.batchPublisher()
+	if j != nil {
+		return j
+	}
+	f.notTimed()
+	topic, err := f.topic("t", mq.TopicConfig{})
+	if err != nil {
+		return f.failed(err, "creating the topic")
+	}
+	limits := bp.BatchLimits()
+	b := f.newBatch("abandoned", 5)
+	b.Abandon = 3
+	o := f.publishBatch(bp, topic, b)
+	sent := time.Now()
+	early, errEarly := f.readStored(topic)
+	wait := max(limits.Abandon, time.Millisecond) + f.w.Tolerance
+	f.rec.Note("kit", "wait", topic, fmt.Sprintf("%s: the server's abandon timeout %s and the tolerance", wait, limits.Abandon))
+	f.sleepUntil(sent.Add(wait))
+	waited := time.Since(sent)
+	late, errLate := f.readStored(topic)
+	return func(r *spec.R) {
+		// Positive evidence first: a member of a batch never committed.
+		if errEarly == nil {
+			n, _ := early.count(b)
+			r.Expect(n).To(gomega.BeZero(), "right after the publisher stopped mid-batch (no commit), %d of the %d members it sent are stored: a partial batch", n, b.Abandon)
+		}
+		if errLate == nil {
+			n, _ := late.count(b)
+			r.Expect(n).To(gomega.BeZero(), "%s after the publisher stopped mid-batch, %d of the %d members it sent are stored: a partial batch", waited.Round(time.Millisecond), n, b.Abandon)
+		}
+		if o.refused {
+			f.unknown(r, "the broker refused the batch's first members (%s): the abandoned batch was not staged", o)
+		}
+		f.must(r, o.err, "sending the members of the batch to abandon")
+		f.must(r, errEarly, "reading the topic back at once")
+		f.must(r, errLate, "reading the topic back after the abandon timeout")
+		if waited < wait {
+			f.unknown(r, "the workload ended %s after the batch was abandoned, before the server's abandon timeout and the tolerance (%s) were reached", waited.Round(time.Millisecond), wait)
+		}
+		r.Ev.Figure("abandon timeout", limits.Abandon.Seconds(), "s")
+		r.Ev.Figure("waited after the last member", waited.Seconds(), "s")
+		r.Ev.Notef("%d of %d members sent, no commit, the publisher's connection closed: nothing stored at once nor %s later", b.Abandon, len(b.Messages), waited.Round(time.Millisecond))
+	}
+}
+
+// batchLimit is BR-8.3: a batch of the size limit the target reports is
+// committed whole; one member more is refused whole, with an error.
+func batchLimit(f *fixture) judge {
+	bp, j := f.batchPublisher()
+	if j != nil {
+		return j
+	}
+	f.notTimed()
+	topic, err := f.topic("t", mq.TopicConfig{})
+	if err != nil {
+		return f.failed(err, "creating the topic")
+	}
+	limit := bp.BatchLimits().MaxMessages
+	if limit <= 0 {
+		return func(r *spec.R) {
+			r.Expect(limit).To(gomega.BeNumerically(">", 0), "the target reports no batch size limit (%d)", limit)
+		}
+	}
+	at := f.newBatch("at", limit)
+	oAt := f.publishBatch(bp, topic, at)
+	over := f.newBatch("over", limit+1)
+	oOver := f.publishBatch(bp, topic, over)
+	s, errR := f.readStored(topic)
+	return func(r *spec.R) {
+		f.must(r, errR, "reading the topic back")
+		r.Ev.Figure("batch size limit", limit, "")
+		nOver, twice := s.count(over)
+		r.Ev.Figure("members of the over-limit batch stored", nOver, "")
+		r.Expect(twice).To(gomega.BeEmpty(), "member %s of the over-limit batch is stored twice", twice)
+		r.Expect(nOver).To(gomega.BeZero(), "a batch of %d members, over the limit of %d, must be refused whole; %d of its members are stored (%s)", limit+1, limit, nOver, oOver)
+		r.Expect(oOver.err).To(gomega.HaveOccurred(), "a batch over the limit of %d was reported committed (%s), yet nothing of it is stored", limit, oOver)
+		if oAt.err == nil {
+			f.whole(r, s, at, "the batch of the limit's size")
+		}
+		r.Expect(oAt.refused).To(gomega.BeFalse(), "a batch of exactly the reported limit (%d) was refused (%s): the limit is lower than reported", limit, oAt)
+		f.must(r, oAt.err, "publishing a batch of the limit's size")
+		if !oOver.refused {
+			f.unknown(r, "the over-limit batch ended with an error that is not the broker's refusal, so what the publisher was told is unknown: %s", oOver)
+		}
+		r.Ev.Notef("a batch of %d members: %s; of %d: %s, nothing of it stored", limit, oAt, limit+1, oOver)
+	}
+}

@@ -22,6 +22,10 @@ import (
 // the rule and the batch, so a client that renames ids on a retry is seen
 // storing the same member twice.
 
+// batchLacks is why the BR-8 rules do not apply on a broker that does not
+// declare atomic batches, naming the interface they drive.
+const batchLacks = "the broker has no atomic batch publish the kit can drive (mq.BatchPublisher; NATS: nats-server 2.12 or later, ADR-50)"
+
 // batchAbandonWait is how long BR-8.2 waits by definition: nats-server's
 // default max_batch_timeout (10 s, server/stream.go
 // streamDefaultMaxBatchTimeout). A target reporting a longer one

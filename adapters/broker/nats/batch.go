@@ -43,6 +43,10 @@ const (
 // does not outrun the server and a refusal midway is seen early.
 const batchFlowEvery = 100
 
+// batchTimeout bounds PublishBatch when the caller's context has no
+// deadline: well past what a batch of the server's size limit takes.
+const batchTimeout = 30 * time.Second
+
 var _ mq.BatchPublisher = (*Broker)(nil)
 
 // atomicSince is the first server version with atomic batch publish.
@@ -125,6 +129,12 @@ func (b *Broker) PublishBatch(ctx context.Context, topic string, bt mq.Batch) (m
 	}
 	if bt.ID == "" || len(bt.ID) > 64 {
 		return mq.BatchAck{}, fmt.Errorf("nats: a batch id must have 1 to 64 characters, not %d", len(bt.ID))
+	}
+	// nats.go's flush needs a deadline; a caller's context may have none.
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, batchTimeout)
+		defer cancel()
 	}
 	nc := b.nc
 	if bt.Abandon > 0 {

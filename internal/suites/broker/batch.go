@@ -26,6 +26,37 @@ import (
 // declare atomic batches, naming the interface they drive.
 const batchLacks = "the broker has no atomic batch publish the kit can drive (mq.BatchPublisher; NATS: nats-server 2.12 or later, ADR-50)"
 
+// batchesDeclared makes the BR-8 rules not-applicable under a declaration
+// whose NATS streams all say allow_atomic false (the profile's allowAtomic
+// absent or false): such a pipeline publishes no atomic batch, and its
+// server would refuse one. A declaration without the setting (another
+// broker) changes nothing.
+func (d *Declared) batchesDeclared(t Target) Target {
+	said := false
+	for _, s := range d.Streams {
+		switch s.Topic.Settings["allow_atomic"] {
+		case "true":
+			return t
+		case "false":
+			said = true
+		}
+	}
+	if !said {
+		return t
+	}
+	na := map[string]string{}
+	for id, why := range t.NotApplicable {
+		na[id] = why
+	}
+	for _, id := range []string{"BR-8.1", "BR-8.2", "BR-8.3"} {
+		if _, ok := na[id]; !ok {
+			na[id] = "no declared stream allows atomic batches (allowAtomic, the server's allow_atomic): the pipeline publishes none, so the batch rules check nothing of it; BR-6.1 compares the setting"
+		}
+	}
+	t.NotApplicable = na
+	return t
+}
+
 // batchAbandonWait is how long BR-8.2 waits by definition: nats-server's
 // default max_batch_timeout (10 s, server/stream.go
 // streamDefaultMaxBatchTimeout). A target reporting a longer one

@@ -188,6 +188,10 @@ type Capabilities struct {
 	// records under a lock, acknowledge each, and the broker counts
 	// deliveries and archives a record at its limit.
 	ShareGroups bool `json:"shareGroups,omitempty"`
+	// AtomicBatch: the broker stores a batch of messages all or nothing,
+	// each member's id de-duplicated (BatchPublisher; NATS 2.12 atomic
+	// batch publish on a stream with allow_atomic).
+	AtomicBatch bool `json:"atomicBatch,omitempty"`
 	// Retentions lists the retention kinds the broker offers.
 	Retentions []Retention `json:"retentions"`
 	// DedupeAfterRestart lists the retentions under which a message id seen

@@ -70,3 +70,29 @@ func init() {
 			"broker 是否按配置接纳 E9 是一跳确认；具体持久要按所选产品版本与配置核对。 Acked publishes are all readable after a graceful (and, where possible, abrupt) restart; a sync setting that can lose acked writes on power loss is a hazard.", srcAckWords+"; "+srcNATSStore, CapBrokerRestart),
 	)
 }
+
+// CapBrokerAtomicBatch: the broker stores a batch of messages all or
+// nothing, each member's message id de-duplicated (NATS 2.12 atomic batch
+// publish on a stream with allow_atomic; mq.BatchPublisher).
+const CapBrokerAtomicBatch Capability = "atomic-batch"
+
+const (
+	srcNATSBatch = "NATS ADR-50 JetStream Batch Publishing (Nats-Batch-Id, Nats-Batch-Sequence, Nats-Batch-Commit; all or nothing); nats-server v2.15 server/stream.go processJetStreamAtomicBatchMsg, server/jetstream_batching.go"
+	// A batch is the broker-side cousin of the seed's outbox: several
+	// messages of one intent that must land whole and once.
+	contractBatch = "若生产者每次重试都生成新 event_id，broker 可能把同一变化写成多条事件；因此要固定事件身份并核对发布结果。 An atomic batch is one intent of several messages: it lands whole and once, or not at all."
+)
+
+func init() {
+	Add(
+		br("BR-8.1", Must, Requirement, "NATS: a committed atomic batch is stored whole and once, across a retry of a commit whose reply was lost and Nats-Msg-Id duplicates inside and across batches",
+			contractBatch+" A committed batch's members are stored once each at consecutive sequences; the same batch retried with the same batch id and message ids after its commit reply was not seen is not stored again; a batch naming a Nats-Msg-Id twice, or one already stored inside the window, is never stored twice nor in part (nats-server refuses it whole: \"atomic publish batch contains duplicate message id\").",
+			srcLostAck+"; "+srcNATSDedup+"; "+srcNATSBatch, CapBrokerAtomicBatch),
+		br("BR-8.2", Must, Requirement, "NATS: a batch the publisher abandons mid-way leaves nothing stored, before and after the server's abandon timeout",
+			contractBatch+" A publisher that sends part of a batch and dies (its connection closes, no commit) leaves no member readable, at once and after max_batch_timeout (default 10 s), when the server has abandoned it.",
+			srcNATSBatch, CapBrokerAtomicBatch),
+		br("BR-8.3", Must, Requirement, "NATS: the batch size limit is honoured: a batch of the limit is stored whole, one over it is refused whole and the publisher told",
+			contractBatch+" A batch of max_batch_size members (default 1000) is stored whole; one of max_batch_size+1 is refused (\"atomic publish batch is too large\"), the publisher gets an error, and none of its members is stored.",
+			srcNATSBatch, CapBrokerAtomicBatch),
+	)
+}

@@ -147,6 +147,9 @@ type Stream struct {
 	MaxBytes          int `yaml:"maxBytes" json:"maxBytes,omitempty"`
 	MaxMsgsPerSubject int `yaml:"maxMsgsPerSubject" json:"maxMsgsPerSubject,omitempty"`
 	MaxMsgSize        int `yaml:"maxMsgSize" json:"maxMsgSize,omitempty"`
+	// AllowAtomic is the NATS stream's allow_atomic: it takes atomic batch
+	// publishes (NATS 2.12, ADR-50; BR-8.x check them). Absent: false.
+	AllowAtomic bool `yaml:"allowAtomic" json:"allowAtomic,omitempty"`
 	// Redis is a Redis stream key's trim policy (redis.go); Kafka a
 	// topic's settings (kafka.go).
 	Redis *RedisStream `yaml:"redis" json:"redis,omitempty"`

@@ -92,7 +92,7 @@ func (p *Profile) validateKinds() error {
 				for _, f := range []struct {
 					name string
 					set  bool
-				}{{"discard", s.Discard != ""}, {"maxMsgs", s.MaxMsgs != 0}, {"maxBytes", s.MaxBytes != 0}, {"maxMsgsPerSubject", s.MaxMsgsPerSubject != 0}, {"maxMsgSize", s.MaxMsgSize != 0}} {
+				}{{"discard", s.Discard != ""}, {"maxMsgs", s.MaxMsgs != 0}, {"maxBytes", s.MaxBytes != 0}, {"maxMsgsPerSubject", s.MaxMsgsPerSubject != 0}, {"maxMsgSize", s.MaxMsgSize != 0}, {"allowAtomic", s.AllowAtomic}} {
 					if f.set {
 						return bad(sp+"."+f.name, "%s is a NATS stream setting, not %s", f.name, b.Kind)
 					}

@@ -18,6 +18,7 @@ func natsStreamSettings(s profile.Stream) map[string]string {
 		"max_bytes":            limitText(s.MaxBytes),
 		"max_msgs_per_subject": limitText(s.MaxMsgsPerSubject),
 		"max_msg_size":         limitText(s.MaxMsgSize),
+		"allow_atomic":         fmt.Sprint(s.AllowAtomic),
 	}
 }
 

@@ -123,8 +123,11 @@ func (c *Cluster) Remove(ctx context.Context) error {
 const ClusterReplicas = 3
 
 // ClusterRules are the rules the cluster target is for: the ones its fault
-// is aimed at.
-var ClusterRules = []string{"BR-2.9", "BR-3.1"}
+// is aimed at, and the atomic batch rules, whose commit on a replicated
+// stream is one Raft proposal of every member (nats-server
+// processJetStreamAtomicBatchMsg, ProposeMulti), not the single server's
+// path.
+var ClusterRules = []string{"BR-2.9", "BR-3.1", "BR-8.1", "BR-8.2", "BR-8.3"}
 
 // ClusterTarget starts three nats-server containers on a private network,
 // once per run; every topic is a stream with three replicas. The total-queue
@@ -158,7 +161,7 @@ func ClusterTarget(ctx context.Context, client Client) (*Target, error) {
 	}
 	t.Disrupt = faults.KillStreamLeader
 	t.Only = ClusterRules
-	t.OnlyWhy = `needs capability "undisturbed broker": broker/nats-cluster kills and restarts stream leaders during the run, which moves the leaders and the timings of every stream on the cluster; this rule runs on broker/nats, and the cluster target checks BR-2.9 and BR-3.1`
+	t.OnlyWhy = `needs capability "undisturbed broker": broker/nats-cluster kills and restarts stream leaders during the run, which moves the leaders and the timings of every stream on the cluster; this rule runs on broker/nats, and the cluster target checks BR-2.9, BR-3.1 and the atomic batch rules BR-8.x`
 	// An election takes up to the election timeout (4 to 9 s) on top of
 	// the workload; the rule's budget leaves room for it.
 	t.Budget = 90 * time.Second
@@ -224,6 +227,22 @@ func (r *replicated) ReadAll(ctx context.Context, topic string) ([]mq.Stored, er
 		return err
 	})
 	return out, err
+}
+
+// PublishBatch passes an atomic batch through to the handle inside.
+func (r *replicated) PublishBatch(ctx context.Context, topic string, b mq.Batch) (mq.BatchAck, error) {
+	if bp, ok := r.Broker.(mq.BatchPublisher); ok {
+		return bp.PublishBatch(ctx, topic, b)
+	}
+	return mq.BatchAck{}, mq.ErrUnsupported
+}
+
+// BatchLimits are the limits of the handle inside.
+func (r *replicated) BatchLimits() mq.BatchLimits {
+	if bp, ok := r.Broker.(mq.BatchPublisher); ok {
+		return bp.BatchLimits()
+	}
+	return mq.BatchLimits{}
 }
 
 // clusterServer is the restart rule's server on the cluster: the shared

@@ -54,6 +54,12 @@ func (in *Inspector) Topic(ctx context.Context, name string) (mq.TopicInfo, erro
 	if err != nil {
 		return mq.TopicInfo{}, fmt.Errorf("stream %s configuration: %w", name, err)
 	}
+	// The server leaves allow_atomic out when false (omitempty in
+	// server/stream.go StreamConfig), and a server before 2.12 has none:
+	// either way the stream takes no atomic batch.
+	if _, ok := settings["allow_atomic"]; !ok {
+		settings["allow_atomic"] = "false"
+	}
 	return mq.TopicInfo{
 		Name:     c.Name,
 		Subjects: c.Subjects,

@@ -44,6 +44,9 @@ type Options struct {
 	Name string
 	// Timeout bounds the initial connect and the JetStream check (default 5s).
 	Timeout time.Duration
+	// BatchLimits are the server's atomic batch limits (zero fields: the
+	// server's defaults, DefaultBatchMax and DefaultBatchAbandon).
+	BatchLimits mq.BatchLimits
 }
 
 func (o Options) withDefaults() Options {
@@ -182,6 +185,11 @@ func (b *Broker) CreateTopic(ctx context.Context, name string, cfg mq.TopicConfi
 		sc.Retention = jetstream.WorkQueuePolicy
 	case mq.Interest:
 		sc.Retention = jetstream.InterestPolicy
+	}
+	// A server with atomic batch publish gets it on every stream of the
+	// kit's (allow_atomic): it changes nothing for a single publish.
+	if ok, _ := b.atomicBatches(); ok {
+		sc.AllowAtomicPublish = true
 	}
 	if b.opts.Memory || cfg.Storage == mq.MemoryStorage {
 		sc.Storage = jetstream.MemoryStorage
@@ -337,7 +345,9 @@ func toMessage(data []byte, h natsgo.Header) mq.Message {
 // recovers, so an id survives a restart under limits retention; under a work
 // queue an acknowledged message is gone and so is its id.
 func (b *Broker) Capabilities() mq.Capabilities {
+	atomic, _ := b.atomicBatches()
 	return mq.Capabilities{
+		AtomicBatch:        atomic,
 		DedupeWindow:       b.opts.DedupeWindow,
 		DedupeRefreshOnHit: false,
 		DuplicateFlag:      true,

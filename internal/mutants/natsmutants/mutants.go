@@ -12,6 +12,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -146,6 +148,37 @@ func All() []Mutant {
 			},
 		},
 		{
+			Name: "batch-split", Defect: "publishes a batch's members one by one as plain publishes: a batch stopped midway, or over the size limit, leaves a part",
+			MustFail: []string{"BR-8.2", "BR-8.3"},
+			Build: nats.Client{
+				Wrap: with(hooks{batch: splitBatch}),
+			},
+		},
+		{
+			Name: "batch-commit-dropped", Defect: "drops a batch's commit message and reports the batch committed: acked members are never stored",
+			MustFail: []string{"BR-8.1", "BR-8.3"},
+			Build: nats.Client{
+				Wrap: with(hooks{batch: dropCommit}),
+			},
+		},
+		{
+			Name: "batch-retry-fresh", Defect: "sends every batch, a retry after a lost commit reply included, under a fresh batch id and fresh message ids",
+			MustFail: []string{"BR-8.1"},
+			Build: nats.Client{
+				Wrap: with(hooks{batch: func(ctx context.Context, b *broker, topic string, bt mq.Batch) (mq.BatchAck, error) {
+					n := nonce()
+					bt.ID = "retry-" + n
+					msgs := make([]mq.Message, len(bt.Messages))
+					for i, m := range bt.Messages {
+						m.ID = fmt.Sprintf("%s~%s-%d", m.ID, n, i)
+						msgs[i] = m
+					}
+					bt.Messages = msgs
+					return b.batches().PublishBatch(ctx, topic, bt)
+				}}),
+			},
+		},
+		{
 			Name: "limits-only", Defect: "creates every topic with limits retention, work queues included",
 			MustFail: []string{"BR-2.8"},
 			Build: nats.Client{
@@ -178,6 +211,8 @@ type hooks struct {
 	// countsInProgress: an in-progress adds one to the attempt of every
 	// later delivery of the message.
 	countsInProgress bool
+	// batch publishes an atomic batch in place of the adapter.
+	batch func(ctx context.Context, b *broker, topic string, bt mq.Batch) (mq.BatchAck, error)
 }
 
 func with(h hooks) func(mq.Broker) mq.Broker {
@@ -228,6 +263,78 @@ func (b *broker) WatchMaxDeliver(ctx context.Context, topic, group string) (<-ch
 		return w.WatchMaxDeliver(ctx, topic, group)
 	}
 	return nil, mq.ErrUnsupported
+}
+
+// batches is the adapter's batch publisher (the NATS adapter has one).
+func (b *broker) batches() mq.BatchPublisher {
+	bp, _ := b.Broker.(mq.BatchPublisher)
+	return bp
+}
+
+// PublishBatch passes a batch through, or through the defect.
+func (b *broker) PublishBatch(ctx context.Context, topic string, bt mq.Batch) (mq.BatchAck, error) {
+	if b.h.batch != nil {
+		return b.h.batch(ctx, b, topic, bt)
+	}
+	if bp := b.batches(); bp != nil {
+		return bp.PublishBatch(ctx, topic, bt)
+	}
+	return mq.BatchAck{}, mq.ErrUnsupported
+}
+
+// BatchLimits passes the adapter's limits through untouched.
+func (b *broker) BatchLimits() mq.BatchLimits {
+	if bp := b.batches(); bp != nil {
+		return bp.BatchLimits()
+	}
+	return mq.BatchLimits{}
+}
+
+// splitBatch publishes the members one by one, each stored as it comes.
+func splitBatch(ctx context.Context, b *broker, topic string, bt mq.Batch) (mq.BatchAck, error) {
+	n := len(bt.Messages)
+	if bt.Abandon > 0 {
+		n = min(n, bt.Abandon)
+	}
+	var ack mq.BatchAck
+	for _, m := range bt.Messages[:n] {
+		a, err := b.Broker.Publish(ctx, topic, m)
+		if err != nil {
+			return mq.BatchAck{}, err
+		}
+		ack.Positions = append(ack.Positions, a.Position)
+	}
+	if bt.Abandon > 0 {
+		return mq.BatchAck{}, nil
+	}
+	if bt.NoCommitReply {
+		return mq.BatchAck{}, mq.ErrCommitUnconfirmed
+	}
+	return ack, nil
+}
+
+// dropCommit sends every member but the commit (the batch stays staged
+// until the server abandons it) and reports the batch committed.
+func dropCommit(ctx context.Context, b *broker, topic string, bt mq.Batch) (mq.BatchAck, error) {
+	if bt.Abandon > 0 || len(bt.Messages) < 2 {
+		if bt.Abandon > 0 {
+			return b.batches().PublishBatch(ctx, topic, bt)
+		}
+		return mq.BatchAck{Positions: []string{"1"}}, nil
+	}
+	staged := bt
+	staged.Abandon = len(bt.Messages) - 1
+	if _, err := b.batches().PublishBatch(ctx, topic, staged); err != nil {
+		return mq.BatchAck{}, err
+	}
+	if bt.NoCommitReply {
+		return mq.BatchAck{}, mq.ErrCommitUnconfirmed
+	}
+	ack := mq.BatchAck{Positions: make([]string, len(bt.Messages))}
+	for i := range ack.Positions {
+		ack.Positions[i] = strconv.Itoa(i + 1)
+	}
+	return ack, nil
 }
 
 type consumer struct {

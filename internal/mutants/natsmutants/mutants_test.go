@@ -3,12 +3,14 @@ package natsmutants_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/onceproof/tck/internal/registry"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/containers"
 	"github.com/onceproof/tck/internal/mutants/natsmutants"
 	"github.com/onceproof/tck/internal/runner/runnertest"
 	"github.com/onceproof/tck/internal/suites/broker"
@@ -101,5 +103,68 @@ func TestMutants(t *testing.T) {
 		} else {
 			t.Logf("%s failed by %v", r.ID, killed[r.ID])
 		}
+	}
+}
+
+// TestBatchMutants is the kill matrix of the atomic batch rules alone (a
+// narrow run of what TestMutants checks): the reference passes BR-8.x on
+// the embedded server and each batch mutant fails the rules it names.
+func TestBatchMutants(t *testing.T) {
+	batch := []string{"BR-8.1", "BR-8.2", "BR-8.3"}
+	for id, r := range run(t, "broker/nats", nats.Client{}, nil, batch...) {
+		if !slices.Contains(batch, id) {
+			continue
+		}
+		if r.Verdict != verdict.Pass {
+			t.Errorf("reference broker/nats: %s is %s: %s", id, r.Verdict, r.Reason)
+		}
+		t.Logf("reference %s: %s %v", id, r.Verdict, r.Evidence.Notes)
+	}
+	for _, m := range natsmutants.All() {
+		if !strings.HasPrefix(m.Name, "batch-") {
+			continue
+		}
+		t.Run(m.Name, func(t *testing.T) {
+			res := run(t, "broker/mutant-"+m.Name, m.Build, m.MustFail, m.MustFail...)
+			for _, id := range m.MustFail {
+				runnertest.MustFail(t, m.Name, id, res)
+				t.Logf("%s: %s", id, res[id].Reason)
+			}
+		})
+	}
+}
+
+// TestBatchRulesOnContainers runs the atomic batch rules on a nats-server
+// container and on the three-node cluster (streams with three replicas,
+// no fault injected: only BR-8.x run): the reference passes them there too.
+func TestBatchRulesOnContainers(t *testing.T) {
+	containers.Need(t, nats.Image())
+	batch := []string{"BR-8.1", "BR-8.2", "BR-8.3"}
+	for _, c := range []struct {
+		name  string
+		start func(context.Context, nats.Client) (*nats.Target, error)
+	}{
+		{"broker/nats-container", nats.ContainerTarget},
+		{"broker/nats-cluster", nats.ClusterTarget},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			nt, err := c.start(context.Background(), nats.Client{})
+			if err != nil {
+				t.Fatalf("starting %s: %v", c.name, err)
+			}
+			defer nt.Stop()
+			tg := registry.BrokerTarget(nt)
+			res := runnertest.Killed(c.name, func() { broker.Register(tg) }, batch, nil, t.Logf)
+			for _, id := range batch {
+				r, ok := res[id]
+				if !ok {
+					t.Errorf("%s: %s did not run", c.name, id)
+					continue
+				}
+				if r.Verdict != verdict.Pass {
+					t.Errorf("%s: %s is %s: %s", c.name, id, r.Verdict, r.Reason)
+				}
+			}
+		})
 	}
 }

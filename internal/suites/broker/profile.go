@@ -107,6 +107,7 @@ func (d *Declared) apply(t Target) Target {
 	if len(d.Streams) == 0 {
 		return t
 	}
+	t = d.batchesDeclared(t)
 	s := d.Streams[0]
 	if w := s.Topic.Config.DedupeWindow; w > 0 && t.Caps.DedupeWindow > 0 {
 		t.Caps.DedupeWindow = w

@@ -86,6 +86,9 @@ func newSet(t Target) *spec.Set {
 	for c, why := range t.Lacks {
 		s.Lacks[catalog.Capability(c)] = why
 	}
+	if _, ok := s.Lacks[catalog.CapBrokerAtomicBatch]; !ok {
+		s.Lacks[catalog.CapBrokerAtomicBatch] = batchLacks
+	}
 	// Under go test the rules run as parallel subtests, each starting its
 	// own workload, so their waits overlap (Ginkgo runs specs in order and
 	// overlaps them through Prepare instead).
@@ -107,6 +110,7 @@ func newSet(t Target) *spec.Set {
 	registerKafka(p)
 	registerRabbit(p)
 	registerShare(p)
+	registerBatch(p)
 	return s
 }
 
@@ -132,6 +136,7 @@ func capsOf(t Target) []catalog.Capability {
 	add(t.Inspect != nil, catalog.CapBrokerInspect)
 	out = append(out, kafkaCaps(t)...)
 	out = append(out, rabbitCaps(t)...)
+	add(c.AtomicBatch, catalog.CapBrokerAtomicBatch)
 	return out
 }
 

@@ -79,7 +79,7 @@ func TestRabbitDefaults(t *testing.T) {
 	quorum := "    streams:\n      - name: q\n        rabbitmq: {type: quorum}\n"
 	for _, c := range []struct {
 		name, yaml, check string
-		want          bool
+		want              bool
 	}{
 		// x-delivery-limit: none before 4.0, 20 from 4.0.
 		{"no version: before 4.0, no limit", rabbitHead + quorum, "rabbitmq-delivery-limit-drops", false},

@@ -117,7 +117,7 @@ func rabbitBroker(startRabbit func(ctx context.Context, ref target.Ref) (*rabbit
 			return nil, err
 		}
 		return &target.Started{
-			Info: info,
+			Info:     info,
 			Rules:    func() target.RuleSet { return broker.NewSet(t) },
 			Register: func() { broker.Register(t) },
 			Broker:   t.Open,

@@ -191,7 +191,7 @@ func lacks(o Options) map[string]string {
 		"producer-sessions":  "RabbitMQ has no idempotent producer session: publisher confirms say what the broker took, they do not de-dupe a retry",
 		"lost-produce-reply": "RabbitMQ has no idempotent producer session whose retries a lost confirm would test",
 		"group-offsets":      "a RabbitMQ queue removes what is acked; there is no committed offset to read or reset (streams have offsets, read by the stream protocol's consumers)",
-		"inspect":            "the RabbitMQ adapter has no settings read-back (mq.Inspector) yet: queue arguments are read through the management API, which it does not use",
+		"inspect":            "certification (BR-6.1) reads a team's own RabbitMQ read-only (the queues a profile declares, through the management API): give a profile and the server's address, tck run --profile FILE --target broker/rabbitmq=amqp://USER:PASSWORD@HOST:5672/VHOST",
 		"fault-proxy":        "the kit has no AMQP-aware fault proxy for RabbitMQ",
 		"broker-restart":     "the kit cannot restart a RabbitMQ server it did not start",
 	}

@@ -280,7 +280,7 @@ func (f *finder) rabbitConsumer(cp string, bi int, b *Broker, s *Stream, q *Rabb
 	if rc.AckMode == AckAuto {
 		f.add("rabbitmq-auto-ack", subject, cp+".rabbitmq.ackMode",
 			"ackMode auto: RabbitMQ counts a delivery acknowledged once it is sent; a consumer that crashes before its effect loses the message, and nobody learns of it",
-			[]string{fmt.Sprintf("basic.consume no-ack true: the queue removes the message on delivery; prefetch does not bound what is in flight, so every message sent to a crashing consumer (its TCP buffer: up to the whole backlog) is lost silently")},
+			[]string{"basic.consume no-ack true: the queue removes the message on delivery; prefetch does not bound what is in flight, so every message sent to a crashing consumer (its TCP buffer: up to the whole backlog) is lost silently"},
 			Mark{Label: "t0", Text: "delivery of m1: the queue forgets it at once (auto-ack)"},
 			Mark{Label: "t1", Text: "the consumer crashes before its effect: m1 is gone, never redelivered"})
 	}

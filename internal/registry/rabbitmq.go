@@ -141,6 +141,12 @@ func RabbitBrokerTarget(rt *rabbitmq.Target) broker.Target {
 	}
 	t.Private = privateOf(rt.Private)
 	t.Lacks = rt.Lacks
+	if rt.Private != nil && rt.Management != "" {
+		// The kit's own server: BR-6.1 checks a scratch copy of the client
+		// under test through the management API (rabbitmq_profile.go).
+		t.Inspect = rabbitInspect(rt)
+		t.Lacks = withoutInspect(rt.Lacks)
+	}
 	return t
 }
 

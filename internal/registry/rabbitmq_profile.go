@@ -102,28 +102,21 @@ const inspectRabbitLack = "certification (BR-6.1) reads a team's own RabbitMQ re
 // server named by address, BR-6.1 reads the declared queues and node
 // settings (rabbitmq.Inspect, read only). On the kit's own server the
 // declared queues are not there: BR-6.1 is not applicable, saying how to
-// name the team's server. Without a profile, the kit's own server checks a
-// scratch copy (its management API reads what the client under test
-// declared); a server at an address has nothing to compare.
+// name the team's server. Without a profile the kit's own server keeps
+// its scratch copy (RabbitBrokerTarget); a server at an address has
+// nothing of the team's to compare, and says so.
 func bindRabbitProfile(rt *rabbitmq.Target, ref target.Ref, t *broker.Target, info *target.Info) error {
 	own := ref.Address == ""
 	p := ref.Opts.Profile
-	opts := rt.Client.Options
-	inspect := func(ctx context.Context) (mq.Inspector, error) {
-		return rabbitmq.Inspect(ctx, rt.URL, rt.Management, opts)
-	}
 	lacks := map[string]string{}
 	for k, v := range t.Lacks {
 		lacks[k] = v
 	}
 	t.Lacks = lacks
 	if p == nil {
-		if own && rt.Management != "" {
-			t.Inspect = inspect
-			delete(t.Lacks, "inspect")
-			return nil
+		if t.Inspect == nil {
+			t.Lacks["inspect"] = inspectRabbitLack + " (without a profile there is nothing of the team's to compare)"
 		}
-		t.Lacks["inspect"] = inspectRabbitLack + " (without a profile there is nothing of the team's to compare)"
 		return nil
 	}
 	d, err := DeclaredRabbitMQ(p, !own)
@@ -131,6 +124,7 @@ func bindRabbitProfile(rt *rabbitmq.Target, ref target.Ref, t *broker.Target, in
 		return err
 	}
 	if own {
+		t.Inspect = nil // the kit's scratch copy is no certification of the team's
 		var qs []string
 		for _, s := range d.Streams {
 			qs = append(qs, s.Topic.Name)
@@ -140,7 +134,7 @@ func bindRabbitProfile(rt *rabbitmq.Target, ref target.Ref, t *broker.Target, in
 		return nil
 	}
 	t.Declared = d
-	t.Inspect = inspect
+	t.Inspect = rabbitInspect(rt)
 	delete(t.Lacks, "inspect")
 	t.Progress = ref.Opts.Progress
 	t.Budget = DefaultMaxWait
@@ -160,4 +154,21 @@ func bindRabbitProfile(rt *rabbitmq.Target, ref target.Ref, t *broker.Target, in
 	}
 	info.Notes = append(info.Notes, "BR-6.1 reads queue arguments and policies through the management API at "+mg+"; where it does not answer, a passive queue.declare finds each queue and its settings are named unreadable (unknown, never pass)")
 	return nil
+}
+
+// rabbitInspect opens the read-only view of rt's server.
+func rabbitInspect(rt *rabbitmq.Target) func(ctx context.Context) (mq.Inspector, error) {
+	url, mgmt, opts := rt.URL, rt.Management, rt.Client.Options
+	return func(ctx context.Context) (mq.Inspector, error) { return rabbitmq.Inspect(ctx, url, mgmt, opts) }
+}
+
+// withoutInspect is lacks without the capability inspect.
+func withoutInspect(lacks map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range lacks {
+		if k != "inspect" {
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -196,3 +196,28 @@ func TestRunProfileEmbeddedSaysHow(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanRabbitMQExample: tck plan --profile on the RabbitMQ example
+// names every RabbitMQ hazard with its arithmetic and exits 1; the
+// certification example has none.
+func TestPlanRabbitMQExample(t *testing.T) {
+	code, out, stderr := tck(t, "plan", "--profile", "../../examples/profiles/rabbitmq-hazards.yaml")
+	if code != reports.ExitMustFailed {
+		t.Fatalf("exit %d, %s", code, stderr)
+	}
+	for _, want := range []string{
+		"rabbitmq-delivery-limit-drops", "1 delivery + 20 redeliveries = 21 deliveries",
+		"rabbitmq-consumer-timeout", "processingTime 10m0s (consumers[0].processingTime) > consumer_timeout 5m0s",
+		"rabbitmq-auto-ack", "rabbitmq-no-confirms", "rabbitmq-no-mandatory",
+		"rabbitmq-ttl-backlog", "= 4m0s > x-message-ttl 2s",
+		"rabbitmq-maxlen-backlog", "9599 - x-max-length 1000 = 8599 messages dropped",
+		"rabbitmq-stream-writers",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the plan does not name %q", want)
+		}
+	}
+	if code, out, _ := tck(t, "plan", "--profile", "../../examples/profiles/certify-rabbitmq.yaml"); code != reports.ExitConformant || !strings.Contains(out, "no hazards found") {
+		t.Errorf("certify-rabbitmq.yaml: exit %d\n%s", code, out)
+	}
+}

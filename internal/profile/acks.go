@@ -130,7 +130,7 @@ func consumerRows(p *Profile, c *Consumer) []AckRow {
 		r.Ack = "XACK"
 		r.Proves = "the entry's reference is removed from the group's pending entries list (PEL)"
 	case KindRabbitMQ:
-		r.Ack, r.Proves = "basic.ack", "the queue removes the message (a stream keeps it: consumers track their offset)"
+		r.Ack, r.Proves = "basic.ack", "the queue removes the message (a stream queue keeps it: the consumer's offset moves past it)"
 		if bc.RabbitMQ != nil && bc.RabbitMQ.AckMode == AckAuto {
 			r.Ack, r.Proves = "none (ackMode auto: acked when sent)", "nothing: the queue removed it when it was sent"
 		}
@@ -142,6 +142,8 @@ func consumerRows(p *Profile, c *Consumer) []AckRow {
 	switch {
 	case b.Kind == KindKafka:
 		r.DoesNotProve = append(r.DoesNotProve, "that the external effect committed with the offset")
+	case b.Kind == KindRabbitMQ && (s.RabbitMQ == nil || s.RabbitMQ.Type != QueueStream):
+		r.DoesNotProve = append(r.DoesNotProve, "nothing is left to replay: the queue removed the acked message")
 	case s.Retention == RetentionWorkQueue:
 		r.DoesNotProve = append(r.DoesNotProve, "nothing is left to replay: under workqueue retention the ack removes the message")
 	default:

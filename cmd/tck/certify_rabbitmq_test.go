@@ -168,6 +168,23 @@ func TestRunProfileRabbitMQ(t *testing.T) {
 		t.Errorf("a declared consumer timeout the server does not report: exit %d, BR-6.1 %s (%s); want it named, not passed", code, r.Verdict, r.Reason)
 	}
 
+	// The queue gone: a difference, named.
+	declareGone := func() {
+		ch, err := conn.Channel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ch.Close()
+		if _, err := ch.QueueDelete("orders", false, false, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	declareGone()
+	if code, r := rabbitRun(t, prof, target); code != reports.ExitMustFailed || !strings.Contains(r.Reason, "queue orders: declared present, server not found") {
+		t.Errorf("the queue gone: exit %d, BR-6.1 %s (%s)", code, r.Verdict, r.Reason)
+	}
+	declare(5)
+
 	// Without the management API only a passive declare reads the queue:
 	// every declared argument is named unreadable, the verdict unknown.
 	noMgmt := "broker/rabbitmq=" + url + "?management=http://127.0.0.1:1"

@@ -320,7 +320,11 @@ func (f *fixture) compareStream(in mq.Inspector, s DeclaredStream) ([]string, er
 	got, err := in.Topic(f.ctx, name)
 	if errors.Is(err, mq.ErrNotFound) {
 		h.OK("not found")
-		cmp("stream "+name, "present", "not found")
+		noun := "stream"
+		if s.Noun != "" {
+			noun = s.Noun // a RabbitMQ queue, a Kafka topic
+		}
+		cmp(noun+" "+name, "present", "not found")
 		return diffs, nil
 	}
 	if err != nil {

@@ -83,6 +83,9 @@ func publishRow(p *Profile, pr *Producer) AckRow {
 		r.Ack = "XADD returned an entry id"
 		r.Proves = "the stream key holds the entry"
 		r.DoesNotProve = []string{"any de-dupe: a retry appends another entry"}
+	case KindRabbitMQ:
+		r.Ack, r.Proves = rabbitPublishAck(pr)
+		r.DoesNotProve = []string{"any de-dupe: a re-published message is a new message (a stream de-dupes by producer name and publishing id)"}
 	case KindKafka:
 		r.Ack = "produce acknowledged"
 		r.Proves = "the partition leader (and the replicas its acks setting waits for) holds the record"
@@ -126,6 +129,11 @@ func consumerRows(p *Profile, c *Consumer) []AckRow {
 	case KindRedis:
 		r.Ack = "XACK"
 		r.Proves = "the entry's reference is removed from the group's pending entries list (PEL)"
+	case KindRabbitMQ:
+		r.Ack, r.Proves = "basic.ack", "the queue removes the message (a stream queue keeps it: the consumer's offset moves past it)"
+		if bc.RabbitMQ != nil && bc.RabbitMQ.AckMode == AckAuto {
+			r.Ack, r.Proves = "none (ackMode auto: acked when sent)", "nothing: the queue removed it when it was sent"
+		}
 	case KindKafka:
 		r.Ack = "offset commit"
 		r.Proves = "the group's read position moved past the record"
@@ -134,6 +142,8 @@ func consumerRows(p *Profile, c *Consumer) []AckRow {
 	switch {
 	case b.Kind == KindKafka:
 		r.DoesNotProve = append(r.DoesNotProve, "that the external effect committed with the offset")
+	case b.Kind == KindRabbitMQ && (s.RabbitMQ == nil || s.RabbitMQ.Type != QueueStream):
+		r.DoesNotProve = append(r.DoesNotProve, "nothing is left to replay: the queue removed the acked message")
 	case s.Retention == RetentionWorkQueue:
 		r.DoesNotProve = append(r.DoesNotProve, "nothing is left to replay: under workqueue retention the ack removes the message")
 	default:

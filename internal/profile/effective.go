@@ -71,7 +71,8 @@ type schedule struct {
 // nothing is redelivered by a wait (Kafka, ackPolicy none, maxDeliver 1,
 // no wait declared).
 func scheduleOf(b *Broker, bc *BrokerConsumer) (schedule, bool) {
-	if b.Kind == KindKafka || bc.AckPolicy == AckNone || bc.MaxDeliver == 1 {
+	// RabbitMQ redelivers on a closed channel, not a timer (rabbitmq.go).
+	if b.Kind == KindKafka || b.Kind == KindRabbitMQ || bc.AckPolicy == AckNone || bc.MaxDeliver == 1 {
 		return schedule{}, false
 	}
 	sc := schedule{waits: []time.Duration{ackWait(b, bc)}, n: bc.MaxDeliver - 1}

@@ -36,6 +36,9 @@ func Parse(name string, data []byte) (*Profile, error) {
 	if err := p.validateKinds(); err != nil {
 		return nil, err
 	}
+	if err := p.validateRabbit(); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -64,7 +67,7 @@ var decodeOptions = strictyaml.Options{
 var enums = map[reflect.Type][]string{
 	reflect.TypeFor[Scope]():      {string(ScopeAggregate), string(ScopeGlobal), string(ScopeNone)},
 	reflect.TypeFor[Repeated]():   {string(RepeatedConflict), string(RepeatedReplay)},
-	reflect.TypeFor[BrokerKind](): {string(KindNATS), string(KindRedis), string(KindKafka)},
+	reflect.TypeFor[BrokerKind](): {string(KindNATS), string(KindRedis), string(KindKafka), string(KindRabbitMQ)},
 	reflect.TypeFor[Retention]():  {string(RetentionLimits), string(RetentionWorkQueue), string(RetentionInterest)},
 	reflect.TypeFor[Storage]():    {string(StorageFile), string(StorageMemory)},
 	reflect.TypeFor[AckPolicy]():  {string(AckExplicit), string(AckAll), string(AckNone)},
@@ -80,6 +83,11 @@ var enums = map[reflect.Type][]string{
 	reflect.TypeFor[TrimStrategy]():  {string(TrimMaxLen), string(TrimMinID)},
 	reflect.TypeFor[CleanupPolicy](): {string(CleanupDelete), string(CleanupCompact), string(CleanupCompactDelete)},
 	reflect.TypeFor[KafkaAcks]():     {string(AcksAll), string(AcksLeader), string(AcksNone)},
+	// RabbitMQ (rabbitmq.go).
+	reflect.TypeFor[QueueType]():          {string(QueueClassic), string(QueueQuorum), string(QueueStream)},
+	reflect.TypeFor[DeadLetterStrategy](): {string(DLAtMostOnce), string(DLAtLeastOnce)},
+	reflect.TypeFor[Overflow]():           {string(OverflowDropHead), string(OverflowRejectPublish), string(OverflowRejectPublishDLX)},
+	reflect.TypeFor[AckMode]():            {string(AckManual), string(AckAuto)},
 }
 
 func contains[T comparable](xs []T, x T) bool {

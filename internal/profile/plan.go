@@ -61,6 +61,9 @@ func pipeline(p *Profile) []string {
 		out = append(out, fmt.Sprintf("producer %s -> %s %s/%s: retries at %s, %s%s", pr.Name, b.Kind, b.Name, s.Name, durations(pr.Retries, "none"), id, commit))
 	}
 	for _, b := range p.Brokers {
+		if b.Kind == KindRabbitMQ {
+			continue // its queues in its own words (rabbitmq.go)
+		}
 		for _, s := range b.Streams {
 			line := fmt.Sprintf("stream %s %s/%s: retention %s", b.Kind, b.Name, s.Name, orDefault(string(s.Retention), "limits"))
 			if b.Kind == KindNATS {

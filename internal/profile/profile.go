@@ -94,6 +94,8 @@ type Producer struct {
 	Subject string `yaml:"subject" json:"subject,omitempty"`
 	// Kafka is its Kafka client's settings (kafka.go).
 	Kafka *KafkaProducer `yaml:"kafka" json:"kafka,omitempty"`
+	// RabbitMQ is its channel's settings (rabbitmq.go).
+	RabbitMQ *RabbitMQProducer `yaml:"rabbitmq" json:"rabbitmq,omitempty"`
 }
 
 // Broker is one broker installation.
@@ -105,6 +107,8 @@ type Broker struct {
 	// the product's words (redis.go, kafka.go).
 	Redis *RedisServer `yaml:"redis" json:"redis,omitempty"`
 	Kafka *KafkaBroker `yaml:"kafka" json:"kafka,omitempty"`
+	// RabbitMQ is the node's version and consumer_timeout (rabbitmq.go).
+	RabbitMQ *RabbitMQServer `yaml:"rabbitmq" json:"rabbitmq,omitempty"`
 }
 
 // BrokerKind names the product; the settings below use its own words.
@@ -114,6 +118,9 @@ const (
 	KindNATS  BrokerKind = "nats"
 	KindRedis BrokerKind = "redis" // Redis Streams: a stream key, groups, XACK/PEL
 	KindKafka BrokerKind = "kafka" // a topic, groups, offsets
+	// KindRabbitMQ: a stream is a queue (classic, quorum or stream), a
+	// broker consumer an application's consumer of it.
+	KindRabbitMQ BrokerKind = "rabbitmq"
 )
 
 // NATSDefaultDuplicates is JetStream's de-dupe window when none is set.
@@ -154,6 +161,8 @@ type Stream struct {
 	// topic's settings (kafka.go).
 	Redis *RedisStream `yaml:"redis" json:"redis,omitempty"`
 	Kafka *KafkaTopic  `yaml:"kafka" json:"kafka,omitempty"`
+	// RabbitMQ is a queue's arguments (rabbitmq.go).
+	RabbitMQ *RabbitMQQueue `yaml:"rabbitmq" json:"rabbitmq,omitempty"`
 }
 
 // Discard is a NATS stream's discard policy.
@@ -228,6 +237,8 @@ type BrokerConsumer struct {
 	MaxAckPending int `yaml:"maxAckPending" json:"maxAckPending,omitempty"`
 	// Redis is a Redis group's members and claim time (redis.go).
 	Redis *RedisGroup `yaml:"redis" json:"redis,omitempty"`
+	// RabbitMQ is a RabbitMQ consumer's prefetch and ack mode (rabbitmq.go).
+	RabbitMQ *RabbitMQConsumer `yaml:"rabbitmq" json:"rabbitmq,omitempty"`
 }
 
 // AckPolicy is the NATS consumer's ack policy.

@@ -191,7 +191,9 @@ var kindChecks = []Check{
 func KindChecks() []Check { return append([]Check(nil), kindChecks...) }
 
 // allChecks is Checks then kindChecks: the report's order.
-func allChecks() []Check { return append(append([]Check(nil), Checks...), kindChecks...) }
+func allChecks() []Check {
+	return append(append(append([]Check(nil), Checks...), kindChecks...), rabbitChecks...)
+}
 
 // kinds runs the product-setting checks.
 func (f *finder) kinds() {
@@ -204,10 +206,13 @@ func (f *finder) kinds() {
 			f.redisKind(i, b)
 		case KindKafka:
 			f.kafkaKind(i, b)
+		case KindRabbitMQ:
+			f.rabbitKind(i, b) // rabbitmq.go
 		}
 	}
 	for i := range f.p.Producers {
 		f.kafkaProducer(i, &f.p.Producers[i])
+		f.rabbitProducer(i, &f.p.Producers[i])
 	}
 }
 
@@ -370,6 +375,8 @@ func kindPipeline(p *Profile) []string {
 					out = append(out, fmt.Sprintf("    group %s: %s", c.Name, idle))
 				}
 			}
+		case KindRabbitMQ:
+			out = append(out, rabbitPipeline(&b)...)
 		case KindKafka:
 			k := b.Kafka
 			if k == nil {

@@ -102,6 +102,13 @@ func bindKafkaProfile(kt *kafka.Target, ref target.Ref, t *broker.Target, info *
 	}
 	if !onServer {
 		info.Notes = append(info.Notes, "the cluster is the kit's own, not the team's: the declared Kafka topics are not on it, so BR-6.1 does not read them; certify the team's cluster with --target broker/kafka=kafka://HOST:PORT")
+		// BR-6.1's reason says so in plain words (issue 38, item 5).
+		lacks := map[string]string{}
+		for k, v := range t.Lacks {
+			lacks[k] = v
+		}
+		lacks["inspect"] = "certification (BR-6.1) reads a team's own Kafka cluster read-only (the declared topics' configs, groups and broker configs): the cluster is the kit's own, started for this run, and holds none of them; name the team's cluster with tck run --profile FILE --target broker/kafka=kafka://HOST:PORT"
+		t.Lacks = lacks
 		return nil
 	}
 	t.Declared = d

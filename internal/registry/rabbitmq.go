@@ -67,7 +67,13 @@ func rabbitAt(client rabbitmq.Client) func(ctx context.Context, ref target.Ref) 
 		if ref.Address == "" {
 			return rabbitmq.LocalTarget(ctx, client, broker.DefaultWindows().AckWait)
 		}
-		return rabbitmq.URLTarget(ctx, ref.Address, client)
+		addr, mgmt := rabbitmq.SplitManagement(ref.Address)
+		rt, err := rabbitmq.URLTarget(ctx, addr, client)
+		if err != nil {
+			return nil, err
+		}
+		rt.Management = mgmt
+		return rt, nil
 	}
 }
 
@@ -101,11 +107,17 @@ func rabbitBroker(startRabbit func(ctx context.Context, ref target.Ref) (*rabbit
 		if ref.Address == "" {
 			m = target.Embedded // a server of the kit's own, started from PATH
 		}
+		info := target.Info{
+			Name: ref.Key(), Suite: ref.Suite, Mode: m, Address: target.Redact(addr),
+			Version: rt.Version, Config: rabbitConfig(rt, t), Server: rt.Server, Notes: rt.Notes,
+		}
+		// The run's profile, or the scratch copy (rabbitmq_profile.go).
+		if err := bindRabbitProfile(rt, ref, &t, &info); err != nil {
+			_ = rt.Stop()
+			return nil, err
+		}
 		return &target.Started{
-			Info: target.Info{
-				Name: ref.Key(), Suite: ref.Suite, Mode: m, Address: target.Redact(addr),
-				Version: rt.Version, Config: rabbitConfig(rt, t), Server: rt.Server, Notes: rt.Notes,
-			},
+			Info:     info,
 			Rules:    func() target.RuleSet { return broker.NewSet(t) },
 			Register: func() { broker.Register(t) },
 			Broker:   t.Open,
@@ -129,6 +141,12 @@ func RabbitBrokerTarget(rt *rabbitmq.Target) broker.Target {
 	}
 	t.Private = privateOf(rt.Private)
 	t.Lacks = rt.Lacks
+	if rt.Private != nil && rt.Management != "" {
+		// The kit's own server: BR-6.1 checks a scratch copy of the client
+		// under test through the management API (rabbitmq_profile.go).
+		t.Inspect = rabbitInspect(rt)
+		t.Lacks = withoutInspect(rt.Lacks)
+	}
 	return t
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,6 +66,7 @@ type local struct {
 	epmd, proc *procs.Proc
 	url        string
 	streamURL  string // the stream protocol's port (rabbitmq_stream)
+	mgmtURL    string // the management API (rabbitmq_management), "" when off
 	port       int
 	node       string
 	rmDir      func() error
@@ -76,6 +78,9 @@ type local struct {
 // localConfig is what a local server is started with.
 type localConfig struct {
 	consumerTimeout time.Duration
+	// management enables rabbitmq_management on a loopback port of its
+	// own: BR-6.1 reads queue arguments and policies through it.
+	management bool
 }
 
 func startLocal(ctx context.Context, lc localConfig) (*local, error) {
@@ -102,7 +107,7 @@ func startIn(ctx context.Context, dir, script string, lc localConfig) (*local, e
 	node := "tck-" + nonce() + "@localhost"
 	var last error
 	for range 3 {
-		ports := make([]int, 4)
+		ports := make([]int, 5)
 		for i := range ports {
 			if ports[i], last = procs.FreePort(); last != nil {
 				break
@@ -111,8 +116,8 @@ func startIn(ctx context.Context, dir, script string, lc localConfig) (*local, e
 		if last != nil {
 			continue
 		}
-		amqpPort, distPort, epmdPort, streamPort := ports[0], ports[1], ports[2], ports[3]
-		if err := writeFiles(dir, amqpPort, streamPort, pass, lc); err != nil {
+		amqpPort, distPort, epmdPort, streamPort, mgmtPort := ports[0], ports[1], ports[2], ports[3], ports[4]
+		if err := writeFiles(dir, amqpPort, streamPort, mgmtPort, pass, lc); err != nil {
 			return nil, err
 		}
 		ep, err := procs.Start(ctx, procs.Config{
@@ -162,6 +167,9 @@ func startIn(ctx context.Context, dir, script string, lc localConfig) (*local, e
 		}
 		l := &local{epmd: ep, proc: p, port: amqpPort, node: node, url: fmt.Sprintf("amqp://tck:%s@127.0.0.1:%d/", pass, amqpPort),
 			streamURL: fmt.Sprintf("rabbitmq-stream://tck:%s@127.0.0.1:%d/%%2f", pass, streamPort)}
+		if lc.management {
+			l.mgmtURL = fmt.Sprintf("http://127.0.0.1:%d", mgmtPort)
+		}
 		// An Erlang node boots on one core's worth of CPU for tens of
 		// seconds; three booting beside a load of 20-25 were not ready
 		// within 90 s (make test beside CPU burners).
@@ -190,7 +198,7 @@ func scrubTail(err error) string {
 }
 
 // writeFiles writes the server's configuration, cookie and folders.
-func writeFiles(dir string, port, streamPort int, pass string, lc localConfig) error {
+func writeFiles(dir string, port, streamPort, mgmtPort int, pass string, lc localConfig) error {
 	ct := lc.consumerTimeout
 	if ct <= 0 {
 		ct = 30 * time.Minute
@@ -213,12 +221,20 @@ func writeFiles(dir string, port, streamPort int, pass string, lc localConfig) e
 		"log.file = false",
 		"",
 	}, "\n")
+	if lc.management {
+		// On loopback only, on a port of its own.
+		conf += fmt.Sprintf("management.tcp.ip = 127.0.0.1\nmanagement.tcp.port = %d\n", mgmtPort)
+	}
+	plugins := "[rabbitmq_stream].\n"
+	if lc.management {
+		plugins = "[rabbitmq_stream,rabbitmq_management].\n"
+	}
 	files := map[string]string{
 		"rabbitmq.conf": conf,
 		// consumer_timeout is checked on each channel tick (60 s by
 		// default): 50 ms makes it a precise ack wait.
 		"advanced.config":   "[{rabbit, [{channel_tick_interval, 50}]}].\n",
-		"enabled_plugins":   "[rabbitmq_stream].\n",
+		"enabled_plugins":   plugins,
 		"rabbitmq-env.conf": "",
 		".erlang.cookie":    "TCK" + strings.ToUpper(nonce()+nonce()),
 	}
@@ -254,7 +270,23 @@ func (l *local) ready(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return ch.Close()
+	if err := ch.Close(); err != nil {
+		return err
+	}
+	if l.mgmtURL == "" {
+		return nil
+	}
+	// The management listener comes up with its plugin, after AMQP: any
+	// HTTP answer (401 without a login) means it is up.
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.mgmtURL+"/api/overview", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("management API: %w", err)
+	}
+	return resp.Body.Close()
 }
 
 // restart stops the node (SIGTERM: the VM shuts rabbit down cleanly) or

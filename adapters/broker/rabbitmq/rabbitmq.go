@@ -97,6 +97,11 @@ type Options struct {
 	TermRequeues bool
 	// NakDrops naks with basic.nack requeue=false.
 	NakDrops bool
+	// DeliveryLimitOffByOne declares a group's x-delivery-limit as the
+	// max-deliver itself, as a client that reads the limit as deliveries
+	// (RabbitMQ counts returns): the server holds one more delivery than
+	// declared.
+	DeliveryLimitOffByOne bool
 	// FreshProducerName gives every named producer a name of its own, as
 	// a client that puts its process id in the name does.
 	FreshProducerName bool
@@ -625,6 +630,9 @@ func (b *Broker) queueOf(ctx context.Context, topic string, cfg mq.ConsumerConfi
 		// by another handle, or left by a kit that died, goes by itself
 		// after an hour unused, so a team's server keeps nothing of it.
 		amqp.QueueTTLArg: int64(time.Hour / time.Millisecond),
+	}
+	if b.opts.DeliveryLimitOffByOne {
+		args["x-delivery-limit"] = cfg.MaxDeliver
 	}
 	return q, b.declare(ctx, func(ch *amqp.Channel) error { return b.queue(ch, q, b.exchange(topic), args) })
 }

@@ -47,6 +47,10 @@ type Target struct {
 	// ConsumerTimeout is the node's consumer_timeout where the kit set it
 	// (its own server): the ack wait of the rules. 0 elsewhere.
 	ConsumerTimeout time.Duration
+	// Management is the management API's base URL where the kit knows it
+	// (its own server; an address's ?management=), "" otherwise: BR-6.1
+	// then tries http://HOST:15672.
+	Management string
 	// Config is what the target declares beyond Caps, for the report.
 	Config map[string]string
 	// Server is what the kit read from the server (the AMQP connection's
@@ -187,7 +191,7 @@ func lacks(o Options) map[string]string {
 		"producer-sessions":  "RabbitMQ has no idempotent producer session: publisher confirms say what the broker took, they do not de-dupe a retry",
 		"lost-produce-reply": "RabbitMQ has no idempotent producer session whose retries a lost confirm would test",
 		"group-offsets":      "a RabbitMQ queue removes what is acked; there is no committed offset to read or reset (streams have offsets, read by the stream protocol's consumers)",
-		"inspect":            "the RabbitMQ adapter has no settings read-back (mq.Inspector) yet: queue arguments are read through the management API, which it does not use",
+		"inspect":            "certification (BR-6.1) reads a team's own RabbitMQ read-only (the queues a profile declares, through the management API): give a profile and the server's address, tck run --profile FILE --target broker/rabbitmq=amqp://USER:PASSWORD@HOST:5672/VHOST",
 		"fault-proxy":        "the kit has no AMQP-aware fault proxy for RabbitMQ",
 		"broker-restart":     "the kit cannot restart a RabbitMQ server it did not start",
 	}
@@ -208,7 +212,11 @@ func lacks(o Options) map[string]string {
 // one, started when it asks. Stop ends every server it started.
 func LocalTarget(ctx context.Context, client Client, ackWait time.Duration) (*Target, error) {
 	lc := localConfig{consumerTimeout: ackWait}
-	l, err := startLocal(ctx, lc)
+	// The run's server has the management API (BR-6.1 reads queue
+	// arguments through it); a rule's restartable one does not need it.
+	main := lc
+	main.management = true
+	l, err := startLocal(ctx, main)
 	if err != nil {
 		return nil, err
 	}
@@ -231,6 +239,7 @@ func LocalTarget(ctx context.Context, client Client, ackWait time.Duration) (*Ta
 		return nil, errors.Join(err, stopAll())
 	}
 	delete(t.Lacks, "broker-restart")
+	t.Management = l.mgmtURL
 	t.Private = func(ctx context.Context) (*OwnServer, error) {
 		o, err := startLocal(ctx, lc)
 		if err != nil {
@@ -245,7 +254,7 @@ func LocalTarget(ctx context.Context, client Client, ackWait time.Duration) (*Ta
 	t.Config["restartable"] = "true"
 	t.Config["namedProducers"] = "over the stream protocol (rabbitmq_stream, its own loopback port) into the topic's stream: producer name and publishing id"
 	t.Version += " (local child process)"
-	t.Notes = append(t.Notes, "a "+ServerBinary+" the kit started from PATH on loopback ports (AMQP, distribution, an epmd of its own), with its own node name, Erlang cookie and data folder in a temporary folder removed when the run ends",
+	t.Notes = append(t.Notes, "a "+ServerBinary+" the kit started from PATH on loopback ports (AMQP, distribution, the management API, an epmd of its own), with its own node name, Erlang cookie and data folder in a temporary folder removed when the run ends",
 		fmt.Sprintf("consumer_timeout %s on that node (the rules' ack wait), checked every 50 ms (channel_tick_interval)", ackWait))
 	return t, nil
 }

@@ -5,7 +5,8 @@
 // confirm read as "stored" although a basic.return came before it, a
 // basic.nack read as an ack, a dead-letter exchange named on the queue but
 // never declared, a settle sent and forgotten, a term that requeues, a nak
-// that drops, a stream producer renamed on every restart. Each names the rules it must fail; the package test and `tck
+// that drops, a stream producer renamed on every restart, a delivery limit
+// declared one higher than asked (certification, BR-6.1). Each names the rules it must fail; the package test and `tck
 // selftest --suite broker` check that it does.
 package rabbitmutants
 
@@ -49,6 +50,11 @@ func All() []Mutant {
 			Name: "fresh-producer-name", Defect: "names its stream producer after the process, so a restarted producer has a new name: the stream's de-dupe by producer name and publishing id no longer applies and the retried publishes are stored twice",
 			MustFail: []string{"BR-7.5"},
 			Build:    rabbitmq.Client{Options: rabbitmq.Options{FreshProducerName: true}},
+		},
+		{
+			Name: "delivery-limit-off-by-one", Defect: "declares a group's x-delivery-limit as the max-deliver itself, reading the limit as deliveries where RabbitMQ counts returns: the server holds a queue that allows one delivery more than declared, as read back through the management API",
+			MustFail: []string{"BR-6.1"},
+			Build:    rabbitmq.Client{Options: rabbitmq.Options{DeliveryLimitOffByOne: true}},
 		},
 		{
 			Name: "nak-drops", Defect: "naks with basic.nack requeue=false: the message it asked to see again is dropped after one delivery",

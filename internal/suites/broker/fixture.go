@@ -42,6 +42,9 @@ type fixture struct {
 	lastEnd  time.Time // when the last of its goroutines ended
 	stopped  sync.Once
 	merged   sync.Once
+	// unreadable are the declared settings the server would not tell
+	// (BR-6.1: named, and unknown, never passed).
+	unreadable []string
 
 	// unwatch releases the kit's heartbeat (package stall), held from the
 	// workload's start to its end so every pause during it is known.

@@ -21,6 +21,7 @@ import (
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/stall"
 	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/internal/tlsmat"
 	"github.com/onceproof/tck/internal/verdict"
 )
 
@@ -258,6 +259,11 @@ func parseRun(args []string, stdout io.Writer) (runConfig, error) {
 	fs.String("shard", "", "with --fleet: the shard to run, from 0 (default $JOB_COMPLETION_INDEX, an Indexed Job's)")
 	env := fs.String("env", "", "the environment this run certifies (prod, staging): recorded in results.json; tck report merge and gate group by it")
 	fs.Bool("sonobuoy", false, "run as a Sonobuoy plugin: the report under $SONOBUOY_RESULTS_DIR (default /tmp/sonobuoy/results), then results.tar.gz and the done file naming it; a verdict exits 0 (docs/fleet.md)")
+	var tlsm tlsmat.Material
+	fs.StringVar(&tlsm.CA, "tls-ca", "", "a PEM file of the CAs to trust on every external target of the run (docs/tls.md)")
+	fs.StringVar(&tlsm.Cert, "tls-cert", "", "with --tls-key: a PEM client certificate for every external target")
+	fs.StringVar(&tlsm.Key, "tls-key", "", "the PEM private key of --tls-cert (the file's content is never shown)")
+	fs.StringVar(&tlsm.ServerName, "tls-server-name", "", "the name to verify the servers' certificates against (default: each URL's host)")
 	cfg := runConfig{args: args}
 	if err := parse(fs, args, stdout); err != nil {
 		return cfg, err
@@ -293,8 +299,11 @@ func parseRun(args []string, stdout io.Writer) (runConfig, error) {
 	if err := checkAPIDesc(*apiDesc, p); err != nil {
 		return cfg, err
 	}
+	if err := tlsm.Check(); err != nil {
+		return cfg, usagef("%v", err)
+	}
 	cfg.p, cfg.out, cfg.quiet, cfg.profPlan, cfg.jobs = p, *out, *quiet, profPlan, *jobs
-	cfg.opts = target.Options{Seed: *seed, RestartWindow: *restartWindow, Keep: *keep, Profile: prof, MaxWait: *maxWait, APIDesc: *apiDesc}
+	cfg.opts = target.Options{Seed: *seed, RestartWindow: *restartWindow, Keep: *keep, Profile: prof, MaxWait: *maxWait, APIDesc: *apiDesc, TLS: tlsm}
 	return cfg, nil
 }
 

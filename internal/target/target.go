@@ -19,6 +19,7 @@ import (
 
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/redact"
+	"github.com/onceproof/tck/internal/tlsmat"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
 )
@@ -76,6 +77,10 @@ type Options struct {
 	// Broker is the broker target a consumer target reads from (tck run
 	// --broker SUITE/NAME[=ADDRESS]); "" is the consumer target's own.
 	Broker string
+	// TLS is the trust material for every external target of the run
+	// (tck run --tls-ca, --tls-cert, --tls-key, --tls-server-name;
+	// docs/tls.md): paths, never the secrets themselves.
+	TLS tlsmat.Material
 }
 
 // Key is SUITE/NAME.

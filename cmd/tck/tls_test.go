@@ -1,9 +1,15 @@
 package main
 
 import (
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nkeys"
 
 	"github.com/onceproof/tck/internal/reports"
 	"github.com/onceproof/tck/internal/tlsmat/tlstest"
@@ -32,6 +38,138 @@ func TestBadInputTLSMaterialExit3(t *testing.T) {
 		}
 		if strings.Contains(stdout+stderr, "PRIVATE") || strings.Contains(stdout+stderr, key) {
 			t.Errorf("%v: the output shows the key", c)
+		}
+	}
+}
+
+// natsTLS starts a nats-server of the test's own that requires TLS with
+// the PKI's server certificate (and, with verify, a client certificate),
+// JetStream on, and, with an nkey user, that user only. It returns the
+// host:port.
+func natsTLS(t *testing.T, p *tlstest.PKI, verify bool, nkeyUser string) string {
+	t.Helper()
+	opts := &server.Options{
+		ServerName: "onceproof-tls-test", Host: "127.0.0.1", Port: -1,
+		JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
+		TLSConfig: p.ServerConfig(t, verify), TLSVerify: verify, TLSTimeout: 5,
+	}
+	if nkeyUser != "" {
+		opts.Nkeys = []*server.NkeyUser{{Nkey: nkeyUser}}
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	t.Cleanup(s.Shutdown)
+	if !s.ReadyForConnections(30 * time.Second) {
+		t.Fatal("the TLS nats-server did not become ready")
+	}
+	return s.Addr().String()
+}
+
+// runBroker runs two broker rules against a NATS target and returns the
+// exit, the output and every report file's content, for the secret grep.
+func runBroker(t *testing.T, addr string, flags ...string) (int, string) {
+	t.Helper()
+	out := t.TempDir()
+	args := append([]string{"run", "--suite", "broker", "--target", "broker/nats=" + addr,
+		"--rule", "BR-1.1", "--rule", "BR-2.1", "--out", out, "--quiet"}, flags...)
+	code, stdout, stderr := tck(t, args...)
+	all := stdout + "\n" + stderr
+	_ = filepath.WalkDir(out, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(path)
+			all += "\n" + string(b)
+		}
+		return nil
+	})
+	if code != reports.ExitConformant {
+		t.Logf("exit %d: %s", code, strings.TrimSpace(stderr))
+		if n := strings.Count(strings.TrimRight(stderr, "\n"), "\n"); n != 0 {
+			t.Errorf("exit %d: stderr is %d lines, want one: %q", code, n+1, stderr)
+		}
+		if !strings.Contains(stderr, "broker/nats") {
+			t.Errorf("exit %d: stderr does not name the target: %q", code, stderr)
+		}
+	}
+	return code, all
+}
+
+func TestTLSNATSWithTheCAPassesAndWithoutIsExit4(t *testing.T) {
+	dir := t.TempDir()
+	p := tlstest.New(t, dir, "a")
+	other := tlstest.New(t, dir, "b")
+	key := string(tlstest.KeyBytes(t, p.ClientKey))
+	addr := natsTLS(t, p, true, "")
+
+	code, all := runBroker(t, "tls://"+addr, "--tls-ca", p.CA, "--tls-cert", p.ClientCert, "--tls-key", p.ClientKey)
+	if code != reports.ExitConformant || !strings.Contains(all, "2 pass") {
+		t.Fatalf("with the CA and the client certificate: exit %d, want 0 and both rules passed:\n%s", code, all)
+	}
+	code, all = runBroker(t, "tls://"+addr)
+	if code != reports.ExitUnavailable || !strings.Contains(all, "certificate signed by unknown authority") {
+		t.Errorf("without --tls-ca: exit %d, want 4 naming the unknown authority:\n%s", code, all)
+	}
+	code, all = runBroker(t, "tls://"+addr, "--tls-ca", p.CA, "--tls-cert", other.ClientCert, "--tls-key", other.ClientKey)
+	if code != reports.ExitUnavailable {
+		t.Errorf("a client certificate of another CA: exit %d, want 4:\n%s", code, all)
+	}
+	code, all = runBroker(t, "tls://"+addr, "--tls-ca", p.CA)
+	if code != reports.ExitUnavailable {
+		t.Errorf("no client certificate where the server verifies clients: exit %d, want 4:\n%s", code, all)
+	}
+	if strings.Contains(all, key) || strings.Contains(all, "PRIVATE KEY") {
+		t.Error("a key appears in an output")
+	}
+}
+
+func TestTLSNATSWithAnNkeySeed(t *testing.T) {
+	dir := t.TempDir()
+	p := tlstest.New(t, dir, "a")
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := kp.PublicKey()
+	seed, _ := kp.Seed()
+	seedFile := filepath.Join(dir, "user.nk")
+	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other, _ := nkeys.CreateUser()
+	otherSeed, _ := other.Seed()
+	otherFile := filepath.Join(dir, "other.nk")
+	if err := os.WriteFile(otherFile, otherSeed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := natsTLS(t, p, false, pub)
+
+	var outputs []string
+	code, all := runBroker(t, "tls://"+addr+"?nkey="+seedFile, "--tls-ca", p.CA)
+	outputs = append(outputs, all)
+	if code != reports.ExitConformant || !strings.Contains(all, "2 pass") {
+		t.Fatalf("with the seed: exit %d, want 0 and both rules passed:\n%s", code, all)
+	}
+	code, all = runBroker(t, "tls://"+addr+"?nkey="+otherFile, "--tls-ca", p.CA)
+	outputs = append(outputs, all)
+	if code != reports.ExitUnavailable || !strings.Contains(strings.ToLower(all), "authorization") {
+		t.Errorf("a seed the server does not know: exit %d, want 4 naming the refused authorization:\n%s", code, all)
+	}
+	code, all = runBroker(t, "tls://"+addr, "--tls-ca", p.CA)
+	outputs = append(outputs, all)
+	if code != reports.ExitUnavailable {
+		t.Errorf("no credential: exit %d, want 4:\n%s", code, all)
+	}
+	// The seed itself where a file is wanted is refused without echoing it.
+	code, all = runBroker(t, "tls://"+addr+"?nkey="+string(seed), "--tls-ca", p.CA)
+	outputs = append(outputs, all)
+	if code != reports.ExitUnavailable || !strings.Contains(all, "not the seed itself") {
+		t.Errorf("a bare seed in the URL: exit %d, want 4 saying a file is wanted:\n%s", code, all)
+	}
+	for i, o := range outputs {
+		if strings.Contains(o, string(seed)) || strings.Contains(o, string(otherSeed)) {
+			t.Errorf("run %d: a seed appears in an output", i)
 		}
 	}
 }

@@ -23,14 +23,18 @@ func brokers() []row {
 		{
 			Kind: target.Kind{
 				Suite: "broker", Name: "nats",
-				Summary: "NATS JetStream through nats.go/jetstream: an embedded nats-server, or a server at nats://[user:password@]host:port",
+				Summary: "NATS JetStream through nats.go/jetstream: an embedded nats-server, or a server at nats://[user:password@]host:port or tls://host:port (?creds=FILE, ?nkey=FILE, --tls-ca; docs/tls.md)",
 				Needs:   "nothing (embedded); a nats-server with JetStream for a URL; " + natsNeeds + " for =container",
 				Default: true, Reference: true,
 			},
 			modes: []mode{
 				{target.Embedded, natsBroker(embedded(nats.Client{}))},
 				{target.External, natsBroker(func(ctx context.Context, ref target.Ref) (*nats.Target, error) {
-					return nats.URLTarget(ctx, ref.Address, nats.Client{})
+					cfg, err := ref.Opts.TLS.Config()
+					if err != nil {
+						return nil, err
+					}
+					return nats.URLTarget(ctx, ref.Address, nats.Client{Options: nats.Options{TLS: cfg}})
 				})},
 				{target.Container, natsBroker(func(ctx context.Context, _ target.Ref) (*nats.Target, error) {
 					return nats.ContainerTarget(ctx, nats.Client{})

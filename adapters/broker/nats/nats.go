@@ -11,10 +11,12 @@ package nats
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,6 +49,9 @@ type Options struct {
 	// BatchLimits are the server's atomic batch limits (zero fields: the
 	// server's defaults, DefaultBatchMax and DefaultBatchAbandon).
 	BatchLimits mq.BatchLimits
+	// TLS, when set, is required on every connection and verifies the
+	// server with the run's material (tck run --tls-ca; docs/tls.md).
+	TLS *tls.Config
 }
 
 func (o Options) withDefaults() Options {
@@ -144,6 +149,11 @@ func connect(ctx context.Context, url string, opts Options) (*Broker, error) {
 // dial connects with settings that suit a test kit: a quick failure when
 // nothing listens, fast reconnects across a server restart.
 func dial(url string, opts Options, extra ...natsgo.Option) (*natsgo.Conn, error) {
+	url, auth, err := clientAuth(url, opts.TLS)
+	if err != nil {
+		return nil, err
+	}
+	extra = append(auth, extra...)
 	nc, err := natsgo.Connect(url, append([]natsgo.Option{
 		natsgo.Name(opts.Name),
 		natsgo.Timeout(opts.Timeout),
@@ -152,6 +162,11 @@ func dial(url string, opts Options, extra ...natsgo.Option) (*natsgo.Conn, error
 		natsgo.NoCallbacksAfterClientClose(),
 	}, extra...)...)
 	if err != nil {
+		if opts.TLS != nil && len(opts.TLS.Certificates) > 0 && strings.Contains(err.Error(), "after TLS handshake") {
+			// TLS 1.3 reports a refused client certificate only after
+			// the handshake, as a closed connection.
+			return nil, fmt.Errorf("connecting (the server may not accept the client certificate): %w", err)
+		}
 		return nil, fmt.Errorf("connecting: %w", err)
 	}
 	return nc, nil

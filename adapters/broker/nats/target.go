@@ -150,12 +150,20 @@ func newTarget(ctx context.Context, addr string, client Client, stop func() erro
 	if stop == nil {
 		stop = func() error { return nil }
 	}
-	return &Target{
+	t := &Target{
 		URL: addr, Client: client, Caps: caps,
 		Config: map[string]string{"storage": storage(client.Options), "restartable": "false"},
-		Proxy:  proxyFor(addr, client),
 		Stop:   stop,
-	}, nil
+	}
+	if client.Options.TLS != nil || strings.HasPrefix(strings.ToLower(addr), "tls://") {
+		// The fault proxy finds a publish's reply by reading NATS frames,
+		// which TLS hides from it.
+		t.Config["tls"] = "required"
+		t.Notes = append(t.Notes, "TLS: the kit's fault proxy reads NATS frames in plain text, so the rules that drop a publish's reply do not apply over TLS")
+	} else {
+		t.Proxy = proxyFor(addr, client)
+	}
+	return t, nil
 }
 
 func storage(o Options) string {

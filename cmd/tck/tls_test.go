@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
 
 	"github.com/onceproof/tck/internal/reports"
@@ -170,6 +171,101 @@ func TestTLSNATSWithAnNkeySeed(t *testing.T) {
 	for i, o := range outputs {
 		if strings.Contains(o, string(seed)) || strings.Contains(o, string(otherSeed)) {
 			t.Errorf("run %d: a seed appears in an output", i)
+		}
+	}
+}
+
+// A NATS account as production runs it: an operator, an account with
+// JetStream signed by it, a user signed by the account; the kit is given
+// the user's credentials file (JWT and seed) as ?creds=FILE.
+func TestTLSNATSWithACredsFile(t *testing.T) {
+	dir := t.TempDir()
+	p := tlstest.New(t, dir, "a")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	opKP, err := nkeys.CreateOperator()
+	must(err)
+	opPub, _ := opKP.PublicKey()
+	// JetStream under an operator needs a system account.
+	sysKP, err := nkeys.CreateAccount()
+	must(err)
+	sysPub, _ := sysKP.PublicKey()
+	opClaims := jwt.NewOperatorClaims(opPub)
+	opClaims.SystemAccount = sysPub
+	sysJWT, err := jwt.NewAccountClaims(sysPub).Encode(opKP)
+	must(err)
+	opJWT, err := opClaims.Encode(opKP)
+	must(err)
+	opClaims, err = jwt.DecodeOperatorClaims(opJWT)
+	must(err)
+	acKP, err := nkeys.CreateAccount()
+	must(err)
+	acPub, _ := acKP.PublicKey()
+	ac := jwt.NewAccountClaims(acPub)
+	ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
+	acJWT, err := ac.Encode(opKP)
+	must(err)
+	creds := func(name string, signer nkeys.KeyPair) (file string, seed []byte) {
+		ukp, err := nkeys.CreateUser()
+		must(err)
+		uPub, _ := ukp.PublicKey()
+		uc := jwt.NewUserClaims(uPub)
+		uc.IssuerAccount = acPub
+		uJWT, err := uc.Encode(signer)
+		must(err)
+		seed, _ = ukp.Seed()
+		data, err := jwt.FormatUserConfig(uJWT, seed)
+		must(err)
+		file = filepath.Join(dir, name+".creds")
+		must(os.WriteFile(file, data, 0o600))
+		return file, seed
+	}
+	good, goodSeed := creds("good", acKP)
+	stranger, _ := nkeys.CreateAccount() // an account the operator never signed
+	bad, badSeed := creds("bad", stranger)
+
+	resolver := &server.MemAccResolver{}
+	must(resolver.Store(acPub, acJWT))
+	must(resolver.Store(sysPub, sysJWT))
+	s, err := server.NewServer(&server.Options{
+		ServerName: "onceproof-creds-test", Host: "127.0.0.1", Port: -1,
+		JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
+		TLSConfig: p.ServerConfig(t, false), TLSTimeout: 5,
+		TrustedOperators: []*jwt.OperatorClaims{opClaims}, AccountResolver: resolver, SystemAccount: sysPub,
+	})
+	must(err)
+	go s.Start()
+	t.Cleanup(s.Shutdown)
+	if !s.ReadyForConnections(30 * time.Second) {
+		t.Fatal("the nats-server did not become ready")
+	}
+	addr := s.Addr().String()
+
+	var outputs []string
+	code, all := runBroker(t, "tls://"+addr+"?creds="+good, "--tls-ca", p.CA)
+	outputs = append(outputs, all)
+	if code != reports.ExitConformant || !strings.Contains(all, "2 pass") {
+		t.Fatalf("with the credentials file: exit %d, want 0 and both rules passed:\n%s", code, all)
+	}
+	code, all = runBroker(t, "tls://"+addr+"?creds="+bad, "--tls-ca", p.CA)
+	outputs = append(outputs, all)
+	if code != reports.ExitUnavailable || !strings.Contains(strings.ToLower(all), "authorization") {
+		t.Errorf("a user of an account the operator never signed: exit %d, want 4 naming the refused authorization:\n%s", code, all)
+	}
+	code, all = runBroker(t, "tls://"+addr+"?creds="+p.CA, "--tls-ca", p.CA)
+	outputs = append(outputs, all)
+	if code != reports.ExitUnavailable || !strings.Contains(all, "not a NATS credentials file") {
+		t.Errorf("a file that is no credentials file: exit %d, want 4 saying so:\n%s", code, all)
+	}
+	for i, o := range outputs {
+		for _, secret := range []string{string(goodSeed), string(badSeed), "BEGIN NATS USER JWT", "NKEY SEED"} {
+			if strings.Contains(o, secret) {
+				t.Errorf("run %d: the output holds %q-like credential material", i, secret[:8])
+			}
 		}
 	}
 }

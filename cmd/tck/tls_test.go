@@ -1,7 +1,12 @@
 package main
 
 import (
+	"io"
 	"io/fs"
+	"log"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +17,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
 
+	"github.com/onceproof/tck/adapters/api/reference"
+	"github.com/onceproof/tck/internal/apidesc"
 	"github.com/onceproof/tck/internal/reports"
 	"github.com/onceproof/tck/internal/tlsmat/tlstest"
 )
@@ -267,5 +274,51 @@ func TestTLSNATSWithACredsFile(t *testing.T) {
 				t.Errorf("run %d: the output holds %q-like credential material", i, secret[:8])
 			}
 		}
+	}
+}
+
+// The reference api service behind a TLS front of the test's own (a
+// private CA): with --tls-ca the rules pass (API-3.1 through the kit's
+// fault proxy, which speaks TLS to the service); without it, exit 4 and
+// one line naming the unknown authority.
+func TestTLSAPIHTTPSWithAPrivateCA(t *testing.T) {
+	dir := t.TempDir()
+	p := tlstest.New(t, dir, "a")
+	srv, err := reference.Start(t.Context(), apidesc.Reject409)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	back, err := url.Parse(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewUnstartedServer(httputil.NewSingleHostReverseProxy(back))
+	front.TLS = p.ServerConfig(t, false)
+	front.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes are the test's own
+	front.StartTLS()
+	defer front.Close()
+	if !strings.HasPrefix(front.URL, "https://") {
+		t.Fatalf("the front is not https: %s", front.URL)
+	}
+	run := func(flags ...string) (int, string) {
+		args := append([]string{"run", "--suite", "api", "--target", "api/http=" + front.URL,
+			"--rule", "API-1.1", "--rule", "API-1.2", "--rule", "API-3.1", "--out", t.TempDir(), "--quiet"}, flags...)
+		code, stdout, stderr := tck(t, args...)
+		if code != reports.ExitConformant {
+			t.Logf("exit %d: %s", code, strings.TrimSpace(stderr))
+			requireOneLine(t, "api over TLS", stderr)
+		}
+		return code, stdout + stderr
+	}
+	if code, out := run("--tls-ca", p.CA); code != reports.ExitConformant || !strings.Contains(out, "3 pass") {
+		t.Fatalf("with the CA: exit %d, want 0 and three rules passed:\n%s", code, out)
+	}
+	if code, out := run(); code != reports.ExitUnavailable || !strings.Contains(out, "api/http") || !strings.Contains(out, "certificate signed by unknown authority") {
+		t.Errorf("without the CA: exit %d, want 4 naming the target and the unknown authority:\n%s", code, out)
+	}
+	other := tlstest.New(t, dir, "b")
+	if code, out := run("--tls-ca", other.CA); code != reports.ExitUnavailable {
+		t.Errorf("another CA: exit %d, want 4:\n%s", code, out)
 	}
 }

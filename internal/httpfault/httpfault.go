@@ -14,6 +14,7 @@ package httpfault
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -51,9 +52,11 @@ type arm struct {
 type Proxy struct {
 	upstream *url.URL
 	client   *http.Client
-	srv      *http.Server
-	addr     string
-	done     chan struct{}
+	// upstreamTLS verifies an https:// upstream (nil: the system's roots).
+	upstreamTLS *tls.Config
+	srv         *http.Server
+	addr        string
+	done        chan struct{}
 
 	mu   sync.Mutex
 	arms []*arm
@@ -61,7 +64,12 @@ type Proxy struct {
 
 // Start listens on a free loopback port and forwards to upstream (a base
 // URL such as http://127.0.0.1:8080).
-func Start(upstream string) (*Proxy, error) {
+func Start(upstream string) (*Proxy, error) { return StartTLS(upstream, nil) }
+
+// StartTLS is Start toward an https:// upstream verified with upstreamTLS
+// (nil: the system's roots); the proxy itself listens in plain HTTP on
+// loopback, where only the kit's own client reaches it.
+func StartTLS(upstream string, upstreamTLS *tls.Config) (*Proxy, error) {
 	u, err := url.Parse(upstream)
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("httpfault: upstream %q is not a URL", upstream)
@@ -71,9 +79,9 @@ func Start(upstream string) (*Proxy, error) {
 		return nil, fmt.Errorf("httpfault: %w", err)
 	}
 	p := &Proxy{
-		upstream: u, addr: ln.Addr().String(), done: make(chan struct{}),
+		upstream: u, addr: ln.Addr().String(), done: make(chan struct{}), upstreamTLS: upstreamTLS,
 		client: &http.Client{
-			Transport:     &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second},
+			Transport:     &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second, TLSClientConfig: upstreamTLS.Clone()},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 	}
@@ -206,7 +214,7 @@ func (p *Proxy) held(w http.ResponseWriter, r *http.Request, a *arm, out *http.R
 	close(a.forwarded)
 	d := Dropped{Method: r.Method, Path: r.URL.RequestURI()}
 	// A connection of its own: the service is about to be killed.
-	one := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, CheckRedirect: p.client.CheckRedirect}
+	one := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: p.upstreamTLS.Clone()}, CheckRedirect: p.client.CheckRedirect}
 	res, err := one.Do(out)
 	if err == nil {
 		d.Body, err = io.ReadAll(res.Body)

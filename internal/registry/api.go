@@ -238,13 +238,17 @@ func apiStarted(ctx context.Context, ref target.Ref, url string, replicas []stri
 	}
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := api.Probe(pctx, url, d); err != nil {
+	tlsCfg, err := ref.Opts.TLS.Config()
+	if err != nil {
+		return nil, target.Unavailable(ref, errors.Join(err, stop()))
+	}
+	if err := api.ProbeTLS(pctx, url, d, tlsCfg); err != nil {
 		return nil, target.Unavailable(ref, errors.Join(err, stop()))
 	}
 	cfg := d.Config()
 	cfg["restartable"] = boolString(restart != nil)
 	cfg["replicas"] = fmt.Sprint(1 + len(replicas))
-	t := api.Target{URL: url, Replicas: replicas, Desc: d, Restart: restart, Seed: ref.Opts.Seed, Horizon: ref.Opts.MaxWait}
+	t := api.Target{URL: url, Replicas: replicas, Desc: d, Restart: restart, Seed: ref.Opts.Seed, Horizon: ref.Opts.MaxWait, TLS: tlsCfg}
 	return &target.Started{
 		Info: target.Info{
 			Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: target.Redact(url), Version: version, Config: cfg,

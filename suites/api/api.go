@@ -20,6 +20,7 @@ package api
 
 import (
 	"context"
+	"crypto/tls"
 	"testing"
 	"time"
 
@@ -76,6 +77,10 @@ type Target struct {
 	Race RaceConfig
 	// Timeout bounds each rule (default: 60 s, or the race cap plus 30 s).
 	Timeout time.Duration
+	// TLS, when set, verifies an https:// service (its CA, a client
+	// certificate; tck run --tls-ca): the kit's clients and its fault
+	// proxy's way to the service use it. nil: the system's roots.
+	TLS *tls.Config
 }
 
 // RaceConfig sizes the barrier-started trials of API-2.1.

@@ -27,7 +27,7 @@ type run struct {
 }
 
 func begin(r *spec.R, t Target) *run {
-	c := newClient(t.Desc, t.URL, 4, true)
+	c := newClient(t.Desc, t.URL, 4, true, t.TLS)
 	seed := runSeed(t)
 	v := newValues(t.Desc, seed, r.ID)
 	r.DeferCleanup(func() {

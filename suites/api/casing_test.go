@@ -41,7 +41,7 @@ func TestHeaderNamesGoOutAsGiven(t *testing.T) {
 	}()
 	d := apidesc.Default(apidesc.Reject409)
 	d.Create.ID.Name = "idempotency-KEY" // a declared name that is not canonical goes out as declared too
-	c := newClient(d, "http://"+ln.Addr().String(), 1, false)
+	c := newClient(d, "http://"+ln.Addr().String(), 1, false, nil)
 	defer c.close()
 	in := newValues(d, 1, "API-1.2").newIntent("API-1.2")
 	for _, tc := range []struct {

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,14 +54,18 @@ type client struct {
 	// actor names the client in the history: "kit", or "replica-N" when
 	// a rule spreads its steps over the instances (spread).
 	actor string
+	tls   *tls.Config // the target's trust material (Target.TLS), kept for with
 }
 
 // newClient makes a client of base. Request bodies are never replayable by
 // net/http (it would otherwise resend a POST carrying an Idempotency-Key on
 // a broken keep-alive connection, hiding what the rule looks at).
-func newClient(d *apidesc.Description, base string, conns int, keepAlive bool) *client {
+func newClient(d *apidesc.Description, base string, conns int, keepAlive bool, tlsCfg *tls.Config) *client {
 	tr := &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: 0, IdleConnTimeout: 30 * time.Second, DisableKeepAlives: !keepAlive}
-	return &client{d: d, base: strings.TrimRight(base, "/"), rec: history.New(), actor: "kit",
+	if tlsCfg != nil {
+		tr.TLSClientConfig = tlsCfg.Clone()
+	}
+	return &client{d: d, base: strings.TrimRight(base, "/"), rec: history.New(), actor: "kit", tls: tlsCfg,
 		hc: &http.Client{Transport: tr, Timeout: 20 * time.Second,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
@@ -69,7 +74,7 @@ func (c *client) close() { c.hc.CloseIdleConnections() }
 
 // with shares the recorder of c with a client of another base (the fault proxy).
 func (c *client) with(base string, keepAlive bool) *client {
-	n := newClient(c.d, base, 4, keepAlive)
+	n := newClient(c.d, base, 4, keepAlive, c.tls)
 	n.rec = c.rec
 	return n
 }

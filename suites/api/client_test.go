@@ -35,7 +35,7 @@ func TestCreateIsNeverResent(t *testing.T) {
 	}
 	defer p.Close()
 	d := apidesc.Default(apidesc.Reject409)
-	c := newClient(d, p.URL(), 2, true) // keep-alive: the second create reuses the connection
+	c := newClient(d, p.URL(), 2, true, nil) // keep-alive: the second create reuses the connection
 	defer c.close()
 	in := newValues(d, 1, "API-3.1").newIntent("API-3.1")
 	if a := c.create(context.Background(), "kit", in.id+"-warm", in.scope, d.BodyJSON(in.id+"-warm", 1)); a.Err != nil {
@@ -80,7 +80,7 @@ func TestResetNamesTheBacklog(t *testing.T) {
 		}
 	}()
 	d := apidesc.Default(apidesc.Reject409)
-	c := newClient(d, "http://"+ln.Addr().String(), 1, false)
+	c := newClient(d, "http://"+ln.Addr().String(), 1, false, nil)
 	defer c.close()
 	in := newValues(d, 1, "API-1.1").newIntent("API-1.1")
 	a := c.create(context.Background(), "kit", in.id, in.scope, in.body)

@@ -204,7 +204,7 @@ func (p *player) play(ctx context.Context, steps []gen.Step[gop], count bool) ou
 	rec := history.New()
 	clients := make([]*client, len(p.urls))
 	for i, u := range p.urls {
-		clients[i] = newClient(d, u, 4, true)
+		clients[i] = newClient(d, u, 4, true, p.t.TLS)
 		clients[i].rec = rec
 		defer clients[i].close()
 	}
@@ -283,7 +283,7 @@ func (p *player) play(ctx context.Context, steps []gen.Step[gop], count bool) ou
 		case opCrash:
 			if proxy == nil {
 				var err error
-				if proxy, err = httpfault.Start(p.urls[0]); err != nil {
+				if proxy, err = httpfault.StartTLS(p.urls[0], p.t.TLS); err != nil {
 					trouble = fmt.Errorf("the kit could not start its fault proxy: %w", err)
 					return trouble
 				}
@@ -452,7 +452,7 @@ func registerGenerated(s *spec.Set, t Target) {
 	// Alone: it kills the service inside a request.
 	s.ItAlone("API-5.3", func(r *spec.R) {
 		u := begin(r, t)
-		proxy, err := httpfault.Start(t.URL)
+		proxy, err := httpfault.StartTLS(t.URL, t.TLS)
 		if err != nil {
 			r.Unknown("the kit could not start its fault proxy: %v", err)
 		}

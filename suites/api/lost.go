@@ -16,7 +16,7 @@ func registerLost(s *spec.Set, t Target) {
 	s.It("API-3.1", func(r *spec.R) {
 		u := begin(r, t)
 		d := u.d
-		proxy, err := httpfault.Start(t.URL)
+		proxy, err := httpfault.StartTLS(t.URL, t.TLS)
 		if err != nil {
 			r.Unknown("the kit could not start its fault proxy: %v", err)
 		}

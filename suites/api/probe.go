@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"slices"
 	"time"
@@ -19,7 +20,13 @@ const probeRead = 5 * time.Second
 // to judge, not the probe's). The error names the description's field; the
 // probe's resource stays.
 func Probe(ctx context.Context, base string, d *Description) error {
-	c := newClient(d, base, 1, false)
+	return ProbeTLS(ctx, base, d, nil)
+}
+
+// ProbeTLS is Probe of an https:// service verified with tlsCfg (nil: the
+// system's roots).
+func ProbeTLS(ctx context.Context, base string, d *Description, tlsCfg *tls.Config) error {
+	c := newClient(d, base, 1, false, tlsCfg)
 	defer c.close()
 	in := newValues(d, time.Now().UnixNano(), "probe").plainIntent("probe")
 	a := c.create(ctx, "kit", in.id, in.scope, in.body)

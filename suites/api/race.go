@@ -147,7 +147,7 @@ func registerRace(s *spec.Set, t Target) {
 	s.ItRace("API-2.1", func(r *spec.R) {
 		d := t.Desc
 		target := contendedFor(cfg.Power)
-		c := newClient(d, t.URL, 2*cfg.Requests, true)
+		c := newClient(d, t.URL, 2*cfg.Requests, true, t.TLS)
 		defer c.close()
 		r.Ev.Figure("contract", string(d.Contract), "")
 		r.Ev.Figure("requests per trial", cfg.Requests, "")

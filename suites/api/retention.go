@@ -74,7 +74,7 @@ func registerRetention(s *spec.Set, t Target) {
 		Wait: func() time.Duration { h, _, _ := horizonFor(t); return h },
 		Start: func() spec.Job {
 			ctx, cancel := context.WithCancel(context.Background())
-			c := newClient(t.Desc, t.URL, 4, true)
+			c := newClient(t.Desc, t.URL, 4, true, t.TLS)
 			reps := spread(c, t)
 			seed := runSeed(t)
 			v := newValues(t.Desc, seed, "API-5.2")

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"io"
 	"io/fs"
 	"log"
+	"net"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,6 +23,7 @@ import (
 
 	"github.com/onceproof/tck/adapters/api/reference"
 	"github.com/onceproof/tck/internal/apidesc"
+	"github.com/onceproof/tck/internal/procs"
 	"github.com/onceproof/tck/internal/reports"
 	"github.com/onceproof/tck/internal/tlsmat/tlstest"
 )
@@ -320,5 +325,101 @@ func TestTLSAPIHTTPSWithAPrivateCA(t *testing.T) {
 	other := tlstest.New(t, dir, "b")
 	if code, out := run("--tls-ca", other.CA); code != reports.ExitUnavailable {
 		t.Errorf("another CA: exit %d, want 4:\n%s", code, out)
+	}
+}
+
+// redisTLS starts a redis-server of the test's own from PATH that listens
+// only on a TLS port with the PKI's server certificate, requires a client
+// certificate of the PKI's CA and the password pw; it skips, saying why,
+// where redis-server is missing or built without TLS.
+func redisTLS(t *testing.T, p *tlstest.PKI, pw string) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server is not on PATH: the rediss:// test needs one built with TLS")
+	}
+	port, err := procs.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "--port", "0", "--tls-port", fmt.Sprint(port), "--bind", "127.0.0.1",
+		"--tls-cert-file", p.ServerCert, "--tls-key-file", p.ServerKey, "--tls-ca-cert-file", p.CA,
+		"--tls-auth-clients", "yes", "--requirepass", pw,
+		"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no")
+	var logBuf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logBuf, &logBuf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	for i := 0; ; i++ {
+		select {
+		case <-exited:
+			if strings.Contains(logBuf.String(), "tls-port") || strings.Contains(logBuf.String(), "TLS") {
+				t.Skipf("this redis-server has no TLS support: %s", strings.TrimSpace(logBuf.String()))
+			}
+			t.Fatalf("redis-server exited: %s", logBuf.String())
+		default:
+		}
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return addr
+		}
+		if i > 3000 { // a bound on polls, not on time: the machine may be slow
+			t.Fatalf("redis-server does not listen on %s: %s", addr, logBuf.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestTLSRedisWithTheCAPassesAndWithoutIsExit4(t *testing.T) {
+	dir := t.TempDir()
+	p := tlstest.New(t, dir, "a")
+	other := tlstest.New(t, dir, "b")
+	const pw = "s3cr3t-redis-pw"
+	addr := redisTLS(t, p, pw)
+	key := string(tlstest.KeyBytes(t, p.ClientKey))
+	run := func(url string, flags ...string) (int, string) {
+		out := t.TempDir()
+		args := append([]string{"run", "--suite", "broker", "--target", "broker/redis=" + url,
+			"--rule", "BR-2.1", "--rule", "BR-2.3", "--out", out, "--quiet"}, flags...)
+		code, stdout, stderr := tck(t, args...)
+		all := stdout + "\n" + stderr
+		_ = filepath.WalkDir(out, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				b, _ := os.ReadFile(path)
+				all += "\n" + string(b)
+			}
+			return nil
+		})
+		if code != reports.ExitConformant {
+			t.Logf("exit %d: %s", code, strings.TrimSpace(stderr))
+			requireOneLine(t, "redis over TLS", stderr)
+			if !strings.Contains(stderr, "broker/redis") {
+				t.Errorf("stderr does not name the target: %q", stderr)
+			}
+		}
+		if strings.Contains(all, pw) || strings.Contains(all, key) {
+			t.Errorf("%s %v: the password or the key appears in an output", url, flags)
+		}
+		return code, all
+	}
+	good := "rediss://:" + pw + "@" + addr + "/0"
+	mine := []string{"--tls-ca", p.CA, "--tls-cert", p.ClientCert, "--tls-key", p.ClientKey}
+	if code, all := run(good, mine...); code != reports.ExitConformant || !strings.Contains(all, "2 pass") {
+		t.Fatalf("with the CA: exit %d, want 0 and both rules passed:\n%s", code, all)
+	}
+	if code, all := run(good); code != reports.ExitUnavailable || !strings.Contains(all, "certificate signed by unknown authority") {
+		t.Errorf("without the CA: exit %d, want 4 naming the unknown authority:\n%s", code, all)
+	}
+	if code, all := run(good, "--tls-ca", p.CA, "--tls-cert", other.ClientCert, "--tls-key", other.ClientKey); code != reports.ExitUnavailable {
+		t.Errorf("a client certificate of another CA: exit %d, want 4:\n%s", code, all)
+	}
+	if code, all := run("rediss://:wrong-"+pw+"@"+addr+"/0", mine...); code != reports.ExitUnavailable || !strings.Contains(all, "refused the login") {
+		t.Errorf("a wrong password: exit %d, want 4 naming the refused login:\n%s", code, all)
 	}
 }

@@ -66,6 +66,11 @@ func redisAt(client redis.Client) func(ctx context.Context, ref target.Ref) (*re
 		if ref.Address == "" {
 			return redis.LocalTarget(ctx, client)
 		}
+		cfg, err := ref.Opts.TLS.Config()
+		if err != nil {
+			return nil, err
+		}
+		client.Options.TLS = cfg
 		return redis.URLTarget(ctx, ref.Address, client)
 	}
 }

@@ -111,8 +111,8 @@ func bindRedisProfile(rt *redis.Target, ref target.Ref, t *broker.Target, info *
 		return nil
 	}
 	t.Declared = d
-	url := rt.URL
-	t.Inspect = func(ctx context.Context) (mq.Inspector, error) { return redis.Inspect(ctx, url) }
+	url, tlsCfg := rt.URL, rt.Client.Options.TLS
+	t.Inspect = func(ctx context.Context) (mq.Inspector, error) { return redis.Inspect(ctx, url, tlsCfg) }
 	t.Progress = ref.Opts.Progress
 	t.Budget = DefaultMaxWait
 	if ref.Opts.MaxWait > 0 {

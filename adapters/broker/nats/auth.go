@@ -36,10 +36,12 @@ var looksLikeSeed = regexp.MustCompile(`^SU[A-Z2-7]{50,}$`)
 func clientAuth(raw string, cfg *tls.Config) (string, []natsgo.Option, error) {
 	var opts []natsgo.Option
 	if cfg != nil {
-		// Secure with a config: TLS is required even on nats://, verified
-		// against the run's CA (nats.go takes the URL's host as the name
-		// unless ServerName is set).
-		opts = append(opts, natsgo.Secure(cfg.Clone()))
+		// The config alone, not Secure: nats.go uses it where TLS is asked
+		// for (tls://, or a server whose INFO requires it), so one run's
+		// material does not force TLS on a plain nats:// server beside it.
+		// nats.go verifies the URL's host unless ServerName is set.
+		tc := cfg.Clone()
+		opts = append(opts, func(o *natsgo.Options) error { o.TLSConfig = tc; return nil })
 	}
 	if !strings.Contains(raw, "?") || strings.Contains(raw, ",") {
 		return raw, opts, nil

@@ -153,7 +153,7 @@ func TestNoStreamCommands(t *testing.T) {
 
 // Probe reads the server's settings and names the lossy ones.
 func TestProbeReadsDurability(t *testing.T) {
-	s, err := redis.Probe(context.Background(), serverURL(t), redis.NewRun())
+	s, err := redis.Probe(context.Background(), serverURL(t), redis.NewRun(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func startContainer(ctx context.Context) (*containers.Container, string, error) 
 		Ports:   []string{"6379/tcp"},
 		WaitLog: "Ready to accept connections",
 		Ready: func(ctx context.Context, c *containers.Container) error {
-			rdb, err := dial(ctx, "redis://"+c.Endpoint("6379/tcp")+"/0")
+			rdb, err := dial(ctx, "redis://"+c.Endpoint("6379/tcp")+"/0", nil)
 			if err != nil {
 				return err
 			}
@@ -127,7 +127,7 @@ func startOwn(ctx context.Context, client Client) (*OwnServer, *containers.Conta
 
 // ready is nil once the server answers.
 func (s *OwnServer) ready(ctx context.Context) error {
-	rdb, err := dial(ctx, s.url)
+	rdb, err := dial(ctx, s.url, nil)
 	if err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func (s *OwnServer) Restart(ctx context.Context, abrupt bool) error { return s.r
 
 // Sync reads the server's persistence settings (CONFIG GET).
 func (s *OwnServer) Sync(ctx context.Context) (string, bool, error) {
-	rdb, err := dial(ctx, s.url)
+	rdb, err := dial(ctx, s.url, nil)
 	if err != nil {
 		return "", false, err
 	}

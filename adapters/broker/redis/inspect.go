@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"sort"
 	"strings"
@@ -24,8 +25,8 @@ type Inspector struct {
 var _ mq.Inspector = (*Inspector)(nil)
 
 // Inspect connects an Inspector to the server at url.
-func Inspect(ctx context.Context, url string) (*Inspector, error) {
-	rdb, err := dial(ctx, url)
+func Inspect(ctx context.Context, url string, tlsCfg *tls.Config) (*Inspector, error) {
+	rdb, err := dial(ctx, url, tlsCfg)
 	if err != nil {
 		return nil, err
 	}

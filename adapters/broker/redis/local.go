@@ -78,7 +78,7 @@ func startLocal(ctx context.Context) (*local, error) {
 }
 
 func (l *local) ready(ctx context.Context) error {
-	rdb, err := dial(ctx, l.url)
+	rdb, err := dial(ctx, l.url, nil)
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,7 @@ package redis
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -79,6 +80,9 @@ type Options struct {
 	// handle's own and each member's): it stands for a proxy between the
 	// kit and the server that may rewrite replies. Only a mutant wants this.
 	Hook goredis.Hook
+	// TLS, when set, verifies a rediss:// server with the run's material
+	// (tck run --tls-ca; docs/tls.md); a redis:// URL stays plain.
+	TLS *tls.Config
 }
 
 func (o Options) withDefaults() Options {
@@ -122,7 +126,7 @@ var (
 // does not check what the server can do: Probe does, once per target.
 // Errors never carry the password.
 func Connect(ctx context.Context, url string, opts Options) (*Broker, error) {
-	rdb, err := dialHooked(ctx, url, opts.Hook)
+	rdb, err := dialHooked(ctx, url, opts.Hook, opts.TLS)
 	if err != nil {
 		return nil, err
 	}
@@ -130,13 +134,24 @@ func Connect(ctx context.Context, url string, opts Options) (*Broker, error) {
 }
 
 // dial opens a client on url and pings it.
-func dial(ctx context.Context, url string) (*goredis.Client, error) { return dialHooked(ctx, url, nil) }
+func dial(ctx context.Context, url string, tlsCfg *tls.Config) (*goredis.Client, error) {
+	return dialHooked(ctx, url, nil, tlsCfg)
+}
 
 // dialHooked is dial with hook (nil: none) on the client.
-func dialHooked(ctx context.Context, url string, hook goredis.Hook) (*goredis.Client, error) {
+func dialHooked(ctx context.Context, url string, hook goredis.Hook, tlsCfg *tls.Config) (*goredis.Client, error) {
 	o, err := goredis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("not a Redis URL (want redis://[user:password@]host:port/db): %s", scrub(err.Error(), url))
+	}
+	if o.TLSConfig != nil && tlsCfg != nil {
+		// rediss://: go-redis's config (the URL's host as the name) with
+		// the run's CA and client certificate.
+		c := tlsCfg.Clone()
+		if c.ServerName == "" {
+			c.ServerName = o.TLSConfig.ServerName
+		}
+		o.TLSConfig = c
 	}
 	o.ClientName = "onceproof-tck"
 	o.DialTimeout = 5 * time.Second
@@ -298,7 +313,7 @@ func (b *Broker) Consumer(ctx context.Context, topic string, cfg mq.ConsumerConf
 		return nil, errors.New("a consumer needs a group")
 	}
 	key := b.Key(topic)
-	rdb, err := dialHooked(ctx, b.url, b.opts.Hook)
+	rdb, err := dialHooked(ctx, b.url, b.opts.Hook, b.opts.TLS)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
@@ -78,10 +79,10 @@ type Server struct {
 // on the kit's keys (a command the ACL forbids is refused, named), and
 // whether XADD has IDMP, by sending one, never from the version string.
 // Errors never carry the password.
-func Probe(ctx context.Context, url, run string) (*Server, error) {
+func Probe(ctx context.Context, url, run string, tlsCfg *tls.Config) (*Server, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	rdb, err := dial(ctx, url)
+	rdb, err := dial(ctx, url, tlsCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +227,7 @@ func newTarget(ctx context.Context, url string, client Client, stop func() error
 		run = NewRun()
 		client.Options.Run = run
 	}
-	s, err := Probe(ctx, url, run)
+	s, err := Probe(ctx, url, run, client.Options.TLS)
 	if err != nil {
 		return nil, err
 	}

@@ -83,7 +83,9 @@ func eventStores() []row {
 			},
 			modes: []mode{
 				{target.External, func(ctx context.Context, ref target.Ref) (*target.Started, error) {
-					db, err := pgstore.Open(ctx, ref.Address)
+					// The run's material as libpq's parameters (docs/tls.md).
+					m := ref.Opts.TLS
+					db, err := pgstore.Open(ctx, pgstore.WithMaterial(ref.Address, m.CA, m.Cert, m.Key))
 					if err != nil {
 						return nil, target.Unavailable(ref, err)
 					}

@@ -302,6 +302,9 @@ func parseRun(args []string, stdout io.Writer) (runConfig, error) {
 	if err := tlsm.Check(); err != nil {
 		return cfg, usagef("%v", err)
 	}
+	if err := checkTLSTargets(tlsm, p); err != nil {
+		return cfg, err
+	}
 	cfg.p, cfg.out, cfg.quiet, cfg.profPlan, cfg.jobs = p, *out, *quiet, profPlan, *jobs
 	cfg.opts = target.Options{Seed: *seed, RestartWindow: *restartWindow, Keep: *keep, Profile: prof, MaxWait: *maxWait, APIDesc: *apiDesc, TLS: tlsm}
 	return cfg, nil
@@ -622,4 +625,25 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fmt.Fprintf(stdout, "%s: %s\nrewrote %s\n", rep.Summary.Conclusion, countsLine(rep.Summary.Counts), *in)
 	return exitError{code: rep.Summary.ExitCode}
+}
+
+// tlsKinds are the target kinds that use the run's trust material at a URL
+// (docs/tls.md); the kit's own servers (embedded, container) are plain.
+var tlsKinds = map[string]bool{"broker/nats": true, "broker/redis": true, "eventstore/postgres": true, "api/http": true}
+
+// checkTLSTargets refuses --tls-* for a target that would not use it,
+// rather than run it without the material the user gave.
+func checkTLSTargets(m tlsmat.Material, p plan) error {
+	if m.Empty() {
+		return nil
+	}
+	for _, t := range p.targets {
+		if t.kind.Suite == "consumer" {
+			return usagef("%s: the consumer suite does not use --tls-* yet (docs/tls.md lists what does)", t.name)
+		}
+		if t.ref.Mode() == target.External && !tlsKinds[t.kind.Key()] {
+			return usagef("%s: --tls-* is not supported for this target yet (docs/tls.md lists what is)", t.name)
+		}
+	}
+	return nil
 }

@@ -53,6 +53,14 @@ func TestBadInputTLSMaterialExit3(t *testing.T) {
 			t.Errorf("%v: the output shows the key", c)
 		}
 	}
+	// Material for a target that would not use it is refused, naming it.
+	for _, tg := range []string{"broker/kafka=kafka://127.0.0.1:1", "broker/rabbitmq=amqps://127.0.0.1:1"} {
+		code, _, stderr := tck(t, "run", "--target", tg, "--tls-ca", p.CA, "--out", filepath.Join(dir, "never"))
+		name, _, _ := strings.Cut(tg, "=")
+		if code != reports.ExitUsage || !strings.Contains(stderr, name) || !strings.Contains(stderr, "not supported") {
+			t.Errorf("%s with --tls-ca: exit %d, stderr %q; want 3 naming the target", tg, code, stderr)
+		}
+	}
 }
 
 // natsTLS starts a nats-server of the test's own that requires TLS with

@@ -334,6 +334,22 @@ func TestTLSAPIHTTPSWithAPrivateCA(t *testing.T) {
 	if code, out := run("--tls-ca", other.CA); code != reports.ExitUnavailable {
 		t.Errorf("another CA: exit %d, want 4:\n%s", code, out)
 	}
+	if code, out := run("--tls-ca", p.CA, "--tls-server-name", "elsewhere.example"); code != reports.ExitUnavailable || !strings.Contains(out, "elsewhere.example") {
+		t.Errorf("a server name the certificate does not hold: exit %d, want 4 naming it:\n%s", code, out)
+	}
+	// The same front with an expired certificate of the same CA.
+	front.Close()
+	expired := httptest.NewUnstartedServer(httputil.NewSingleHostReverseProxy(back))
+	expired.TLS = p.ExpiredServer(t, dir)
+	expired.Config.ErrorLog = log.New(io.Discard, "", 0)
+	expired.StartTLS()
+	defer expired.Close()
+	code, stdout, stderr := tck(t, "run", "--suite", "api", "--target", "api/http="+expired.URL, "--rule", "API-1.1",
+		"--tls-ca", p.CA, "--out", t.TempDir(), "--quiet")
+	if code != reports.ExitUnavailable || !strings.Contains(stderr, "expired") {
+		t.Errorf("an expired server certificate: exit %d, want 4 naming the expiry:\n%s%s", code, stdout, stderr)
+	}
+	requireOneLine(t, "expired", stderr)
 }
 
 // redisTLS starts a redis-server of the test's own from PATH that listens

@@ -56,19 +56,35 @@ func New(t testing.TB, dir, name string) *PKI {
 	}
 	p := &PKI{ca: ca, caKey: caKey, CA: filepath.Join(dir, name+"-ca.pem")}
 	writePEM(t, p.CA, "CERTIFICATE", der)
-	p.ServerCert, p.ServerKey = p.issue(t, dir, name+"-server", x509.ExtKeyUsageServerAuth)
-	p.ClientCert, p.ClientKey = p.issue(t, dir, name+"-client", x509.ExtKeyUsageClientAuth)
+	p.ServerCert, p.ServerKey = p.issue(t, dir, name+"-server", x509.ExtKeyUsageServerAuth, false)
+	p.ClientCert, p.ClientKey = p.issue(t, dir, name+"-client", x509.ExtKeyUsageClientAuth, false)
 	return p
 }
 
-func (p *PKI) issue(t testing.TB, dir, name string, usage x509.ExtKeyUsage) (certFile, keyFile string) {
+// ExpiredServer issues a server certificate of this CA that expired an
+// hour ago and returns a server configuration with it.
+func (p *PKI) ExpiredServer(t testing.TB, dir string) *tls.Config {
+	t.Helper()
+	cert, key := p.issue(t, dir, "expired-server", x509.ExtKeyUsageServerAuth, true)
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+}
+
+func (p *PKI) issue(t testing.TB, dir, name string, usage x509.ExtKeyUsage, expired bool) (certFile, keyFile string) {
 	t.Helper()
 	key := newKey(t)
+	notBefore, notAfter := time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
+	if expired {
+		notBefore, notAfter = time.Now().Add(-48*time.Hour), time.Now().Add(-time.Hour)
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(t),
 		Subject:      pkix.Name{CommonName: "onceproof-" + name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
+		NotBefore:    notBefore,
+		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
 	}

@@ -19,6 +19,8 @@ import (
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
 	"github.com/onceproof/tck/adapters/api/reference"
@@ -26,6 +28,7 @@ import (
 	"github.com/onceproof/tck/internal/procs"
 	"github.com/onceproof/tck/internal/reports"
 	"github.com/onceproof/tck/internal/tlsmat/tlstest"
+	"github.com/onceproof/tck/internal/verdict"
 )
 
 // Unusable trust material is a usage error before anything starts: one
@@ -201,69 +204,7 @@ func TestTLSNATSWithAnNkeySeed(t *testing.T) {
 func TestTLSNATSWithACredsFile(t *testing.T) {
 	dir := t.TempDir()
 	p := tlstest.New(t, dir, "a")
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	opKP, err := nkeys.CreateOperator()
-	must(err)
-	opPub, _ := opKP.PublicKey()
-	// JetStream under an operator needs a system account.
-	sysKP, err := nkeys.CreateAccount()
-	must(err)
-	sysPub, _ := sysKP.PublicKey()
-	opClaims := jwt.NewOperatorClaims(opPub)
-	opClaims.SystemAccount = sysPub
-	sysJWT, err := jwt.NewAccountClaims(sysPub).Encode(opKP)
-	must(err)
-	opJWT, err := opClaims.Encode(opKP)
-	must(err)
-	opClaims, err = jwt.DecodeOperatorClaims(opJWT)
-	must(err)
-	acKP, err := nkeys.CreateAccount()
-	must(err)
-	acPub, _ := acKP.PublicKey()
-	ac := jwt.NewAccountClaims(acPub)
-	ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
-	acJWT, err := ac.Encode(opKP)
-	must(err)
-	creds := func(name string, signer nkeys.KeyPair) (file string, seed []byte) {
-		ukp, err := nkeys.CreateUser()
-		must(err)
-		uPub, _ := ukp.PublicKey()
-		uc := jwt.NewUserClaims(uPub)
-		uc.IssuerAccount = acPub
-		uJWT, err := uc.Encode(signer)
-		must(err)
-		seed, _ = ukp.Seed()
-		data, err := jwt.FormatUserConfig(uJWT, seed)
-		must(err)
-		file = filepath.Join(dir, name+".creds")
-		must(os.WriteFile(file, data, 0o600))
-		return file, seed
-	}
-	good, goodSeed := creds("good", acKP)
-	stranger, _ := nkeys.CreateAccount() // an account the operator never signed
-	bad, badSeed := creds("bad", stranger)
-
-	resolver := &server.MemAccResolver{}
-	must(resolver.Store(acPub, acJWT))
-	must(resolver.Store(sysPub, sysJWT))
-	s, err := server.NewServer(&server.Options{
-		ServerName: "onceproof-creds-test", Host: "127.0.0.1", Port: -1,
-		JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-		TLSConfig: p.ServerConfig(t, false), TLSTimeout: 5,
-		TrustedOperators: []*jwt.OperatorClaims{opClaims}, AccountResolver: resolver, SystemAccount: sysPub,
-	})
-	must(err)
-	go s.Start()
-	t.Cleanup(s.Shutdown)
-	if !s.ReadyForConnections(30 * time.Second) {
-		t.Fatal("the nats-server did not become ready")
-	}
-	addr := s.Addr().String()
+	addr, good, bad, goodSeed, badSeed := natsOperator(t, dir, p)
 
 	var outputs []string
 	code, all := runBroker(t, "tls://"+addr+"?creds="+good, "--tls-ca", p.CA)
@@ -445,5 +386,164 @@ func TestTLSRedisWithTheCAPassesAndWithoutIsExit4(t *testing.T) {
 	}
 	if code, all := run("rediss://:wrong-"+pw+"@"+addr+"/0", mine...); code != reports.ExitUnavailable || !strings.Contains(all, "refused the login") {
 		t.Errorf("a wrong password: exit %d, want 4 naming the refused login:\n%s", code, all)
+	}
+}
+
+// natsOperator starts a nats-server in operator mode that requires TLS
+// with the PKI's server certificate: an operator, a system account, an
+// account with JetStream; it returns the address, the credentials file of
+// a user of that account and of a user of an account the operator never
+// signed, and their seeds (for the secret grep).
+func natsOperator(t *testing.T, dir string, p *tlstest.PKI) (addr, good, bad string, goodSeed, badSeed []byte) {
+	t.Helper()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	opKP, err := nkeys.CreateOperator()
+	must(err)
+	opPub, _ := opKP.PublicKey()
+	// JetStream under an operator needs a system account.
+	sysKP, err := nkeys.CreateAccount()
+	must(err)
+	sysPub, _ := sysKP.PublicKey()
+	opClaims := jwt.NewOperatorClaims(opPub)
+	opClaims.SystemAccount = sysPub
+	sysJWT, err := jwt.NewAccountClaims(sysPub).Encode(opKP)
+	must(err)
+	opJWT, err := opClaims.Encode(opKP)
+	must(err)
+	opClaims, err = jwt.DecodeOperatorClaims(opJWT)
+	must(err)
+	acKP, err := nkeys.CreateAccount()
+	must(err)
+	acPub, _ := acKP.PublicKey()
+	ac := jwt.NewAccountClaims(acPub)
+	ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
+	acJWT, err := ac.Encode(opKP)
+	must(err)
+	creds := func(name string, signer nkeys.KeyPair) (file string, seed []byte) {
+		ukp, err := nkeys.CreateUser()
+		must(err)
+		uPub, _ := ukp.PublicKey()
+		uc := jwt.NewUserClaims(uPub)
+		uc.IssuerAccount = acPub
+		uJWT, err := uc.Encode(signer)
+		must(err)
+		seed, _ = ukp.Seed()
+		data, err := jwt.FormatUserConfig(uJWT, seed)
+		must(err)
+		file = filepath.Join(dir, name+".creds")
+		must(os.WriteFile(file, data, 0o600))
+		return file, seed
+	}
+	good, goodSeed = creds("good", acKP)
+	stranger, _ := nkeys.CreateAccount() // an account the operator never signed
+	bad, badSeed = creds("bad", stranger)
+
+	resolver := &server.MemAccResolver{}
+	must(resolver.Store(acPub, acJWT))
+	must(resolver.Store(sysPub, sysJWT))
+	s, err := server.NewServer(&server.Options{
+		ServerName: "onceproof-creds-test", Host: "127.0.0.1", Port: -1,
+		JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
+		TLSConfig: p.ServerConfig(t, false), TLSTimeout: 5,
+		TrustedOperators: []*jwt.OperatorClaims{opClaims}, AccountResolver: resolver, SystemAccount: sysPub,
+	})
+	must(err)
+	go s.Start()
+	t.Cleanup(s.Shutdown)
+	if !s.ReadyForConnections(30 * time.Second) {
+		t.Fatal("the nats-server did not become ready")
+	}
+	return s.Addr().String(), good, bad, goodSeed, badSeed
+}
+
+// `tck run --profile` certifies a NATS server that requires TLS and a
+// creds file: BR-6.1 reads the declared stream and consumer through the
+// same material and passes as declared, and fails naming a setting the
+// server does not have as declared.
+func TestTLSNATSProfileWithACredsFile(t *testing.T) {
+	dir := t.TempDir()
+	p := tlstest.New(t, dir, "a")
+	addr, good, _, goodSeed, _ := natsOperator(t, dir, p)
+	nc, err := natsgo.Connect("tls://"+addr, natsgo.UserCredentials(good), natsgo.RootCAs(p.CA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Duplicates: 3 * time.Second, Storage: jetstream.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
+	consumer := func(maxDeliver int) {
+		t.Helper()
+		if _, err := js.CreateOrUpdateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 2 * time.Second, MaxDeliver: maxDeliver}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	consumer(4)
+	prof := filepath.Join(dir, "certify-nats.yaml")
+	if err := os.WriteFile(prof, []byte(`schema: onceproof.profile/v1
+name: certify-nats-tls
+producers:
+  - name: api
+    broker: main
+    stream: ORDERS
+    subject: orders.created
+    keepsMessageId: true
+    retries: [1s]
+brokers:
+  - name: main
+    kind: nats
+    streams:
+      - name: ORDERS
+        subjects: [orders.>]
+        duplicates: 3s
+        consumers:
+          - name: w
+            ackWait: 2s
+            maxDeliver: 4
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func() (int, verdict.Result, string) {
+		t.Helper()
+		out := t.TempDir()
+		code, stdout, stderr := tck(t, "run", "--profile", prof, "--target", "broker/nats=tls://"+addr+"?creds="+good,
+			"--tls-ca", p.CA, "--rule", "BR-6.1", "--out", out, "--quiet")
+		rep, err := reports.Read(filepath.Join(out, reports.FileJSON))
+		if err != nil {
+			t.Fatalf("exit %d, %s: %v", code, stderr, err)
+		}
+		all := stdout + stderr
+		files, _ := filepath.Glob(filepath.Join(out, "*"))
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			all += string(b)
+		}
+		if strings.Contains(all, string(goodSeed)) || strings.Contains(all, "BEGIN NATS USER JWT") {
+			t.Error("the seed or the JWT appears in an output")
+		}
+		for _, r := range rep.Results {
+			if r.Rule == "BR-6.1" {
+				return code, r, all
+			}
+		}
+		t.Fatalf("no BR-6.1 in the report (exit %d)", code)
+		return 0, verdict.Result{}, ""
+	}
+	if code, r, _ := run(); code != reports.ExitConformant || r.Verdict != verdict.Pass {
+		t.Fatalf("as declared: exit %d, BR-6.1 %s (%s)", code, r.Verdict, r.Reason)
+	}
+	consumer(7)
+	if code, r, _ := run(); code != reports.ExitMustFailed || r.Verdict != verdict.Fail || !strings.Contains(r.Reason, "max deliver: declared 4, server 7") {
+		t.Errorf("max_deliver changed on the server: exit %d, BR-6.1 %s (%s); want exit 1 naming max deliver", code, r.Verdict, r.Reason)
 	}
 }

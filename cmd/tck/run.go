@@ -639,11 +639,26 @@ func checkTLSTargets(m tlsmat.Material, p plan) error {
 	}
 	for _, t := range p.targets {
 		if t.kind.Suite == "consumer" {
-			return usagef("%s: the consumer suite does not use --tls-* yet (docs/tls.md lists what does)", t.name)
+			// An in-process consumer reads through the broker target's own
+			// handle (--broker), which takes the material; a consumer
+			// service reads through the kit's proxies, which speak plain text.
+			if t.ref.Opts.Broker == "" || registry.IsService(t.kind) {
+				return usagef("%s: the consumer suite uses --tls-* only for an in-process consumer over a --broker target (docs/tls.md)", t.name)
+			}
+			if k, ok := registry.Targets().Get(brokerKey(t.ref.Opts.Broker)); !ok || !tlsKinds[k.Key()] {
+				return usagef("%s: --tls-* is not supported for its broker yet (docs/tls.md lists what is)", t.name)
+			}
+			continue
 		}
 		if t.ref.Mode() == target.External && !tlsKinds[t.kind.Key()] {
 			return usagef("%s: --tls-* is not supported for this target yet (docs/tls.md lists what is)", t.name)
 		}
 	}
 	return nil
+}
+
+// brokerKey is the SUITE/NAME of a --broker value.
+func brokerKey(b string) string {
+	key, _, _ := strings.Cut(b, "=")
+	return key
 }

@@ -547,3 +547,34 @@ brokers:
 		t.Errorf("max_deliver changed on the server: exit %d, BR-6.1 %s (%s); want exit 1 naming max deliver", code, r.Verdict, r.Reason)
 	}
 }
+
+// The in-process reference consumer over a NATS broker that requires TLS
+// and verifies clients: the broker target takes the run's material, and
+// CO-1.1 passes over it; without the material the run is exit 4. A
+// consumer service (its proxies speak plain text) is refused.
+func TestTLSConsumerOverTLSNATS(t *testing.T) {
+	dir := t.TempDir()
+	p := tlstest.New(t, dir, "a")
+	addr := natsTLS(t, p, true, "")
+	mine := []string{"--tls-ca", p.CA, "--tls-cert", p.ClientCert, "--tls-key", p.ClientKey}
+	run := func(flags ...string) (int, string) {
+		args := append([]string{"run", "--suite", "consumer", "--target", "consumer/reference", "--broker", "broker/nats=tls://" + addr,
+			"--rule", "CO-1.1", "--out", t.TempDir(), "--quiet"}, flags...)
+		code, stdout, stderr := tck(t, args...)
+		if code != reports.ExitConformant {
+			t.Logf("exit %d: %s", code, strings.TrimSpace(stderr))
+		}
+		return code, stdout + stderr
+	}
+	if code, out := run(mine...); code != reports.ExitConformant || !strings.Contains(out, "1 pass") {
+		t.Fatalf("with the material: exit %d, want 0 and CO-1.1 passed:\n%s", code, out)
+	}
+	if code, out := run(); code != reports.ExitUnavailable || !strings.Contains(out, "consumer/reference") {
+		t.Errorf("without the material: exit %d, want 4 naming the target:\n%s", code, out)
+	}
+	code, _, stderr := tck(t, "run", "--suite", "consumer", "--target", "consumer/process=cmd:true", "--broker", "broker/nats=tls://"+addr,
+		"--tls-ca", p.CA, "--out", filepath.Join(dir, "never"))
+	if code != reports.ExitUsage || !strings.Contains(stderr, "consumer/process") {
+		t.Errorf("a consumer service with --tls-ca: exit %d, stderr %q; want 3 naming it", code, stderr)
+	}
+}

@@ -45,7 +45,7 @@ func consumerOverBroker(ctx context.Context, ref target.Ref, d reference.Design,
 		return nil, target.Unavailable(ref, err)
 	}
 	k, _ := reg.Get(bref.Key())
-	bref.Opts = target.Options{Seed: ref.Opts.Seed}
+	bref.Opts = target.Options{Seed: ref.Opts.Seed, TLS: ref.Opts.TLS} // the run's material reaches a TLS broker
 	bst, err := k.Start(ctx, bref)
 	if err != nil {
 		return nil, target.Unavailable(ref, fmt.Errorf("its broker: %w", err))

@@ -22,6 +22,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/onceproof/tck/adapters/api/reference"
 	"github.com/onceproof/tck/internal/apidesc"
@@ -57,7 +58,7 @@ func TestBadInputTLSMaterialExit3(t *testing.T) {
 		}
 	}
 	// Material for a target that would not use it is refused, naming it.
-	for _, tg := range []string{"broker/kafka=kafka://127.0.0.1:1", "broker/rabbitmq=amqps://127.0.0.1:1"} {
+	for _, tg := range []string{"broker/rabbitmq=amqps://127.0.0.1:1"} {
 		code, _, stderr := tck(t, "run", "--target", tg, "--tls-ca", p.CA, "--out", filepath.Join(dir, "never"))
 		name, _, _ := strings.Cut(tg, "=")
 		if code != reports.ExitUsage || !strings.Contains(stderr, name) || !strings.Contains(stderr, "not supported") {
@@ -576,5 +577,56 @@ func TestTLSConsumerOverTLSNATS(t *testing.T) {
 		"--tls-ca", p.CA, "--out", filepath.Join(dir, "never"))
 	if code != reports.ExitUsage || !strings.Contains(stderr, "consumer/process") {
 		t.Errorf("a consumer service with --tls-ca: exit %d, stderr %q; want 3 naming it", code, stderr)
+	}
+}
+
+// Kafka over TLS with SASL: a kfake cluster that listens with TLS only and
+// requires SASL PLAIN. BR-5.1 (the kit's own client loses a produce reply:
+// its framing runs above TLS) and BR-5.3 pass with the CA; exit 4 without
+// it and with a wrong password, one line naming the target; the password
+// and the key appear in no output.
+func TestTLSKafkaWithSASL(t *testing.T) {
+	dir := t.TempDir()
+	p := tlstest.New(t, dir, "a")
+	const pw = "s3cr3t-kafka-pw"
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.TLS(p.ServerConfig(t, false)), kfake.EnableSASL(), kfake.Superuser("PLAIN", "admin", pw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	addr := c.ListenAddrs()[0]
+	key := string(tlstest.KeyBytes(t, p.ServerKey))
+	run := func(url string, flags ...string) (int, string) {
+		out := t.TempDir()
+		args := append([]string{"run", "--suite", "broker", "--target", "broker/kafka=" + url,
+			"--rule", "BR-5.1", "--rule", "BR-5.3", "--out", out, "--quiet"}, flags...)
+		code, stdout, stderr := tck(t, args...)
+		all := stdout + "\n" + stderr
+		files, _ := filepath.Glob(filepath.Join(out, "*"))
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			all += "\n" + string(b)
+		}
+		if code != reports.ExitConformant {
+			t.Logf("exit %d: %s", code, strings.TrimSpace(stderr))
+			requireOneLine(t, "kafka over TLS", stderr)
+			if !strings.Contains(stderr, "broker/kafka") {
+				t.Errorf("stderr does not name the target: %q", stderr)
+			}
+		}
+		if strings.Contains(all, pw) || strings.Contains(all, key) {
+			t.Errorf("%s %v: the password or the key appears in an output", url, flags)
+		}
+		return code, all
+	}
+	good := "kafka://admin:" + pw + "@" + addr
+	if code, all := run(good, "--tls-ca", p.CA); code != reports.ExitConformant || !strings.Contains(all, "2 pass") {
+		t.Fatalf("with the CA: exit %d, want 0 and both rules passed:\n%s", code, all)
+	}
+	if code, all := run(good + "?tls=true"); code != reports.ExitUnavailable || !strings.Contains(all, "certificate signed by unknown authority") {
+		t.Errorf("TLS without the CA: exit %d, want 4 naming the unknown authority:\n%s", code, all)
+	}
+	if code, all := run("kafka://admin:wrong-"+pw+"@"+addr, "--tls-ca", p.CA); code != reports.ExitUnavailable {
+		t.Errorf("a wrong password: exit %d, want 4:\n%s", code, all)
 	}
 }

@@ -30,7 +30,11 @@ func kafkaBrokers() []row {
 				return kafka.EmbeddedTarget(ctx, kafka.Client{})
 			})},
 			{target.External, kafkaBroker(func(ctx context.Context, ref target.Ref) (*kafka.Target, error) {
-				return kafka.URLTarget(ctx, ref.Address, kafka.Client{})
+				cfg, err := ref.Opts.TLS.Config()
+				if err != nil {
+					return nil, err
+				}
+				return kafka.URLTarget(ctx, ref.Address, kafka.Client{Options: kafka.Options{TLS: cfg}})
 			})},
 			{target.Container, kafkaBroker(func(ctx context.Context, _ target.Ref) (*kafka.Target, error) {
 				return kafka.ContainerTarget(ctx, kafka.Client{})

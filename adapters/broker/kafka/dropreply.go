@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"net"
 	"sync"
@@ -32,13 +33,14 @@ type ReplyDropper struct {
 	dropped  int // produce responses swallowed
 	p        *producer
 	b        *Broker
+	tls      *tls.Config // the target's TLS, under the framing (nil: plain)
 }
 
 // DropNextProduceReply opens a handle on opts' cluster with a producer
 // session whose first produce reply is swallowed in the client. Its
 // request timeout is short (1 s), so the retry comes quickly.
 func DropNextProduceReply(ctx context.Context, opts Options) (*ReplyDropper, error) {
-	d := &ReplyDropper{armed: true}
+	d := &ReplyDropper{armed: true, tls: opts.TLS}
 	opts.dial = d.dial
 	opts.produceTimeout = time.Second
 	b, err := Connect(ctx, opts)
@@ -110,6 +112,20 @@ func (d *ReplyDropper) dial(ctx context.Context, network, host string) (net.Conn
 	if err != nil {
 		return nil, err
 	}
+	if d.tls != nil {
+		// The framing reads the protocol, so TLS goes beneath it, as
+		// kgo's own DialTLSConfig would do it (the host as the name).
+		cfg := d.tls.Clone()
+		if cfg.ServerName == "" {
+			cfg.ServerName, _, _ = net.SplitHostPort(host)
+		}
+		tc := tls.Client(c, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		c = tc
+	}
 	return &dropConn{Conn: c, d: d, drop: map[int32]bool{}}, nil
 }
 
@@ -179,8 +195,13 @@ func (c *dropConn) Read(p []byte) (int, error) {
 // set.
 func (o Options) dialOpts() []kgo.Opt {
 	var out []kgo.Opt
-	if o.dial != nil {
+	switch {
+	case o.dial != nil:
+		// kgo takes a Dialer or a TLS config, not both: the kit's dialer
+		// does the TLS itself, below its framing (ReplyDropper.dial).
 		out = append(out, kgo.Dialer(o.dial))
+	case o.TLS != nil:
+		out = append(out, kgo.DialTLSConfig(o.TLS.Clone()))
 	}
 	if o.produceTimeout > 0 {
 		out = append(out, kgo.ProduceRequestTimeout(o.produceTimeout), kgo.RequestTimeoutOverhead(o.produceTimeout))

@@ -33,6 +33,7 @@ package kafka
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -78,6 +79,11 @@ type Options struct {
 	// Share, when set, makes every consumer a member of a share group
 	// (KIP-932) with these declared settings (share.go).
 	Share *Share
+	// TLS, when set, is used on every connection (tck run --tls-ca, or
+	// kafka://...?tls=true with the system's roots; docs/tls.md); SASL
+	// then runs over it. kgo verifies each broker's host unless ServerName
+	// is set.
+	TLS *tls.Config
 
 	dial           func(ctx context.Context, network, host string) (net.Conn, error) // the kit's own dialer (dropreply.go)
 	produceTimeout time.Duration                                                     // 0: kgo's default

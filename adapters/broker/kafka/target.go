@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
@@ -124,6 +125,14 @@ func ParseURL(raw string) (Options, error) {
 		o.Password, _ = u.User.Password()
 	}
 	o.Mechanism = u.Query().Get("mechanism")
+	switch u.Query().Get("tls") {
+	case "", "false":
+	case "true":
+		// TLS with the system's roots; --tls-ca replaces this config.
+		o.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	default:
+		return Options{}, fmt.Errorf("address %q: tls= is true or false", redact.Text(raw))
+	}
 	return o, nil
 }
 
@@ -136,6 +145,9 @@ func URLTarget(ctx context.Context, raw string, client Client) (*Target, error) 
 		return nil, err
 	}
 	o.Defects, o.Prefix, o.Run, o.Share = client.Options.Defects, client.Options.Prefix, client.Options.Run, client.Options.Share
+	if client.Options.TLS != nil {
+		o.TLS = client.Options.TLS // the run's material
+	}
 	client.Options = o
 	t, err := newTarget(ctx, client, nil)
 	if err != nil {
@@ -147,6 +159,9 @@ func URLTarget(ctx context.Context, raw string, client Client) (*Target, error) 
 	t.Version = "franz-go " + FranzVersion
 	if o.User != "" {
 		t.Config["sasl"] = strings.ToUpper(o.withDefaults().Mechanism) + " as " + o.User
+	}
+	if o.TLS != nil {
+		t.Config["tls"] = "required"
 	}
 	return t, nil
 }

@@ -388,6 +388,16 @@ func TestTLSRedisWithTheCAPassesAndWithoutIsExit4(t *testing.T) {
 	if code, all := run("rediss://:wrong-"+pw+"@"+addr+"/0", mine...); code != reports.ExitUnavailable || !strings.Contains(all, "refused the login") {
 		t.Errorf("a wrong password: exit %d, want 4 naming the refused login:\n%s", code, all)
 	}
+	// The in-process reference consumer over the same TLS Redis.
+	args := append([]string{"run", "--suite", "consumer", "--target", "consumer/reference", "--broker", "broker/redis=" + good,
+		"--rule", "CO-1.1", "--out", t.TempDir(), "--quiet"}, mine...)
+	code, stdout, stderr := tck(t, args...)
+	if code != reports.ExitConformant || !strings.Contains(stdout, "1 pass") {
+		t.Errorf("consumer/reference over TLS Redis: exit %d, want 0 and CO-1.1 passed:\n%s%s", code, stdout, stderr)
+	}
+	if strings.Contains(stdout+stderr, pw) {
+		t.Error("the password appears in the consumer run's output")
+	}
 }
 
 // natsOperator starts a nats-server in operator mode that requires TLS

@@ -311,3 +311,20 @@ func everyCheck() []Check { return append(allChecks(), shareChecks...) }
 
 // ShareChecks are the share-group hazard checks.
 func ShareChecks() []Check { return append([]Check(nil), shareChecks...) }
+
+// shareLine is a share group in the plan's declared pipeline.
+func shareLine(b *Broker, s *Stream, bc *BrokerConsumer) string {
+	ss := Share(b, s, bc, "")
+	dlq := "none (archived records are gone for the group)"
+	if ss.DeadLetterTopic != "" {
+		dlq = ss.DeadLetterTopic
+	}
+	return fmt.Sprintf("  share group %s: record lock %s (%s), delivery count limit %d (%s), dead-letter topic %s, renews its locks: %t",
+		bc.Name, ss.Lock, ss.LockHow, ss.Limit, ss.LimitHow, dlq, ss.Renews)
+}
+
+// shareAck is what a share group member's acknowledgement is and proves.
+func shareAck(b *Broker, s *Stream, bc *BrokerConsumer) (ack, proves string) {
+	ss := Share(b, s, bc, "")
+	return "ACCEPT (share acknowledgement)", fmt.Sprintf("the group will not deliver the record again (otherwise: again after the %s lock or at once after a RELEASE, up to %d deliveries, then archived)", ss.Lock, ss.Limit)
+}

@@ -275,7 +275,7 @@ func (f *finder) shareNoDLQ(ss ShareSettings) {
 			"errors.deadletterqueue.topic.name is blank (absent, or Kafka before 4.4, KIP-1191): nothing copies the archived record anywhere; the group never reads it again (a loss for its effects)",
 		},
 		Mark{Label: "delivery 1", Text: "the effect fails; RELEASE"},
-		Mark{Label: fmt.Sprintf("delivery %d", ss.Limit), Text: "the effect fails again: the record is archived; the share-partition start offset passes it"})
+		Mark{At: Duration(time.Duration(ss.Limit-1) * ss.Lock), Label: fmt.Sprintf("delivery %d", ss.Limit), Text: "the effect fails again: the record is archived; the share-partition start offset passes it"})
 }
 
 func indexOfBroker(bs []Broker, b *Broker) int {

@@ -137,9 +137,14 @@ func consumerRows(p *Profile, c *Consumer) []AckRow {
 	case KindKafka:
 		r.Ack = "offset commit"
 		r.Proves = "the group's read position moved past the record"
+		if bc.KafkaShare != nil {
+			r.Ack, r.Proves = shareAck(b, s, bc) // kafkashare.go
+		}
 	}
 	r.DoesNotProve = []string{"that " + strings.Join(scopes, " and ") + " happened exactly once"}
 	switch {
+	case b.Kind == KindKafka && bc.KafkaShare != nil:
+		r.DoesNotProve = append(r.DoesNotProve, "that the external effect committed with the ACCEPT", "that the record is deleted: it stays in the log for other groups")
 	case b.Kind == KindKafka:
 		r.DoesNotProve = append(r.DoesNotProve, "that the external effect committed with the offset")
 	case b.Kind == KindRabbitMQ && (s.RabbitMQ == nil || s.RabbitMQ.Type != QueueStream):

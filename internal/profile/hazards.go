@@ -67,7 +67,7 @@ var Checks = []Check{
 }
 
 func checkByID(id string) Check {
-	for _, c := range allChecks() {
+	for _, c := range everyCheck() {
 		if c.ID == id {
 			return c
 		}
@@ -100,10 +100,11 @@ func Hazards(p *Profile) []Hazard {
 	for i := range p.Consumers {
 		f.consumer(i, &p.Consumers[i])
 	}
-	f.kinds() // the product settings' checks (redis.go)
+	f.kinds()      // the product settings' checks (redis.go)
+	f.kafkaShare() // share groups (kafkashare.go)
 	// Report in the order of Checks, then of the profile.
 	order := map[string]int{}
-	for i, c := range allChecks() {
+	for i, c := range everyCheck() {
 		order[c.ID] = i
 	}
 	sort.SliceStable(f.out, func(i, j int) bool { return order[f.out[i].Check] < order[f.out[j].Check] })

@@ -33,6 +33,7 @@ type configAdmin interface {
 // exact name, not under the kit's prefix.
 type Inspector struct {
 	adm   configAdmin
+	cl    *kgo.Client // for the requests kadm has no helper for (inspect_share.go)
 	close func()
 }
 
@@ -55,7 +56,7 @@ func Inspect(ctx context.Context, opts Options) (*Inspector, error) {
 		cl.Close()
 		return nil, fmt.Errorf("no broker of %s answered: %w", strings.Join(opts.Seeds, ","), err)
 	}
-	return &Inspector{adm: kadm.NewClient(cl), close: cl.Close}, nil
+	return &Inspector{adm: kadm.NewClient(cl), cl: cl, close: cl.Close}, nil
 }
 
 // BrokerSettings are the broker configs the Inspector reads (those a

@@ -262,10 +262,10 @@ var kindChecks = []Check{
 	{"redis-fsync", "BR-3.1", "acked entries not on disk when XADD answers (appendfsync everysec or no, or no AOF)"},
 	{"redis-trim-pending", "BR-4.3", "a trim that can cut entries still pending"},
 	{"redis-claim-before-done", "BR-4.2", "a claim min-idle time shorter than the workers' processing time"},
-	{"kafka-no-idempotence", "BR-5.1", "a producer without idempotence, or with more than 5 requests in flight"},
+	{"kafka-no-idempotence", "BR-5.1", "a producer that runs without idempotence: set false, or unset and turned off by acks, retries 0 or more than 5 in flight"},
 	{"kafka-acks", "BR-3.1", "a producer with acks below all"},
-	{"kafka-min-isr", "BR-3.1", "min.insync.replicas 1 with more replicas: an ack from the leader alone"},
-	{"kafka-pid-expiry", "BR-5.1", "a producer retry horizon longer than producer.id.expiration.ms"},
+	{"kafka-min-isr", "BR-3.1", "min.insync.replicas 1 (declared or its default) with more replicas: an ack from the leader alone"},
+	{"kafka-pid-expiry", "BR-5.1", "a producer client's retry horizon longer than producer.id.expiration.ms"},
 	{"kafka-retention-replay", "BR-5.4", "retention shorter than the declared replay reach"},
 }
 

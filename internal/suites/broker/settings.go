@@ -243,22 +243,6 @@ func (f *fixture) kafkaGroupPosition(topic, g string, s map[string]string) []str
 	return diffs
 }
 
-// idLess compares two stream entry ids ms-seq.
-func idLess(a, b string) bool {
-	pa, pb := strings.SplitN(a, "-", 2), strings.SplitN(b, "-", 2)
-	if len(pa) != 2 || len(pb) != 2 {
-		return false
-	}
-	am, _ := strconv.ParseUint(pa[0], 10, 64)
-	bm, _ := strconv.ParseUint(pb[0], 10, 64)
-	if am != bm {
-		return am < bm
-	}
-	as, _ := strconv.ParseUint(pa[1], 10, 64)
-	bs, _ := strconv.ParseUint(pb[1], 10, 64)
-	return as < bs
-}
-
 // compareServer compares the declared server-wide settings with the
 // server's and names the server's hazards whether declared or not. It
 // returns the differences and the declared settings the server would not

@@ -142,6 +142,13 @@ func TestRedisIDMP(t *testing.T) {
 			t.Errorf("arithmetic without %q:\n%s", w, ar)
 		}
 	}
+	p, err := Parse("t.yaml", []byte(ok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := Acks(p)[0]; !strings.Contains(r.Ack, "XADD IDMP") || !strings.Contains(r.Proves, "within 1m40s") {
+		t.Errorf("the publish ack row: %+v", r)
+	}
 	if h := find(t, redisIDMP+"      version: \"8.6\"\n"+strings.Replace(stream, "%s", "{duration: 5m, maxSize: 1000}", 1), "retry-past-window"); h != nil {
 		t.Errorf("both retries are inside a 5m window: %s", h.Summary)
 	}

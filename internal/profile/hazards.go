@@ -140,6 +140,15 @@ func (f *finder) eventStore(es *EventStore) {
 // window is a stream's effective producer de-dupe window, described.
 func window(b *Broker, s *Stream) (time.Duration, string) {
 	switch {
+	case b.Kind == KindRedis && s.Redis != nil && s.Redis.IDMP != nil:
+		// Redis 8.6 IDMP: kept for the duration, unless more newer ids of
+		// the same producer pushed it out first.
+		w, n := s.Redis.IDMP.Window()
+		how := fmt.Sprintf("IDMP-DURATION %s", Duration(w))
+		if s.Redis.IDMP.Duration == 0 {
+			how += " (Redis's default)"
+		}
+		return w, fmt.Sprintf("%s, and at most IDMP-MAXSIZE %d ids per producer: a retry after %d newer adds of the same producer is not recognized", how, n, n)
 	case b.Kind != KindNATS:
 		return 0, fmt.Sprintf("a %s stream has no producer de-dupe window", b.Kind)
 	}
@@ -181,7 +190,7 @@ func (f *finder) producer(i int, pr *Producer) {
 	// an earlier retry reached the broker, and refreshed anything, is unknown.
 	var past []int
 	var arith []string
-	if b.Kind == KindNATS && s.Duplicates == 0 {
+	if (b.Kind == KindNATS && s.Duplicates == 0) || (b.Kind == KindRedis && w > 0) {
 		arith = append(arith, "window "+wtext)
 	}
 	tl := []Mark{{Text: fmt.Sprintf("first publish, %s kept for every retry (its ack lost)", id)}}

@@ -21,6 +21,8 @@ func TestBrokerFlagBadInput(t *testing.T) {
 		{"--suite", "consumer", "--broker", "broker/kafka=ftp-ish"},
 		// A consumer service over RabbitMQ is not supported.
 		{"--suite", "consumer", "--target", "consumer/process=cmd:true", "--broker", "broker/rabbitmq"},
+		// Nor over a share group (what is missing is named).
+		{"--suite", "consumer", "--target", "consumer/process=cmd:true", "--broker", "broker/kafka-share"},
 	} {
 		dir := filepath.Join(t.TempDir(), "out")
 		code, _, stderr := tck(t, append([]string{"run", "--out", dir}, args...)...)

@@ -17,9 +17,11 @@ import (
 
 // TestRunProfileKafka is issue 25's third Done-when line on kfake: the
 // declared topic and group certify; each single change on the cluster of
-// retention.ms, cleanup.policy and min.insync.replicas fails BR-6.1
-// naming it; what kfake does not serve (producer.id.expiration.ms) is a
-// kit note, not a difference.
+// retention.ms, cleanup.policy and min.insync.replicas, and of the
+// undeclared retention.bytes and max.message.bytes (compared with Kafka's
+// defaults), fails BR-6.1 naming it; so does a group's committed offset
+// past the log end or below its start (issue 38 item 4); what kfake does
+// not serve (producer.id.expiration.ms) is a kit note, not a difference.
 func TestRunProfileKafka(t *testing.T) {
 	ctx := context.Background()
 	e, err := kafka.StartEmbedded(ctx)
@@ -85,6 +87,9 @@ brokers:
 	if notes := strings.Join(r.Evidence.Notes, "\n"); !strings.Contains(notes, "producer.id.expiration.ms: declared 86400000; not served") {
 		t.Errorf("what kfake does not serve is not a kit note: %s", notes)
 	}
+	if notes := strings.Join(r.Evidence.Notes, "\n"); strings.Contains(notes, "XAUTOCLAIM") || !strings.Contains(notes, "group orders/billing: committed p0 0 of [0, 0), lag 0") {
+		t.Errorf("the Kafka group's notes: a Redis claim note, or no committed offsets:\n%s", notes)
+	}
 	alter := func(k, v string) {
 		t.Helper()
 		if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: k, Value: ptr(v)}}, "orders"); err != nil {
@@ -95,6 +100,9 @@ brokers:
 		{"retention.ms", "3600000", "86400000", "topic orders retention.ms: declared 86400000, server 3600000"},
 		{"cleanup.policy", "compact", "delete", "topic orders cleanup.policy: declared delete, server compact"},
 		{"min.insync.replicas", "2", "1", "topic orders min.insync.replicas: declared 1, server 2"},
+		// Undeclared: compared with Kafka's defaults (issue 38 item 4).
+		{"retention.bytes", "1024", "-1", "topic orders retention.bytes: declared -1, server 1024"},
+		{"max.message.bytes", "512", "1048588", "topic orders max.message.bytes: declared 1048588, server 512"},
 	} {
 		alter(c.key, c.changed)
 		code, r := run()
@@ -102,6 +110,40 @@ brokers:
 			t.Errorf("%s changed on the cluster: exit %d, BR-6.1 %s (%s); want exit 1 naming %q", c.key, code, r.Verdict, r.Reason, c.want)
 		}
 		alter(c.key, c.back)
+	}
+	// The group's committed offset moved behind the profile's back: past
+	// the log end (set by hand beyond any record), and below the log start
+	// (records deleted before the group read them) fail BR-6.1; moved to
+	// the end inside the log cannot be told from consumption: a note.
+	commit := func(at int64) {
+		t.Helper()
+		o := kadm.Offsets{}
+		o.Add(kadm.Offset{Topic: "orders", Partition: 0, At: at, LeaderEpoch: -1})
+		if _, err := adm.CommitOffsets(ctx, "billing", o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(1000)
+	if code, r := run(); code != reports.ExitMustFailed || r.Verdict != verdict.Fail || !strings.Contains(r.Reason, "group orders/billing: p0 committed 1000 > log end 0") {
+		t.Errorf("committed past the log end: exit %d, BR-6.1 %s (%s)", code, r.Verdict, r.Reason)
+	}
+	for i := range 3 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte{byte(i)}}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	del := kadm.Offsets{}
+	del.Add(kadm.Offset{Topic: "orders", Partition: 0, At: 2})
+	if _, err := adm.DeleteRecords(ctx, del); err != nil {
+		t.Fatal(err)
+	}
+	commit(0)
+	if code, r := run(); code != reports.ExitMustFailed || r.Verdict != verdict.Fail || !strings.Contains(r.Reason, "group orders/billing: p0 committed 0 < log start 2 (offsets 0..1 deleted unread)") {
+		t.Errorf("committed below the log start: exit %d, BR-6.1 %s (%s)", code, r.Verdict, r.Reason)
+	}
+	commit(3)
+	if code, r := run(); code != reports.ExitConformant || r.Verdict != verdict.Pass || !strings.Contains(strings.Join(r.Evidence.Notes, "\n"), "committed p0 3 of [2, 3), lag 0: Kafka keeps no record of what a group read") {
+		t.Errorf("committed at the log end: exit %d, BR-6.1 %s (%s) %s", code, r.Verdict, r.Reason, r.Evidence.Notes)
 	}
 	if _, err := adm.DeleteGroup(ctx, "billing"); err != nil {
 		t.Fatal(err)

@@ -58,6 +58,8 @@ func ownRedis(t *testing.T) string {
 // stream key and group on a redis-server 7 certify (exit 0); each single
 // change on the server (appendfsync, maxmemory-policy, the group gone)
 // fails BR-6.1 naming it; the team's keys are the same after every run.
+// Issue 38 item 4: the group moved to $ with its read counter fails, without
+// one is unknown naming it; an XTRIM that cut a pending entry fails.
 func TestRunProfileRedis(t *testing.T) {
 	url := ownRedis(t)
 	ctx := context.Background()
@@ -147,5 +149,38 @@ brokers:
 			t.Errorf("%s changed on the server: exit %d, BR-6.1 %s (%s); want exit 1 naming %q", c.name, code, r.Verdict, r.Reason, c.want)
 		}
 		must(c.undo())
+	}
+	// The group's position moved behind the profile's back (issue 38 item
+	// 4). The group again, w1 reading the first entry: read counter 1.
+	must(rdb.XGroupCreate(ctx, "orders", "workers", "0").Err())
+	must(rdb.XReadGroup(ctx, &goredis.XReadGroupArgs{Group: "workers", Consumer: "w1", Streams: []string{"orders", ">"}, Count: 1, Block: -1}).Err())
+	first, err := rdb.XRange(ctx, "orders", "-", "+").Result()
+	must(err)
+	back := func() error {
+		return rdb.Do(ctx, "XGROUP", "SETID", "orders", "workers", first[0].ID, "ENTRIESREAD", 1).Err()
+	}
+	// Moved to $ keeping a read counter: positive evidence, a fail.
+	must(rdb.Do(ctx, "XGROUP", "SETID", "orders", "workers", "$", "ENTRIESREAD", 1).Err())
+	if code, r, _ := run("BR-6.1"); code != reports.ExitMustFailed || r.Verdict != verdict.Fail ||
+		!strings.Contains(r.Reason, "the group read 1 of the 3 entries added: 2 entries were passed over without delivery") {
+		t.Errorf("group moved to $ (ENTRIESREAD 1): exit %d, BR-6.1 %s (%s)", code, r.Verdict, r.Reason)
+	}
+	must(back())
+	// Moved to $ without ENTRIESREAD: Redis drops the counter; what was
+	// skipped cannot be told: unknown, naming it.
+	must(rdb.XGroupSetID(ctx, "orders", "workers", "$").Err())
+	if code, r, _ := run("BR-6.1"); code != reports.ExitInconclusive || r.Verdict != verdict.Unknown ||
+		!strings.Contains(r.Reason, "Redis keeps no read counter for it (entries-read null") {
+		t.Errorf("group moved to $ (no counter): exit %d, BR-6.1 %s (%s)", code, r.Verdict, r.Reason)
+	}
+	must(back())
+	if code, r, _ := run("BR-6.1"); code != reports.ExitConformant || r.Verdict != verdict.Pass {
+		t.Fatalf("the group set back: exit %d, BR-6.1 %s (%s)", code, r.Verdict, r.Reason)
+	}
+	// An XTRIM that cut a pending entry: a fail with the entry's id.
+	must(rdb.XTrimMaxLen(ctx, "orders", 1).Err())
+	if code, r, _ := run("BR-6.1"); code != reports.ExitMustFailed || r.Verdict != verdict.Fail ||
+		!strings.Contains(r.Reason, "group orders/workers: pending entry "+first[0].ID+" is no longer in the stream (its first entry is "+first[2].ID+")") {
+		t.Errorf("a trim cut the pending entry: exit %d, BR-6.1 %s (%s)", code, r.Verdict, r.Reason)
 	}
 }

@@ -83,13 +83,22 @@ func publishRow(p *Profile, pr *Producer) AckRow {
 		r.Ack = "XADD returned an entry id"
 		r.Proves = "the stream key holds the entry"
 		r.DoesNotProve = []string{"any de-dupe: a retry appends another entry"}
+		if s.Redis != nil && s.Redis.IDMP != nil {
+			// Redis 8.6: XADD IDMP answers a known idempotent id with the
+			// entry it added first.
+			w, n := s.Redis.IDMP.Window()
+			r.Ack = fmt.Sprintf("XADD IDMP returned an entry id (idempotent id = %s)", id)
+			r.Proves = fmt.Sprintf("the stream key holds the entry, or the one added with that idempotent id within %s (IDMP-DURATION) and %d newer adds of the producer (IDMP-MAXSIZE)", Duration(w), n)
+			r.DoesNotProve = []string{"de-dupe by the id beyond that window or past IDMP-MAXSIZE newer adds of the producer"}
+		}
 	case KindRabbitMQ:
 		r.Ack, r.Proves = rabbitPublishAck(pr)
 		r.DoesNotProve = []string{"any de-dupe: a re-published message is a new message (a stream de-dupes by producer name and publishing id)"}
 	case KindKafka:
 		r.Ack = "produce acknowledged"
 		r.Proves = "the partition leader (and the replicas its acks setting waits for) holds the record"
-		r.DoesNotProve = []string{"de-dupe across producer sessions"}
+		// Idempotence covers the client's own retries of one send only.
+		r.DoesNotProve = []string{"de-dupe across producer sessions", "de-dupe of an application re-send: a new record, written again"}
 	}
 	if s.Storage == StorageMemory {
 		r.DoesNotProve = append(r.DoesNotProve, "that it survives a server restart (storage memory)")
@@ -137,9 +146,14 @@ func consumerRows(p *Profile, c *Consumer) []AckRow {
 	case KindKafka:
 		r.Ack = "offset commit"
 		r.Proves = "the group's read position moved past the record"
+		if bc.KafkaShare != nil {
+			r.Ack, r.Proves = shareAck(b, s, bc) // kafkashare.go
+		}
 	}
 	r.DoesNotProve = []string{"that " + strings.Join(scopes, " and ") + " happened exactly once"}
 	switch {
+	case b.Kind == KindKafka && bc.KafkaShare != nil:
+		r.DoesNotProve = append(r.DoesNotProve, "that the external effect committed with the ACCEPT", "that the record is deleted: it stays in the log for other groups")
 	case b.Kind == KindKafka:
 		r.DoesNotProve = append(r.DoesNotProve, "that the external effect committed with the offset")
 	case b.Kind == KindRabbitMQ && (s.RabbitMQ == nil || s.RabbitMQ.Type != QueueStream):

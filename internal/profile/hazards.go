@@ -67,7 +67,7 @@ var Checks = []Check{
 }
 
 func checkByID(id string) Check {
-	for _, c := range allChecks() {
+	for _, c := range everyCheck() {
 		if c.ID == id {
 			return c
 		}
@@ -100,10 +100,11 @@ func Hazards(p *Profile) []Hazard {
 	for i := range p.Consumers {
 		f.consumer(i, &p.Consumers[i])
 	}
-	f.kinds() // the product settings' checks (redis.go)
+	f.kinds()      // the product settings' checks (redis.go)
+	f.kafkaShare() // share groups (kafkashare.go)
 	// Report in the order of Checks, then of the profile.
 	order := map[string]int{}
-	for i, c := range allChecks() {
+	for i, c := range everyCheck() {
 		order[c.ID] = i
 	}
 	sort.SliceStable(f.out, func(i, j int) bool { return order[f.out[i].Check] < order[f.out[j].Check] })
@@ -139,6 +140,15 @@ func (f *finder) eventStore(es *EventStore) {
 // window is a stream's effective producer de-dupe window, described.
 func window(b *Broker, s *Stream) (time.Duration, string) {
 	switch {
+	case b.Kind == KindRedis && s.Redis != nil && s.Redis.IDMP != nil:
+		// Redis 8.6 IDMP: kept for the duration, unless more newer ids of
+		// the same producer pushed it out first.
+		w, n := s.Redis.IDMP.Window()
+		how := fmt.Sprintf("IDMP-DURATION %s", Duration(w))
+		if s.Redis.IDMP.Duration == 0 {
+			how += " (Redis's default)"
+		}
+		return w, fmt.Sprintf("%s, and at most IDMP-MAXSIZE %d ids per producer: a retry after %d newer adds of the same producer is not recognized", how, n, n)
 	case b.Kind != KindNATS:
 		return 0, fmt.Sprintf("a %s stream has no producer de-dupe window", b.Kind)
 	}
@@ -180,7 +190,7 @@ func (f *finder) producer(i int, pr *Producer) {
 	// an earlier retry reached the broker, and refreshed anything, is unknown.
 	var past []int
 	var arith []string
-	if b.Kind == KindNATS && s.Duplicates == 0 {
+	if (b.Kind == KindNATS && s.Duplicates == 0) || (b.Kind == KindRedis && w > 0) {
 		arith = append(arith, "window "+wtext)
 	}
 	tl := []Mark{{Text: fmt.Sprintf("first publish, %s kept for every retry (its ack lost)", id)}}

@@ -2,6 +2,7 @@ package profile
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -20,10 +21,25 @@ type KafkaBroker struct {
 // KafkaTopic is a topic's settings beyond the stream's replicas (the
 // replication factor) and maxAge (retention.ms).
 type KafkaTopic struct {
-	Partitions            int           `yaml:"partitions" json:"partitions,omitempty"`
-	CleanupPolicy         CleanupPolicy `yaml:"cleanupPolicy" json:"cleanupPolicy,omitempty"` // absent: delete
-	MinInsyncReplicas     int           `yaml:"minInsyncReplicas" json:"minInsyncReplicas,omitempty"`
-	UncleanLeaderElection bool          `yaml:"uncleanLeaderElection" json:"uncleanLeaderElection"`
+	Partitions    int           `yaml:"partitions" json:"partitions,omitempty"`
+	CleanupPolicy CleanupPolicy `yaml:"cleanupPolicy" json:"cleanupPolicy,omitempty"` // absent: delete
+	// MinInsyncReplicas (absent: 1, Kafka's default; checked as a written 1).
+	MinInsyncReplicas     int  `yaml:"minInsyncReplicas" json:"minInsyncReplicas,omitempty"`
+	UncleanLeaderElection bool `yaml:"uncleanLeaderElection" json:"uncleanLeaderElection"`
+	// RetentionBytes is retention.bytes per partition (absent: -1, no
+	// size limit, Kafka's default).
+	RetentionBytes int `yaml:"retentionBytes" json:"retentionBytes,omitempty"`
+	// MaxMessageBytes is max.message.bytes, the largest record batch the
+	// topic takes (absent: 1048588, Kafka's default).
+	MaxMessageBytes int `yaml:"maxMessageBytes" json:"maxMessageBytes,omitempty"`
+}
+
+// MinISR is the topic's min.insync.replicas, the default where undeclared.
+func (t *KafkaTopic) MinISR() (int, bool) {
+	if t == nil || t.MinInsyncReplicas == 0 {
+		return KafkaDefaultMinISR, false
+	}
+	return t.MinInsyncReplicas, true
 }
 
 // CleanupPolicy is a topic's cleanup.policy.
@@ -43,8 +59,9 @@ type KafkaProducer struct {
 	Acks KafkaAcks `yaml:"acks" json:"acks,omitempty"`
 	// MaxInFlight is max.in.flight.requests.per.connection (absent: 5).
 	MaxInFlight int `yaml:"maxInFlight" json:"maxInFlight,omitempty"`
-	// Retries (absent: unbounded within the delivery timeout).
-	Retries int `yaml:"retries" json:"retries,omitempty"`
+	// Retries is the client's retries (absent: 2147483647, bounded by the
+	// delivery timeout); 0 conflicts with idempotence.
+	Retries *int `yaml:"retries" json:"retries,omitempty"`
 	// DeliveryTimeout is delivery.timeout.ms (absent: 2m).
 	DeliveryTimeout Duration `yaml:"deliveryTimeout" json:"deliveryTimeout,omitempty"`
 	TransactionalID string   `yaml:"transactionalId" json:"transactionalId,omitempty"`
@@ -65,35 +82,89 @@ const (
 	KafkaDefaultTxnIDExpiration = 7 * 24 * time.Hour
 	KafkaDefaultDeliveryTimeout = 2 * time.Minute
 	KafkaDefaultMaxInFlight     = 5
+	KafkaDefaultMinISR          = 1
+	KafkaDefaultRetentionBytes  = -1      // no size limit
+	KafkaDefaultMaxMessageBytes = 1048588 // 1 MiB plus the batch overhead
 	// KafkaIdempotentMaxInFlight is the most in-flight requests an
 	// idempotent producer keeps ordered and de-duped.
 	KafkaIdempotentMaxInFlight = 5
 )
 
-// Horizon is how long after its first attempt a producer may still retry
-// one record: the delivery timeout, or the last declared retry if later.
-func (k *KafkaProducer) Horizon(retries []Duration) (time.Duration, string) {
-	d := KafkaDefaultDeliveryTimeout
-	how := fmt.Sprintf("delivery.timeout.ms %s (the client default)", d)
+// Horizon is how long after its first attempt the client itself may still
+// retry one record: the delivery timeout. An application's re-send is not
+// in it: it is a new record with a new sequence number, which the producer
+// id's de-dupe never matches whatever the id's state (retry-past-window
+// names those re-sends).
+func (k *KafkaProducer) Horizon() (time.Duration, string) {
 	if k != nil && k.DeliveryTimeout > 0 {
-		d, how = k.DeliveryTimeout.D(), fmt.Sprintf("delivery.timeout.ms %s", k.DeliveryTimeout)
+		return k.DeliveryTimeout.D(), fmt.Sprintf("delivery.timeout.ms %s", k.DeliveryTimeout)
 	}
-	if n := len(retries); n > 0 && retries[n-1].D() > d {
-		d, how = retries[n-1].D(), fmt.Sprintf("the last declared retry at %s", retries[n-1])
+	return KafkaDefaultDeliveryTimeout, fmt.Sprintf("delivery.timeout.ms %s (the client default)", KafkaDefaultDeliveryTimeout)
+}
+
+// Idempotence is what the Java client makes of the declared settings
+// (Kafka's documentation of enable.idempotence, and ProducerConfig's
+// postProcessAndValidateIdempotenceConfigs since KAFKA-13673, Kafka 3.2,
+// backported to 3.0.1 and 3.1.1): idempotence needs acks all, retries above
+// 0 and at most 5 requests in flight. Left unset it defaults to true and is
+// silently turned off by a conflicting setting; set to true with one, the
+// client refuses to start, as it does a transactional.id without
+// idempotence. on is whether the running producer is idempotent, field
+// the setting that decides it ("" for the default), why the sentence, and
+// refused the client's refusal ("" when it starts).
+func (k *KafkaProducer) Idempotence() (on bool, field, why, refused string) {
+	if k == nil {
+		k = &KafkaProducer{}
 	}
-	return d, how
+	var conflicts []string
+	if acks := orDefault(string(k.Acks), string(AcksAll)); acks != string(AcksAll) {
+		conflicts = append(conflicts, "acks="+acks)
+		field = "acks"
+	}
+	if k.Retries != nil && *k.Retries == 0 {
+		conflicts = append(conflicts, "retries 0")
+		field = orDefault(field, "retries")
+	}
+	if k.MaxInFlight > KafkaIdempotentMaxInFlight {
+		conflicts = append(conflicts, fmt.Sprintf("max.in.flight.requests.per.connection %d > %d", k.MaxInFlight, KafkaIdempotentMaxInFlight))
+		field = orDefault(field, "maxInFlight")
+	}
+	c := strings.Join(conflicts, ", ")
+	switch {
+	case k.EnableIdempotence != nil && *k.EnableIdempotence && c != "":
+		return false, field, "", fmt.Sprintf("enable.idempotence true with %s: the Kafka producer refuses to start (ConfigException: the idempotent producer needs acks all, retries above 0 and at most %d requests in flight)", c, KafkaIdempotentMaxInFlight)
+	case k.EnableIdempotence != nil && !*k.EnableIdempotence:
+		on, field, why = false, "enableIdempotence", "enable.idempotence false"
+	case c != "":
+		on, why = false, fmt.Sprintf("enable.idempotence not set and %s conflicts with it: the client silently disables idempotence (it is on by default only without a conflicting setting)", c)
+	default:
+		on, why = true, "enable.idempotence true"
+		if k.EnableIdempotence == nil {
+			why = "enable.idempotence not set: true, the client default since Kafka 3.0"
+		}
+	}
+	if !on && k.TransactionalID != "" {
+		return false, "transactionalId", "", fmt.Sprintf("transactional.id %s without idempotence (%s): the Kafka producer refuses to start (ConfigException: cannot set a transactional.id without also enabling idempotence)", k.TransactionalID, why)
+	}
+	return on, field, why, ""
 }
 
 func (f *finder) kafkaKind(i int, b *Broker) {
 	for j := range b.Streams {
 		s := &b.Streams[j]
-		k := s.Kafka
-		if k == nil || k.MinInsyncReplicas != 1 || s.Replicas < 2 {
+		// An undeclared min.insync.replicas is Kafka's default, 1: the
+		// same check as a written 1.
+		mis, declared := s.Kafka.MinISR()
+		if mis != 1 || s.Replicas < 2 {
 			continue
+		}
+		how := "min.insync.replicas 1"
+		if !declared {
+			how = "min.insync.replicas not declared: 1, Kafka's default,"
 		}
 		sp := fmt.Sprintf("brokers[%d].streams[%d]", i, j)
 		f.add("kafka-min-isr", fmt.Sprintf("kafka %s/%s", b.Name, s.Name), sp+".kafka.minInsyncReplicas",
-			fmt.Sprintf("min.insync.replicas 1 with replication factor %d: an acks=all produce is acked by the leader alone, and lost if the leader dies before a follower copies it", s.Replicas),
+			fmt.Sprintf("%s with replication factor %d: an acks=all produce is acked by the leader alone, and lost if the leader dies before a follower copies it", how, s.Replicas),
 			[]string{fmt.Sprintf("replication factor %d, min.insync.replicas 1: the ISR may shrink to the leader; acks=all then waits for 1 copy; %d keeps a second copy of every acked record", s.Replicas, min(2, s.Replicas))},
 			Mark{Label: "t0", Text: "followers fall out of the ISR; the leader alone acks the produce"},
 			Mark{Label: "t1", Text: "the leader dies; a follower without the record becomes leader: the acked record is gone"})
@@ -126,24 +197,14 @@ func (f *finder) kafkaProducer(i int, pr *Producer) {
 	}
 	pp := fmt.Sprintf("producers[%d]", i)
 	subject := fmt.Sprintf("producer %s -> kafka %s/%s", pr.Name, b.Name, s.Name)
-	idem := k.EnableIdempotence == nil || *k.EnableIdempotence
-	inflight := k.MaxInFlight
-	if inflight == 0 {
-		inflight = KafkaDefaultMaxInFlight
-	}
-	switch {
-	case !idem:
-		f.add("kafka-no-idempotence", subject, pp+".kafka.enableIdempotence",
-			"enable.idempotence false: a retry of a produce whose answer was lost is written a second time",
-			[]string{"enable.idempotence false: the broker keeps no producer id and sequence number, so it cannot tell a retry from a new record"},
+	// A refused configuration never reaches here: validateKinds refuses it.
+	idem, field, why, _ := k.Idempotence()
+	if !idem {
+		f.add("kafka-no-idempotence", subject, pp+".kafka."+orDefault(field, "enableIdempotence"),
+			why+": a retry of a produce whose answer was lost is written a second time",
+			[]string{why + ": the broker keeps no producer id and sequence number for it, so it cannot tell the client's retry from a new record"},
 			Mark{Label: "t0", Text: "produce r1: written, the answer lost"},
 			Mark{Label: "t1", Text: "the client retries r1: written again (two records)"})
-	case inflight > KafkaIdempotentMaxInFlight:
-		f.add("kafka-no-idempotence", subject, pp+".kafka.maxInFlight",
-			fmt.Sprintf("max.in.flight.requests.per.connection %d > %d: the idempotent producer refuses it or, in older clients, silently disables idempotence", inflight, KafkaIdempotentMaxInFlight),
-			[]string{fmt.Sprintf("%d in flight > %d: the broker keeps the sequence numbers of the last %d batches per partition only, so a retry of an older batch is not recognized", inflight, KafkaIdempotentMaxInFlight, KafkaIdempotentMaxInFlight)},
-			Mark{Label: "t0", Text: fmt.Sprintf("%d batches in flight; batch 1's answer lost", inflight)},
-			Mark{Label: "t1", Text: "batch 1 retried after 5 later batches: outside the window, written again"})
 	}
 	if acks := orDefault(string(k.Acks), string(AcksAll)); acks != string(AcksAll) {
 		f.add("kafka-acks", subject, pp+".kafka.acks",
@@ -157,16 +218,13 @@ func (f *finder) kafkaProducer(i int, pr *Producer) {
 	if b.Kafka != nil && b.Kafka.ProducerIDExpiration > 0 {
 		exp, expHow = b.Kafka.ProducerIDExpiration.D(), fmt.Sprintf("producer.id.expiration.ms %s", b.Kafka.ProducerIDExpiration)
 	}
-	if h, how := k.Horizon(pr.Retries); idem && h > exp {
-		field := pp + ".kafka.deliveryTimeout"
-		if n := len(pr.Retries); n > 0 && pr.Retries[n-1].D() == h {
-			field = fmt.Sprintf("%s.retries[%d]", pp, n-1)
-		}
-		f.add("kafka-pid-expiry", subject, field,
-			fmt.Sprintf("a retry may come %s after the first attempt, but the broker forgets an idle producer id after %s: that retry is not de-duplicated", h, exp),
-			[]string{fmt.Sprintf("retry horizon %s (%s) > %s: the producer's id and sequence are expired when the retry arrives", h, how, expHow)},
+	if h, how := k.Horizon(); idem && h > exp {
+		f.add("kafka-pid-expiry", subject, pp+".kafka.deliveryTimeout",
+			fmt.Sprintf("the client may retry a record %s after its first attempt, but the broker forgets an idle producer id after %s: that retry is not de-duplicated", h, exp),
+			[]string{fmt.Sprintf("client retry horizon %s (%s) > %s: the producer's id and sequence are expired when the retry arrives", h, how, expHow),
+				"this is the client's own retries only: an application re-send is a new record with a new sequence number, written again whatever the producer id's state"},
 			Mark{Text: "produce r1: written, the answer lost; the producer goes idle"},
 			Mark{At: Duration(exp), Text: "the broker expires the producer id"},
-			Mark{At: Duration(h), Text: "retry of r1: a producer id the broker no longer knows, written again"})
+			Mark{At: Duration(h), Text: "the client's retry of r1: a producer id the broker no longer knows, written again"})
 	}
 }

@@ -118,8 +118,8 @@ func TestKindArithmetic(t *testing.T) {
 	if h == nil || !strings.Contains(strings.Join(h.Arithmetic, "\n"), "1000 entries / 40s = 25.0 entries/s") {
 		t.Errorf("trim arithmetic: %+v", h)
 	}
-	h = find(t, kafkaHead+"    retries: [3h]\n"+kafkaBroker+"    kafka: {producerIdExpiration: 1h}\n", "kafka-pid-expiry")
-	if h == nil || h.Field != "producers[0].retries[0]" || !strings.Contains(h.Arithmetic[0], "retry horizon 3h0m0s (the last declared retry at 3h0m0s) > producer.id.expiration.ms 1h0m0s") {
+	h = find(t, kafkaHead+"    kafka: {deliveryTimeout: 3h}\n"+kafkaBroker+"    kafka: {producerIdExpiration: 1h}\n", "kafka-pid-expiry")
+	if h == nil || h.Field != "producers[0].kafka.deliveryTimeout" || !strings.Contains(h.Arithmetic[0], "client retry horizon 3h0m0s (delivery.timeout.ms 3h0m0s) > producer.id.expiration.ms 1h0m0s") {
 		t.Errorf("producer-id arithmetic: %+v", h)
 	}
 }

@@ -215,6 +215,9 @@ func (p *Profile) validate() error {
 			}
 		}
 	}
+	if err := p.validateKafkaShare(); err != nil { // kafkashare.go
+		return err
+	}
 	return p.validateEnvelopes()
 }
 

@@ -73,6 +73,10 @@ func pipeline(p *Profile) []string {
 			line += fmt.Sprintf(", maxAge %s, storage %s, replicas %d", orDefault(nonZero(s.MaxAge), "unlimited"), orDefault(string(s.Storage), "file"), max(s.Replicas, 1))
 			out = append(out, line)
 			for _, c := range s.Consumers {
+				if b.Kind == KindKafka && c.KafkaShare != nil {
+					out = append(out, shareLine(&b, &s, &c)) // kafkashare.go
+					continue
+				}
 				out = append(out, fmt.Sprintf("  broker consumer %s: ackPolicy %s, ackWait %s, backoff %s, maxDeliver %s",
 					c.Name, orDefault(string(c.AckPolicy), "explicit"), ackWait(&b, &c), durations(c.Backoff, "none"), maxDeliver(c.MaxDeliver)))
 			}

@@ -107,6 +107,8 @@ type Broker struct {
 	// the product's words (redis.go, kafka.go).
 	Redis *RedisServer `yaml:"redis" json:"redis,omitempty"`
 	Kafka *KafkaBroker `yaml:"kafka" json:"kafka,omitempty"`
+	// KafkaShare is the cluster's share-group defaults (kafkashare.go).
+	KafkaShare *KafkaShareBroker `yaml:"kafkaShare" json:"kafkaShare,omitempty"`
 	// RabbitMQ is the node's version and consumer_timeout (rabbitmq.go).
 	RabbitMQ *RabbitMQServer `yaml:"rabbitmq" json:"rabbitmq,omitempty"`
 }
@@ -239,6 +241,8 @@ type BrokerConsumer struct {
 	Redis *RedisGroup `yaml:"redis" json:"redis,omitempty"`
 	// RabbitMQ is a RabbitMQ consumer's prefetch and ack mode (rabbitmq.go).
 	RabbitMQ *RabbitMQConsumer `yaml:"rabbitmq" json:"rabbitmq,omitempty"`
+	// KafkaShare makes it a Kafka share group (kafkashare.go).
+	KafkaShare *KafkaShareGroup `yaml:"kafkaShare" json:"kafkaShare,omitempty"`
 }
 
 // AckPolicy is the NATS consumer's ack policy.

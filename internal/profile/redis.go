@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -21,6 +22,45 @@ type RedisServer struct {
 	// Replicas is how many replicas are connected to the primary (absent:
 	// 0, a single server).
 	Replicas int `yaml:"replicas" json:"replicas,omitempty"`
+	// Version is the server's version ("7.2.4", "8.6"): what it accepts
+	// hangs on it (XADD IDMP from 8.6). Absent: not known.
+	Version string `yaml:"version" json:"version,omitempty"`
+}
+
+// RedisIDMP is a stream key's idempotent production (Redis 8.6: the
+// producers write XADD ... IDMP producer-id idempotent-id; XCFGSET sets
+// the stream's IDMP-DURATION and IDMP-MAXSIZE).
+type RedisIDMP struct {
+	// Duration is IDMP-DURATION, how long Redis keeps an idempotent id
+	// (absent: 100s, Redis's default; 1s to 24h, whole seconds).
+	Duration Duration `yaml:"duration" json:"duration,omitempty"`
+	// MaxSize is IDMP-MAXSIZE, the most recent ids kept per producer
+	// (absent: 100; 1 to 10000): an older id is evicted before its time.
+	MaxSize int `yaml:"maxSize" json:"maxSize,omitempty"`
+}
+
+// Redis IDMP's defaults and bounds (redis.io, XCFGSET).
+const (
+	RedisDefaultIDMPDuration = 100 * time.Second
+	RedisDefaultIDMPMaxSize  = 100
+	RedisMaxIDMPDuration     = 24 * time.Hour
+	RedisMaxIDMPMaxSize      = 10000
+)
+
+// Window is the IDMP window and its limit per producer, the defaults
+// where not declared.
+func (i *RedisIDMP) Window() (time.Duration, int) {
+	return cmp.Or(i.Duration.D(), RedisDefaultIDMPDuration), cmp.Or(i.MaxSize, RedisDefaultIDMPMaxSize)
+}
+
+// redisVersionAtLeast says whether version v ("8.6.0") is at least
+// major.minor; ok is false when v is not a version.
+func redisVersionAtLeast(v string, major, minor int) (at, ok bool) {
+	var ma, mi int
+	if n, _ := fmt.Sscanf(v, "%d.%d", &ma, &mi); n == 0 || ma <= 0 {
+		return false, false
+	}
+	return ma > major || (ma == major && mi >= minor), true
 }
 
 // AppendFsync is Redis's appendfsync.
@@ -49,6 +89,9 @@ type RedisStream struct {
 	MinIDAge Duration `yaml:"minIdAge" json:"minIdAge,omitempty"`
 	// Approximate: the trim is written with ~ (whole radix nodes).
 	Approximate bool `yaml:"approximate" json:"approximate"`
+	// IDMP: the producers add with XADD IDMP, their message id as the
+	// idempotent id (Redis 8.6); absent: no producer de-dupe.
+	IDMP *RedisIDMP `yaml:"idmp" json:"idmp,omitempty"`
 }
 
 // TrimStrategy is XADD/XTRIM's strategy.
@@ -112,6 +155,11 @@ func (p *Profile) validateKinds() error {
 			if s.Kafka != nil && b.Kind != KindKafka {
 				return bad(sp+".kafka", "a kafka block on a %s stream", b.Kind)
 			}
+			if r := s.Redis; r != nil && r.IDMP != nil {
+				if err := p.validateIDMP(sp+".redis.idmp", bp, b.Redis, r.IDMP); err != nil {
+					return err
+				}
+			}
 			if r := s.Redis; r != nil {
 				switch {
 				case r.Trim == TrimMaxLen && r.MaxLen <= 0:
@@ -125,8 +173,11 @@ func (p *Profile) validateKinds() error {
 				}
 			}
 			if k := s.Kafka; k != nil {
-				if k.Partitions < 0 || k.MinInsyncReplicas < 0 {
-					return bad(sp+".kafka", "partitions and minInsyncReplicas must not be negative")
+				if k.Partitions < 0 || k.MinInsyncReplicas < 0 || k.MaxMessageBytes < 0 {
+					return bad(sp+".kafka", "partitions, minInsyncReplicas and maxMessageBytes must not be negative")
+				}
+				if k.RetentionBytes < -1 {
+					return bad(sp+".kafka.retentionBytes", "%d: use a positive number of bytes, or -1 for no size limit", k.RetentionBytes)
 				}
 				if k.MinInsyncReplicas > 0 && s.Replicas > 0 && k.MinInsyncReplicas > s.Replicas {
 					return bad(sp+".kafka.minInsyncReplicas", "%d is above the %d replicas: every acks=all produce would be refused (NOT_ENOUGH_REPLICAS)", k.MinInsyncReplicas, s.Replicas)
@@ -157,14 +208,45 @@ func (p *Profile) validateKinds() error {
 		if pr.Subject != "" && b.Kind != KindNATS {
 			return bad(pp+".subject", "a subject is NATS's, not %s's", b.Kind)
 		}
-		if k := pr.Kafka; k != nil && (k.MaxInFlight < 0 || k.Retries < 0 || k.DeliveryTimeout < 0) {
+		if k := pr.Kafka; k != nil && (k.MaxInFlight < 0 || (k.Retries != nil && *k.Retries < 0) || k.DeliveryTimeout < 0) {
 			return bad(pp+".kafka", "maxInFlight, retries and deliveryTimeout must not be negative")
+		}
+		// What the client refuses at start-up is no running producer.
+		if _, field, _, refused := pr.Kafka.Idempotence(); pr.Kafka != nil && refused != "" {
+			return bad(pp+".kafka."+field, "%s", refused)
 		}
 	}
 	for i, c := range p.Consumers {
 		if c.Workers < 0 {
 			return bad(fmt.Sprintf("consumers[%d].workers", i), "must not be negative")
 		}
+	}
+	return nil
+}
+
+// validateIDMP refuses IDMP on a server the profile does not say is 8.6 or
+// later, and the values XCFGSET refuses.
+func (p *Profile) validateIDMP(path, bp string, srv *RedisServer, i *RedisIDMP) error {
+	bad := func(field, format string, args ...any) error {
+		return &Error{File: p.file, Line: p.Line(field), Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	v := ""
+	if srv != nil {
+		v = srv.Version
+	}
+	switch at, ok := redisVersionAtLeast(v, 8, 6); {
+	case v == "":
+		return bad(path, "XADD IDMP needs Redis 8.6 or later: declare the server's version at %s.redis.version", bp)
+	case !ok:
+		return bad(bp+".redis.version", "%q: write the server's version as Redis prints it, e.g. 8.6.0", v)
+	case !at:
+		return bad(path, "XADD IDMP needs Redis 8.6 or later; the profile declares version %s (before 8.6 a stream has no producer de-dupe)", v)
+	}
+	if d := i.Duration.D(); d != 0 && (d < time.Second || d > RedisMaxIDMPDuration || d%time.Second != 0) {
+		return bad(path+".duration", "%s: IDMP-DURATION is whole seconds from 1s to 24h (XCFGSET)", i.Duration)
+	}
+	if i.MaxSize < 0 || i.MaxSize > RedisMaxIDMPMaxSize {
+		return bad(path+".maxSize", "%d: IDMP-MAXSIZE is 1 to %d ids per producer (XCFGSET)", i.MaxSize, RedisMaxIDMPMaxSize)
 	}
 	return nil
 }
@@ -180,10 +262,10 @@ var kindChecks = []Check{
 	{"redis-fsync", "BR-3.1", "acked entries not on disk when XADD answers (appendfsync everysec or no, or no AOF)"},
 	{"redis-trim-pending", "BR-4.3", "a trim that can cut entries still pending"},
 	{"redis-claim-before-done", "BR-4.2", "a claim min-idle time shorter than the workers' processing time"},
-	{"kafka-no-idempotence", "BR-5.1", "a producer without idempotence, or with more than 5 requests in flight"},
+	{"kafka-no-idempotence", "BR-5.1", "a producer that runs without idempotence: set false, or unset and turned off by acks, retries 0 or more than 5 in flight"},
 	{"kafka-acks", "BR-3.1", "a producer with acks below all"},
-	{"kafka-min-isr", "BR-3.1", "min.insync.replicas 1 with more replicas: an ack from the leader alone"},
-	{"kafka-pid-expiry", "BR-5.1", "a producer retry horizon longer than producer.id.expiration.ms"},
+	{"kafka-min-isr", "BR-3.1", "min.insync.replicas 1 (declared or its default) with more replicas: an ack from the leader alone"},
+	{"kafka-pid-expiry", "BR-5.1", "a producer client's retry horizon longer than producer.id.expiration.ms"},
 	{"kafka-retention-replay", "BR-5.4", "retention shorter than the declared replay reach"},
 }
 
@@ -366,7 +448,12 @@ func kindPipeline(p *Profile) []string {
 						trim = fmt.Sprintf("trimmed minid now-%s (approximate %t)", t.MinIDAge, t.Approximate)
 					}
 				}
-				out = append(out, fmt.Sprintf("  stream key %s: %s", s.Name, trim))
+				idmp := "no producer de-dupe (no XADD IDMP)"
+				if s.Redis != nil && s.Redis.IDMP != nil {
+					w, n := s.Redis.IDMP.Window()
+					idmp = fmt.Sprintf("XADD IDMP, IDMP-DURATION %s, IDMP-MAXSIZE %d per producer", Duration(w), n)
+				}
+				out = append(out, fmt.Sprintf("  stream key %s: %s; %s", s.Name, trim, idmp))
 				for _, c := range s.Consumers {
 					idle := "claim min-idle not declared"
 					if c.Redis != nil && c.Redis.ClaimMinIdle > 0 {
@@ -392,20 +479,22 @@ func kindPipeline(p *Profile) []string {
 				if t == nil {
 					t = &KafkaTopic{}
 				}
-				out = append(out, fmt.Sprintf("  topic %s: cleanup.policy %s, min.insync.replicas %d, replication factor %d, unclean leader election %t",
-					s.Name, orDefault(string(t.CleanupPolicy), string(CleanupDelete)), max(t.MinInsyncReplicas, 1), max(s.Replicas, 1), t.UncleanLeaderElection))
+				mis, _ := t.MinISR()
+				out = append(out, fmt.Sprintf("  topic %s: cleanup.policy %s, min.insync.replicas %d, replication factor %d, unclean leader election %t, retention.bytes %d, max.message.bytes %d",
+					s.Name, orDefault(string(t.CleanupPolicy), string(CleanupDelete)), mis, max(s.Replicas, 1), t.UncleanLeaderElection,
+					cmp.Or(t.RetentionBytes, KafkaDefaultRetentionBytes), cmp.Or(t.MaxMessageBytes, KafkaDefaultMaxMessageBytes)))
 			}
 		}
 	}
 	for _, pr := range p.Producers {
 		if k := pr.Kafka; k != nil {
-			idem := k.EnableIdempotence == nil || *k.EnableIdempotence
-			h, how := k.Horizon(pr.Retries)
+			idem, _, _, _ := k.Idempotence()
+			h, how := k.Horizon()
 			inflight := k.MaxInFlight
 			if inflight == 0 {
 				inflight = KafkaDefaultMaxInFlight
 			}
-			out = append(out, fmt.Sprintf("producer %s client: enable.idempotence %t, acks %s, max.in.flight %d, retry horizon %s (%s)", pr.Name, idem,
+			out = append(out, fmt.Sprintf("producer %s client: idempotent %t, acks %s, max.in.flight %d, client retry horizon %s (%s)", pr.Name, idem,
 				orDefault(string(k.Acks), string(AcksAll)), inflight, h, how))
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/onceproof/tck/adapters/broker/kafka"
 	"github.com/onceproof/tck/adapters/consumer/reference"
 	"github.com/onceproof/tck/co"
 	"github.com/onceproof/tck/internal/spec"
@@ -46,7 +47,16 @@ func consumerOverBroker(ctx context.Context, ref target.Ref, d reference.Design,
 	}
 	k, _ := reg.Get(bref.Key())
 	bref.Opts = target.Options{Seed: ref.Opts.Seed, TLS: ref.Opts.TLS} // the run's material reaches a TLS broker
-	bst, err := k.Start(ctx, bref)
+	var bst *target.Started
+	if bref.Name == "kafka-share" && bref.Mode() == target.Embedded {
+		// The kit's kfake with the consumer suite's lock and limit.
+		bst, err = kafkaShareBroker(func(ctx context.Context, _ target.Ref) (*kafka.Target, error) {
+			s := consumerShare
+			return kafka.EmbeddedShareTarget(ctx, kafka.Client{Options: kafka.Options{Share: &s}})
+		})(ctx, bref)
+	} else {
+		bst, err = k.Start(ctx, bref)
+	}
 	if err != nil {
 		return nil, target.Unavailable(ref, fmt.Errorf("its broker: %w", err))
 	}
@@ -62,6 +72,7 @@ func consumerOverBroker(ctx context.Context, ref target.Ref, d reference.Design,
 		return nil, target.Unavailable(ref, fmt.Errorf("its broker %s: %w", bref, err))
 	}
 	caps := b.Capabilities()
+	sl, shared := b.(shareLocked)
 	_ = b.Close()
 	t := consumer.Target{
 		Broker:     bst.Broker,
@@ -72,6 +83,10 @@ func consumerOverBroker(ctx context.Context, ref target.Ref, d reference.Design,
 		Outbox:     box,
 		Seed:       ref.Opts.Seed,
 	}
+	var shareNotes map[string]string
+	if shared {
+		t, caps, shareNotes = overShareGroup(t, caps, sl.Share())
+	}
 	name := bref.String()
 	if bref.Address == string(k.Modes[0]) {
 		name = bref.Key()
@@ -79,6 +94,9 @@ func consumerOverBroker(ctx context.Context, ref target.Ref, d reference.Design,
 	cfg := consumerConfig(d, box, name+" ("+bst.Info.Version+")")
 	if !caps.AckWait {
 		cfg["ackWait"] = "none: the broker has no ack wait"
+	}
+	for k, v := range shareNotes {
+		cfg[k] = v
 	}
 	info := target.Info{
 		Name: ref.Key(), Suite: ref.Suite, Mode: bst.Info.Mode, Address: bst.Info.Address,

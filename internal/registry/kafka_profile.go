@@ -52,7 +52,7 @@ func DeclaredKafka(p *profile.Profile, onServer bool) (*broker.Declared, error) 
 		if pr.Broker != b.Name {
 			continue
 		}
-		h, _ := pr.Kafka.Horizon(pr.Retries)
+		h, _ := pr.Kafka.Horizon() // the client's own retries: a re-send is a new record
 		d.Producers = append(d.Producers, broker.DeclaredProducer{Name: pr.Name, Stream: pr.Stream, KeepsID: pr.KeepsMessageID, RetryHorizon: h})
 	}
 	for _, s := range b.Streams {
@@ -64,10 +64,13 @@ func DeclaredKafka(p *profile.Profile, onServer bool) (*broker.Declared, error) 
 		if s.MaxAge > 0 {
 			retention = ms(s.MaxAge.D())
 		}
+		mis, _ := t.MinISR()
 		set := map[string]string{
 			"retention.ms":                   retention,
+			"retention.bytes":                fmt.Sprint(cmp.Or(t.RetentionBytes, profile.KafkaDefaultRetentionBytes)),
+			"max.message.bytes":              fmt.Sprint(cmp.Or(t.MaxMessageBytes, profile.KafkaDefaultMaxMessageBytes)),
 			"cleanup.policy":                 orS(string(t.CleanupPolicy), string(profile.CleanupDelete)),
-			"min.insync.replicas":            fmt.Sprint(max(t.MinInsyncReplicas, 1)),
+			"min.insync.replicas":            fmt.Sprint(mis),
 			"unclean.leader.election.enable": strconv.FormatBool(t.UncleanLeaderElection),
 		}
 		if s.Replicas > 0 {

@@ -35,6 +35,10 @@ func kafkaShareBrokers() []row {
 				if err != nil {
 					return nil, err
 				}
+				if ref.Opts.Profile != nil {
+					// What the address leaves out is the profile's.
+					s, _ = profileShare(ref.Opts.Profile, s)
+				}
 				return kafka.ShareURLTarget(ctx, ref.Address, kafka.Client{}, s)
 			})},
 		},
@@ -95,8 +99,9 @@ func kafkaShareBroker(startKafka func(ctx context.Context, ref target.Ref) (*kaf
 			Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: target.Redact(kt.Address),
 			Version: kt.Version, Emulator: kt.Emulator, Config: cfg, Notes: kt.Notes,
 		}
-		if ref.Opts.Profile != nil {
-			info.Notes = append(info.Notes, "the profile is not compared on broker/kafka-share: a profile's share-group settings (group.share.*) are not read yet; the rules run at the declared lock and delivery limit")
+		if err := bindKafkaShareProfile(kt, ref, &t, &info); err != nil {
+			_ = kt.Stop()
+			return nil, target.Unavailable(ref, err)
 		}
 		return &target.Started{
 			Info:     info,

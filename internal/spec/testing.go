@@ -193,7 +193,8 @@ func (s *Set) runWithin(parent context.Context, ru rule, out ...func(line string
 		if parent.Err() != nil {
 			return outcome{v: verdict.Skipped, reason: "the run was interrupted and the rule did not return within " + Grace.String(), ev: ev}
 		}
-		return outcome{v: verdict.Unknown, reason: fmt.Sprintf("the rule did not finish within %s of its deadline %s (the target may hang)", Grace, limit), ev: ev}
+		// The kit's own pauses may be why: named as every unknown's are.
+		return delayNamed(outcome{v: verdict.Unknown, reason: fmt.Sprintf("the rule did not finish within %s of its deadline %s (the target may hang)", Grace, limit), ev: ev}, start)
 	}
 }
 

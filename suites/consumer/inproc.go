@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -65,11 +64,13 @@ type inproc struct {
 // deleted, the broker handle and the files go.
 func openInproc(r *spec.R, t Target, o openOpts) *inproc {
 	tm := t.Timing.withDefaults()
-	dir, err := leftovers.MkdirTemp("onceproof-" + r.ID + "-") // marked: tck clean may remove it after a kill
+	// Tracked, not only marked: a rule body abandoned at its deadline may
+	// never run its cleanups, and the process's exit must still remove it.
+	dir, removeDir, err := leftovers.TempDir("onceproof-" + r.ID + "-")
 	if err != nil {
 		r.Unknown("making a scratch directory: %v", err)
 	}
-	r.DeferCleanup(func() { _ = os.RemoveAll(dir) })
+	r.DeferCleanup(func() { _ = removeDir() })
 	open := t.Broker
 	if open == nil {
 		open = embeddedBroker(r) // stopped after the world's cleanup, which deletes the topic on it

@@ -23,16 +23,21 @@ type configAdmin interface {
 	DescribeTopicConfigs(ctx context.Context, topics ...string) (kadm.ResourceConfigs, error)
 	DescribeBrokerConfigs(ctx context.Context, brokers ...int32) (kadm.ResourceConfigs, error)
 	DescribeGroups(ctx context.Context, groups ...string) (kadm.DescribedGroups, error)
+	FetchOffsets(ctx context.Context, group string) (kadm.OffsetResponses, error)
+	ListStartOffsets(ctx context.Context, topics ...string) (kadm.ListedOffsets, error)
+	ListEndOffsets(ctx context.Context, topics ...string) (kadm.ListedOffsets, error)
 	ApiVersions(ctx context.Context) (kadm.BrokersApiVersions, error)
 	ListBrokers(ctx context.Context) (kadm.BrokerDetails, error)
 }
 
 // Inspector reads a team's topics, groups and broker configuration with
-// read-only admin requests (Metadata, DescribeConfigs, DescribeGroups): it
+// read-only admin requests (Metadata, DescribeConfigs, DescribeGroups,
+// OffsetFetch, ListOffsets): it
 // creates, alters, commits and deletes nothing. Topics are read by their
 // exact name, not under the kit's prefix.
 type Inspector struct {
 	adm   configAdmin
+	cl    *kgo.Client // for the requests kadm has no helper for (inspect_share.go)
 	close func()
 }
 
@@ -55,7 +60,7 @@ func Inspect(ctx context.Context, opts Options) (*Inspector, error) {
 		cl.Close()
 		return nil, fmt.Errorf("no broker of %s answered: %w", strings.Join(opts.Seeds, ","), err)
 	}
-	return &Inspector{adm: kadm.NewClient(cl), close: cl.Close}, nil
+	return &Inspector{adm: kadm.NewClient(cl), cl: cl, close: cl.Close}, nil
 }
 
 // BrokerSettings are the broker configs the Inspector reads (those a
@@ -102,8 +107,18 @@ func (in *Inspector) Topic(ctx context.Context, name string) (mq.TopicInfo, erro
 	return ti, nil
 }
 
-// Consumer reads group name: its state and members (DescribeGroups). A
-// group the cluster does not know is not found (Kafka answers Dead).
+// Consumer reads group name: its state and members (DescribeGroups), and
+// its committed offsets on topic against the partitions' log start and end
+// (OffsetFetch, ListOffsets). A group the cluster does not know is not
+// found (Kafka answers Dead).
+//
+// Settings "committed-before-log-start" and "committed-past-log-end" name
+// the partitions whose committed offset no consumption can explain: below
+// the log start, records were deleted before the group read them; past the
+// log end, the offset was set by hand beyond any record (records produced
+// up to it are never consumed by the group). A commit moved forward inside
+// the log cannot be told from consumption: Kafka keeps no record of what a
+// group read, only where it is.
 func (in *Inspector) Consumer(ctx context.Context, topic, name string) (mq.ConsumerInfo, error) {
 	dg, err := in.adm.DescribeGroups(ctx, name)
 	if err != nil {
@@ -121,9 +136,67 @@ func (in *Inspector) Consumer(ctx context.Context, topic, name string) (mq.Consu
 		members = append(members, m.ClientID)
 	}
 	sort.Strings(members)
-	return mq.ConsumerInfo{Config: mq.ConsumerConfig{Group: name}, Settings: map[string]string{
-		"state": g.State, "protocol": g.Protocol, "members": strings.Join(members, ", "),
-	}}, nil
+	s := map[string]string{"state": g.State, "protocol": g.Protocol, "members": strings.Join(members, ", ")}
+	if err := in.offsets(ctx, topic, name, s); err != nil {
+		return mq.ConsumerInfo{}, err
+	}
+	return mq.ConsumerInfo{Config: mq.ConsumerConfig{Group: name}, Settings: s}, nil
+}
+
+// offsets reads group's committed offsets on topic and the log bounds, and
+// writes them into s by partition.
+func (in *Inspector) offsets(ctx context.Context, topic, group string, s map[string]string) error {
+	committed, err := in.adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return fmt.Errorf("OffsetFetch of group %s: %w", group, err)
+	}
+	starts, err := in.adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("ListOffsets (start) of topic %s: %w", topic, err)
+	}
+	ends, err := in.adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("ListOffsets (end) of topic %s: %w", topic, err)
+	}
+	var parts []int32
+	for p := range committed[topic] {
+		parts = append(parts, p)
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+	var all, before, past []string
+	var lag int64
+	for _, p := range parts {
+		c := committed[topic][p]
+		if c.Err != nil {
+			return fmt.Errorf("OffsetFetch of group %s, %s/%d: %w", group, topic, p, c.Err)
+		}
+		if c.At < 0 {
+			continue // nothing committed on this partition
+		}
+		st, ok1 := starts.Lookup(topic, p)
+		en, ok2 := ends.Lookup(topic, p)
+		if !ok1 || !ok2 || st.Err != nil || en.Err != nil {
+			return fmt.Errorf("ListOffsets of %s/%d: no answer for the partition", topic, p)
+		}
+		all = append(all, fmt.Sprintf("p%d %d of [%d, %d)", p, c.At, st.Offset, en.Offset))
+		switch {
+		case c.At < st.Offset:
+			before = append(before, fmt.Sprintf("p%d committed %d < log start %d (offsets %d..%d deleted unread)", p, c.At, st.Offset, c.At, st.Offset-1))
+		case c.At > en.Offset:
+			past = append(past, fmt.Sprintf("p%d committed %d > log end %d", p, c.At, en.Offset))
+		default:
+			lag += en.Offset - c.At
+		}
+	}
+	s["committed"] = strings.Join(all, ", ")
+	s["lag"] = fmt.Sprint(lag)
+	if len(before) > 0 {
+		s["committed-before-log-start"] = strings.Join(before, ", ")
+	}
+	if len(past) > 0 {
+		s["committed-past-log-end"] = strings.Join(past, ", ")
+	}
+	return nil
 }
 
 // Server reads the broker configs of BrokerSettings (DescribeConfigs of

@@ -71,6 +71,18 @@ func (fakeAdmin) DescribeGroups(_ context.Context, groups ...string) (kadm.Descr
 	return out, nil
 }
 
+func (fakeAdmin) FetchOffsets(context.Context, string) (kadm.OffsetResponses, error) {
+	return kadm.OffsetResponses{}, nil
+}
+
+func (fakeAdmin) ListStartOffsets(context.Context, ...string) (kadm.ListedOffsets, error) {
+	return kadm.ListedOffsets{}, nil
+}
+
+func (fakeAdmin) ListEndOffsets(context.Context, ...string) (kadm.ListedOffsets, error) {
+	return kadm.ListedOffsets{}, nil
+}
+
 func (fakeAdmin) ApiVersions(context.Context) (kadm.BrokersApiVersions, error) {
 	return kadm.BrokersApiVersions{}, nil
 }

@@ -87,7 +87,10 @@ func (in *Inspector) Topic(ctx context.Context, name string) (mq.TopicInfo, erro
 }
 
 // Consumer reads group name of stream key topic: its consumers, pending
-// count and oldest pending entry, last delivered id and lag.
+// count and oldest pending entry (and whether the stream still has it),
+// last delivered id, read counter ("null" when Redis has none: the group
+// was positioned by XGROUP CREATE or SETID at an id without ENTRIESREAD
+// and has read nothing since) and lag.
 func (in *Inspector) Consumer(ctx context.Context, topic, name string) (mq.ConsumerInfo, error) {
 	groups, err := in.rdb.XInfoGroups(ctx, topic).Result()
 	if err != nil {
@@ -121,12 +124,49 @@ func (in *Inspector) Consumer(ctx context.Context, topic, name string) (mq.Consu
 		"entries-read":      fmt.Sprint(g.EntriesRead),
 		"lag":               fmt.Sprint(g.Lag),
 	}
+	// go-redis reads a null entries-read as 0: the raw reply tells them apart.
+	if raw, err := in.rdb.Do(ctx, "XINFO", "GROUPS", topic).Result(); err == nil {
+		if v, ok := groupField(raw, name, "entries-read"); ok && v == nil {
+			s["entries-read"] = "null"
+		}
+	}
 	if g.Pending > 0 {
 		if p, err := in.rdb.XPending(ctx, topic, name).Result(); err == nil {
 			s["oldest-pending-id"] = p.Lower
+			// A pending entry no longer in the stream was trimmed or
+			// deleted before the group acked it (XRANGE of its id).
+			if es, err := in.rdb.XRange(ctx, topic, p.Lower, p.Lower).Result(); err == nil {
+				s["oldest-pending-in-stream"] = fmt.Sprint(len(es) > 0)
+			}
 		}
 	}
 	return mq.ConsumerInfo{Config: mq.ConsumerConfig{Group: name}, Settings: s}, nil
+}
+
+// groupField finds field of group name in a raw XINFO GROUPS reply (RESP2:
+// flat key-value arrays; RESP3: maps).
+func groupField(raw any, name, field string) (any, bool) {
+	groups, _ := raw.([]any)
+	for _, g := range groups {
+		m := map[string]any{}
+		switch g := g.(type) {
+		case []any:
+			for i := 0; i+1 < len(g); i += 2 {
+				m[fmt.Sprint(g[i])] = g[i+1]
+			}
+		case map[any]any:
+			for k, v := range g {
+				m[fmt.Sprint(k)] = v
+			}
+		case map[string]any:
+			m = g
+		}
+		if fmt.Sprint(m["name"]) == name {
+			v, ok := m[field]
+			return v, ok
+		}
+	}
+	return nil, false
 }
 
 // ServerSettings are the CONFIG GET parameters the Inspector reads.

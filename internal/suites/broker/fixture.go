@@ -45,6 +45,9 @@ type fixture struct {
 	// unreadable are the declared settings the server would not tell
 	// (BR-6.1: named, and unknown, never passed).
 	unreadable []string
+	// undecided are what BR-6.1 read but cannot judge either way (a Redis
+	// group with no read counter): each makes it unknown, named.
+	undecided []string
 
 	// unwatch releases the kit's heartbeat (package stall), held from the
 	// workload's start to its end so every pause during it is known.

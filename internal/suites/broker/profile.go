@@ -247,6 +247,9 @@ func certify(f *fixture) judge {
 		if len(f.unreadable) > 0 {
 			r.Unknown("the server would not tell %s: the declared value cannot be compared", strings.Join(f.unreadable, "; "))
 		}
+		if len(f.undecided) > 0 {
+			r.Unknown("%s", strings.Join(f.undecided, "; "))
+		}
 		r.Ev.Notef("%d declared settings of %d stream(s) compared with the server's: all equal", n, len(streams))
 	}
 }

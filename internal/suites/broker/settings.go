@@ -154,32 +154,93 @@ func (f *fixture) compareClientSide(in mq.Inspector, s DeclaredStream, got mq.To
 			h.Fail(oneLine(err.Error()))
 			return nil, &setupError{step: "group-info " + name + "/" + g, err: err}
 		}
-		h.OK(fmt.Sprintf("consumers=%s pending=%s", shown(gc.Settings["consumers"]), gc.Settings["pending"]))
+		if noun == "topic" {
+			h.OK(fmt.Sprintf("state=%s committed=%s", shown(gc.Settings["state"]), shown(gc.Settings["committed"])))
+		} else {
+			h.OK(fmt.Sprintf("consumers=%s pending=%s", shown(gc.Settings["consumers"]), gc.Settings["pending"]))
+		}
 		diffs = append(diffs, f.compareSettings("group "+name+"/"+g+" ", "group "+name+"/"+g, c.Settings, gc.Settings)...)
+		if noun == "topic" {
+			diffs = append(diffs, f.kafkaGroupPosition(name, g, gc.Settings)...)
+			continue
+		}
 		if c.Config.AckWait > 0 {
 			f.ev.Notef("group %s/%s: the claim min-idle time %s is the workers' setting (XAUTOCLAIM), not the server's: not compared; the timed rules ran at it", name, g, c.Config.AckWait)
 		}
-		if old, first := gc.Settings["oldest-pending-id"], got.Settings["first-entry-id"]; old != "" && first != "" && idLess(old, first) {
-			f.ev.Hazard("group %s/%s holds pending entries from %s, older than the stream's first entry %s: a trim already cut entries still pending; they can be neither processed nor claimed (BR-4.3)", name, g, old, first)
-		}
+		diffs = append(diffs, f.redisGroupPosition(name, g, got.Settings, gc.Settings)...)
 	}
 	return diffs, nil
 }
 
-// idLess compares two stream entry ids ms-seq.
-func idLess(a, b string) bool {
-	pa, pb := strings.SplitN(a, "-", 2), strings.SplitN(b, "-", 2)
-	if len(pa) != 2 || len(pb) != 2 {
-		return false
+// redisGroupPosition compares a Redis group's position with what its
+// pipeline implies: every entry up to its last-delivered-id was delivered
+// to it, and every entry still pending is in the stream. Positive evidence
+// only: a pending entry XRANGE no longer finds (a trim cut it, BR-4.3), and
+// a read counter (entries-read) below the entries added up to a position
+// at the stream's end (XGROUP SETID moved the group past entries it never
+// read). A group that has read and has no read counter was positioned by
+// hand since, in a direction the kit cannot tell: unknown, named; one that
+// never read was created at its position: a hazard.
+func (f *fixture) redisGroupPosition(name, g string, stream, group map[string]string) []string {
+	var diffs []string
+	if v := group["oldest-pending-in-stream"]; v != "" {
+		f.ev.Compare(verdict.Comparison{Setting: "group " + name + "/" + g + " oldest pending entry in the stream", Declared: "true", Actual: v, Source: "server", Match: v == "true"})
 	}
-	am, _ := strconv.ParseUint(pa[0], 10, 64)
-	bm, _ := strconv.ParseUint(pb[0], 10, 64)
-	if am != bm {
-		return am < bm
+	if group["oldest-pending-in-stream"] == "false" {
+		diffs = append(diffs, fmt.Sprintf("group %s/%s: pending entry %s is no longer in the stream (its first entry is %s): a trim or a delete cut an entry still pending, which can be neither processed nor claimed (BR-4.3)",
+			name, g, group["oldest-pending-id"], shown(stream["first-entry-id"])))
 	}
-	as, _ := strconv.ParseUint(pa[1], 10, 64)
-	bs, _ := strconv.ParseUint(pb[1], 10, 64)
-	return as < bs
+	ld, last := group["last-delivered-id"], stream["last-generated-id"]
+	if ld == "" || ld == "0-0" {
+		return diffs // nothing delivered yet: nothing can have been passed over
+	}
+	if group["entries-read"] == "null" && group["consumers"] == "" && group["pending"] == "0" {
+		// Never read: created at an id (XGROUP CREATE ... $), which
+		// passes over what came before by design, as NATS's deliver
+		// policy new does.
+		f.ev.Hazard("group %s/%s was created at %s and has read nothing yet: the entries before it are never delivered to it (XGROUP CREATE at 0 starts at the first entry)", name, g, ld)
+		return diffs
+	}
+	if group["entries-read"] == "null" {
+		f.undecided = append(f.undecided, fmt.Sprintf("group %s/%s is at last-delivered-id %s, but Redis keeps no read counter for it (entries-read null: XGROUP SETID or CREATE set its position at an id without ENTRIESREAD, and it read nothing since): whether entries up to %s were skipped cannot be told", name, g, ld, ld))
+		return diffs
+	}
+	read, err1 := strconv.ParseInt(group["entries-read"], 10, 64)
+	added, err2 := strconv.ParseInt(stream["entries-added"], 10, 64)
+	if err1 != nil || err2 != nil {
+		return diffs
+	}
+	if ld != last {
+		f.ev.Notef("group %s/%s: last-delivered-id %s is inside the stream (last entry %s), read counter %d: entries after it are still to come; the kit compares the counter with the position only at the stream's end", name, g, ld, last, read)
+		return diffs
+	}
+	f.ev.Compare(verdict.Comparison{Setting: "group " + name + "/" + g + " entries read at the stream's end", Declared: fmt.Sprint(added), Actual: fmt.Sprint(read), Source: "server", Match: added <= read})
+	if skipped := added - read; skipped > 0 {
+		diffs = append(diffs, fmt.Sprintf("group %s/%s: last-delivered-id %s is the stream's last entry, but the group read %d of the %d entries added: %d entries were passed over without delivery (the group was moved, e.g. XGROUP SETID): they are never delivered to it",
+			name, g, ld, read, added, skipped))
+	}
+	return diffs
+}
+
+// kafkaGroupPosition compares a Kafka group's committed offsets with the
+// log: an offset below the log start (records deleted unread) or past the
+// log end (set by hand beyond any record) is positive evidence; one inside
+// the log cannot be told from consumption, and says so.
+func (f *fixture) kafkaGroupPosition(topic, g string, s map[string]string) []string {
+	var diffs []string
+	if v := s["committed-before-log-start"]; v != "" {
+		diffs = append(diffs, fmt.Sprintf("group %s/%s: %s: the records between were deleted before the group consumed them", topic, g, v))
+	}
+	if v := s["committed-past-log-end"]; v != "" {
+		diffs = append(diffs, fmt.Sprintf("group %s/%s: %s: an offset no consumption of these records can commit (set by hand); records produced up to it are never consumed by the group", topic, g, v))
+	}
+	if v := s["committed"]; v != "" {
+		f.ev.Compare(verdict.Comparison{Setting: "group " + topic + "/" + g + " committed offsets within the log", Declared: "true", Actual: fmt.Sprint(len(diffs) == 0), Source: "server", Match: len(diffs) == 0})
+	}
+	if len(diffs) == 0 {
+		f.ev.Notef("group %s/%s: committed %s, lag %s: Kafka keeps no record of what a group read, so a commit moved forward inside the log (kafka-consumer-groups --reset-offsets --to-latest) cannot be told from consumption: not compared", topic, g, shown(s["committed"]), shown(s["lag"]))
+	}
+	return diffs
 }
 
 // compareServer compares the declared server-wide settings with the
@@ -223,7 +284,7 @@ func (f *fixture) compareServer(d *Declared, server map[string]string) (diffs, u
 		exp := time.Duration(ms) * time.Millisecond
 		for _, p := range d.Producers {
 			if p.RetryHorizon > exp {
-				f.ev.Hazard("the declared producer %s may retry %s after its first attempt, but the cluster forgets an idle producer id after %s (producer.id.expiration.ms %d): a retry that late is not de-duplicated (BR-5.1)", p.Name, p.RetryHorizon, exp, ms)
+				f.ev.Hazard("the declared producer %s's client may retry a record %s after its first attempt (delivery.timeout.ms), but the cluster forgets an idle producer id after %s (producer.id.expiration.ms %d): a retry that late is not de-duplicated (BR-5.1); an application re-send is a new record whatever the producer id's state", p.Name, p.RetryHorizon, exp, ms)
 			}
 		}
 	}

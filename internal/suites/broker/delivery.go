@@ -345,6 +345,8 @@ type ackedOne struct {
 	f         *fixture
 	retention mq.Retention
 	topic, id string
+	group     string
+	acked     mq.Delivery // the delivery whose ack was confirmed
 	before    int
 	err       error
 }
@@ -364,7 +366,8 @@ func (f *fixture) consumeAndAck(r mq.Retention) *ackedOne {
 	if a.before, _, a.err = f.copies(a.topic, a.id); a.err != nil {
 		return a
 	}
-	c, err := f.consumer(a.topic, f.name("g"), mq.ConsumerConfig{AckWait: aw})
+	a.group = f.name("g")
+	c, err := f.consumer(a.topic, a.group, mq.ConsumerConfig{AckWait: aw})
 	if a.err = err; err != nil {
 		return a
 	}
@@ -373,7 +376,9 @@ func (f *fixture) consumeAndAck(r mq.Retention) *ackedOne {
 		a.err = noDelivery("no delivery", err)
 		return a
 	}
-	a.err = f.settle("member-1", "ack", d.d, d.d.Ack)
+	if a.err = f.settle("member-1", "ack", d.d, d.d.Ack); a.err == nil {
+		a.acked = d.d
+	}
 	return a
 }
 
@@ -417,6 +422,9 @@ func (a *ackedOne) judge(r *spec.R) {
 		a.f.pause(50 * time.Millisecond)
 	}
 	a.f.retentionHeld(a.topic, a.retention)
+	if a.acked != nil {
+		a.f.ackNotHeld(a.topic, a.group, a.acked)
+	}
 	a.f.missed(r, "under work-queue retention the ack must remove the message; it was still stored %s after the ack was confirmed", wait)
 }
 

@@ -254,21 +254,29 @@ func (f *fixture) missed(r *spec.R, format string, args ...any) {
 // nak'd it, say, or its member crashed holding it): an ack the kit never
 // sent, kept as a proof; why says what the kit did with d instead.
 func (f *fixture) heldAcked(topic, group string, d mq.Delivery, why string) {
-	a, ok := f.b.(mq.AckedInspector)
-	if !ok || f.hasProof() {
-		return
+	yes, ok := f.askAcked(topic, group, d)
+	// The kit's own ack, sent while the group was read, explains a yes.
+	if ok && yes && !f.ackedByKit(d.Position()) {
+		f.prove("checker", "acked?", "id="+d.Message().ID, fmt.Sprintf("the group holds %s (id %s) as acknowledged, %s", d.Position(), d.Message().ID, why))
+	}
+}
+
+// askAcked asks a broker that tells (mq.AckedInspector) whether the group
+// holds d as acknowledged; ok is false when it cannot tell, or a proof is
+// already held.
+func (f *fixture) askAcked(topic, group string, d mq.Delivery) (yes, ok bool) {
+	a, can := f.b.(mq.AckedInspector)
+	if !can || f.hasProof() {
+		return false, false
 	}
 	h := f.rec.Invoke("checker", "acked?", fmt.Sprintf("group %s pos=%s", group, d.Position()))
 	yes, err := a.Acked(f.ctx, topic, group, d.Position())
 	if err != nil {
 		h.Info(err.Error())
-		return
+		return false, false
 	}
 	h.OK(fmt.Sprint(yes))
-	// The kit's own ack, sent while the group was read, explains a yes.
-	if yes && !f.ackedByKit(d.Position()) {
-		f.prove("checker", "acked?", "id="+d.Message().ID, fmt.Sprintf("the group holds %s (id %s) as acknowledged, %s", d.Position(), d.Message().ID, why))
-	}
+	return yes, true
 }
 
 // ackNotHeld looks, on a broker that tells (mq.AckedInspector), whether
@@ -277,18 +285,7 @@ func (f *fixture) heldAcked(topic, group string, d mq.Delivery, why string) {
 // the ack its adapter said it confirmed (a confirmed ack moves the group's
 // ack floor before it is answered; a slow removal does not explain it).
 func (f *fixture) ackNotHeld(topic, group string, d mq.Delivery) {
-	a, ok := f.b.(mq.AckedInspector)
-	if !ok || f.hasProof() {
-		return
-	}
-	h := f.rec.Invoke("checker", "acked?", fmt.Sprintf("group %s pos=%s", group, d.Position()))
-	yes, err := a.Acked(f.ctx, topic, group, d.Position())
-	if err != nil {
-		h.Info(err.Error())
-		return
-	}
-	h.OK(fmt.Sprint(yes))
-	if !yes {
+	if yes, ok := f.askAcked(topic, group, d); ok && !yes {
 		f.prove("checker", "acked?", "id="+d.Message().ID, fmt.Sprintf("the group does not hold %s (id %s) as acknowledged, though its ack was reported confirmed: the broker never took that ack", d.Position(), d.Message().ID))
 	}
 }

@@ -12,6 +12,12 @@ import (
 // by this attempt.
 var ErrBatchRefused = errors.New("the broker refused the batch whole: nothing of it stored by this attempt")
 
+// ErrBatchAbandoned marks a batch the broker dropped before its commit
+// because members were missing when it looked (NATS: the batch sat idle
+// past its timeout, err_code 10176): nothing of it is stored, and the
+// refusal says nothing about the batch's size or content.
+var ErrBatchAbandoned = errors.New("the broker abandoned the batch before its commit (a member missing, or idle past its timeout): nothing of it stored by this attempt")
+
 // ErrCommitUnconfirmed marks a batch whose commit was sent without waiting
 // for the broker's reply (Batch.NoCommitReply): whether it was stored is
 // unknown to the publisher, as after a commit reply lost on the way.

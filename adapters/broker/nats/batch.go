@@ -204,6 +204,10 @@ func (b *Broker) PublishBatch(ctx context.Context, topic string, bt mq.Batch) (m
 	return mq.BatchAck{}, nc.FlushWithContext(ctx)
 }
 
+// errIncompleteBatch is the server's JSAtomicPublishIncompleteBatchErr: a
+// batch it dropped for a missing member or an idle timeout (errors.json).
+const errIncompleteBatch = 10176
+
 // readReply decodes a member's reply: empty is a staged member, an API
 // error a refusal of the whole batch.
 func readReply(data []byte) (pubReply, error) {
@@ -215,6 +219,9 @@ func readReply(data []byte) (pubReply, error) {
 		return r, fmt.Errorf("an unreadable reply %q: %w", data, err)
 	}
 	if r.Error != nil {
+		if r.Error.ErrCode == errIncompleteBatch {
+			return r, fmt.Errorf("%w: %s (err_code %d)", mq.ErrBatchAbandoned, r.Error.Description, r.Error.ErrCode)
+		}
 		return r, fmt.Errorf("%w: %s (err_code %d)", mq.ErrBatchRefused, r.Error.Description, r.Error.ErrCode)
 	}
 	return r, nil

@@ -412,8 +412,14 @@ func batchLimit(f *fixture) judge {
 			r.Expect(limit).To(gomega.BeNumerically(">", 0), "the target reports no batch size limit (%d)", limit)
 		}
 	}
+	// A batch the broker abandons (idle past its timeout while the kit's
+	// host paused it) says nothing of the limit: tried again, fresh.
 	at := f.newBatch("at", limit)
 	oAt := f.publishBatch(bp, topic, at)
+	for try := 1; try < 3 && errors.Is(oAt.err, mq.ErrBatchAbandoned) && f.ctx.Err() == nil; try++ {
+		at = f.newBatch(fmt.Sprintf("at%d", try), limit)
+		oAt = f.publishBatch(bp, topic, at)
+	}
 	over := f.newBatch("over", limit+1)
 	oOver := f.publishBatch(bp, topic, over)
 	s, errR := f.readStored(topic)
@@ -427,6 +433,9 @@ func batchLimit(f *fixture) judge {
 		r.Expect(oOver.err).To(gomega.HaveOccurred(), "a batch over the limit of %d was reported committed (%s), yet nothing of it is stored", limit, oOver)
 		if oAt.err == nil {
 			f.whole(r, s, at, "the batch of the limit's size")
+		}
+		if errors.Is(oAt.err, mq.ErrBatchAbandoned) {
+			f.unknown(r, "the broker abandoned the batch of the limit's size (%d) before its commit, three times (%s): whether it fits the limit was not reached", limit, oAt)
 		}
 		r.Expect(oAt.refused).To(gomega.BeFalse(), "a batch of exactly the reported limit (%d) was refused (%s): the limit is lower than reported", limit, oAt)
 		f.must(r, oAt.err, "publishing a batch of the limit's size")

@@ -262,8 +262,12 @@ func TestReportInBrowser(t *testing.T) {
 		clean(t, "run", p)
 		firstScreen(t, "run", p, rep)
 		save(t, shots, "run-first-screen.png", p.FirstScreenPNG)
-		if fi, err := os.Stat(file); err != nil || fi.Size() >= 300_000 {
-			t.Errorf("the report of four targets is not under 300 KB: %v %v", fi.Size(), err)
+		// The budget grows with the catalog, not with the run's length: 300 KB
+		// held 89 rules; the NATS batch rules (BR-8.x, about 18 KB of
+		// sections on broker/nats) and the not-applicable rows of the share
+		// and batch rules brought 97 rules to about 315-325 KB.
+		if fi, err := os.Stat(file); err != nil || fi.Size() >= 350_000 {
+			t.Errorf("the report of four targets is not under 350 KB: %v %v", fi.Size(), err)
 		}
 		if len(rep.Targets) < 4 {
 			t.Fatalf("the run has %d targets, want 4", len(rep.Targets))

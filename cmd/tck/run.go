@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/leftovers"
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/reports"
@@ -419,7 +420,7 @@ func runTarget(ctx context.Context, cfg runConfig, t planned, s sink) outcome {
 	ref.Opts.Broker = t.ref.Opts.Broker // --broker (brokerflag.go)
 	st, err := t.kind.Start(sctx, ref)
 	cancel()
-	if err != nil && ctx.Err() != nil {
+	if err != nil && interruptedNow(ctx) {
 		// Interrupted while starting: the run is inconclusive, the
 		// target is not to blame.
 		const why = "the run was interrupted while the target was starting"
@@ -447,7 +448,7 @@ func runTarget(ctx context.Context, cfg runConfig, t planned, s sink) outcome {
 			s.note(line)
 		},
 		Progress: func(r verdict.Result) {
-			if r.Verdict == verdict.Fail && ctx.Err() != nil {
+			if r.Verdict == verdict.Fail && interruptedNow(ctx) {
 				mu.Lock()
 				afterInterrupt[r.Rule] = true
 				mu.Unlock()
@@ -491,6 +492,14 @@ func logResult(w io.Writer, r verdict.Result) {
 	for _, n := range r.Evidence.Notes {
 		fmt.Fprintf(w, "  %s\n", strings.ReplaceAll(n, "\n", "\n  "))
 	}
+}
+
+// interruptedNow reports whether a signal has come: the run's context is
+// cancelled, or the leftovers watcher, which hears the same signal on its
+// own channel, has begun removing what the kit created (a target failing
+// because its folder vanished can be seen before the context's cancel).
+func interruptedNow(ctx context.Context) bool {
+	return ctx.Err() != nil || leftovers.Closing()
 }
 
 // interruptedTarget is a target the run never ran: every rule skipped.

@@ -21,6 +21,13 @@ type Model[S, I, O any] struct {
 	Equal func(a, b S) bool
 	// Describe renders a call for a report (nil: %v).
 	Describe func(in I, out O) string
+	// Pending reports a call whose effect is open (no answer, an
+	// indeterminate error). Check lets its effect land at any time after
+	// it was called, even after every other call returned: a request the
+	// kit stopped waiting for, or whose server it killed, may still be
+	// carried out later (a transaction committing after its client gave
+	// up, a durable queue's hand-off). Nil: none is.
+	Pending func(in I, out O) bool
 }
 
 // Verdict is the result of a check.
@@ -70,8 +77,16 @@ func CheckSequential[S, I, O any](m Model[S, I, O], calls []Call[I, O]) int {
 // beyond it).
 func Check[S, I, O any](m Model[S, I, O], calls []Call[I, O], timeout time.Duration) Verdict {
 	ops := make([]porcupine.Operation, len(calls))
+	var end int64
+	for _, c := range calls {
+		end = max(end, int64(c.Return))
+	}
 	for i, c := range calls {
-		ops[i] = porcupine.Operation{ClientId: c.Client, Input: c.Input, Output: c.Output, Call: int64(c.Call), Return: int64(c.Return)}
+		ret := int64(c.Return)
+		if m.Pending != nil && m.Pending(c.Input, c.Output) {
+			ret = end + 1
+		}
+		ops[i] = porcupine.Operation{ClientId: c.Client, Input: c.Input, Output: c.Output, Call: int64(c.Call), Return: ret}
 	}
 	equal := m.Equal
 	if equal == nil {

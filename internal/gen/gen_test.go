@@ -118,3 +118,26 @@ func TestCheck(t *testing.T) {
 		t.Fatalf("sequential check blamed call %d", i)
 	}
 }
+
+// A write with no answer (output -1) may land after every other call: a
+// read that misses it and a later read that sees it are both allowed, a
+// read that goes back to the old value after seeing it is not.
+func TestCheckPendingLandsLate(t *testing.T) {
+	m := register
+	m.Pending = func(in regIn, out int) bool { return in.write && out == -1 }
+	late := []Call[regIn, int]{
+		{Client: 0, Input: regIn{true, 1}, Output: -1, Call: 0, Return: 2},
+		{Client: 1, Input: regIn{false, 0}, Output: 0, Call: 3, Return: 4},
+		{Client: 1, Input: regIn{false, 0}, Output: 1, Call: 5, Return: 6},
+	}
+	if v := Check(m, late, time.Second); v != Linearizable {
+		t.Fatalf("a pending write landing after a read: %s", v)
+	}
+	if v := Check(register, late, time.Second); v != Violation {
+		t.Fatalf("without Pending the same write must end at its return: %s", v)
+	}
+	back := append(late, Call[regIn, int]{Client: 1, Input: regIn{false, 0}, Output: 0, Call: 7, Return: 8})
+	if v := Check(m, back, time.Second); v != Violation {
+		t.Fatalf("a read back to the old value after the write was seen: %s", v)
+	}
+}

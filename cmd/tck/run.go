@@ -413,13 +413,34 @@ func runTarget(ctx context.Context, cfg runConfig, t planned, s sink) outcome {
 	} else {
 		s.line(fmt.Sprintf("%s: starting (%s)", t.name, t.ref.Mode()))
 	}
-	sctx, cancel := context.WithTimeout(ctx, startTimeout)
 	ref := t.ref
 	ref.Opts = cfg.opts
 	ref.Opts.Progress = s.tnote
 	ref.Opts.Broker = t.ref.Opts.Broker // --broker (brokerflag.go)
-	st, err := t.kind.Start(sctx, ref)
-	cancel()
+	// A start that failed while the kit was paused or late (its host
+	// parked it) timed out on the kit's clock, not the target's: a
+	// server's readiness wait, a probe's deadline. It is tried again, at
+	// most twice; a start still failing names how late the kit was.
+	var st *target.Started
+	var err error
+	for try := 1; ; try++ {
+		t0 := time.Now()
+		sctx, cancel := context.WithTimeout(ctx, startTimeout)
+		st, err = t.kind.Start(sctx, ref)
+		cancel()
+		if err == nil || interruptedNow(ctx) {
+			break
+		}
+		late := stall.Since(t0)
+		if !late.Paused() && late.Lag < time.Second {
+			break
+		}
+		if try == 3 {
+			err = fmt.Errorf("%w (%s)", err, late)
+			break
+		}
+		s.line(fmt.Sprintf("%s: the start failed while the kit was late (%s); starting again", t.name, late))
+	}
 	if err != nil && interruptedNow(ctx) {
 		// Interrupted while starting: the run is inconclusive, the
 		// target is not to blame.

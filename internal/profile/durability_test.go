@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -97,6 +98,25 @@ func TestDurabilityRefusals(t *testing.T) {
 		_, err := Parse("t.yaml", []byte(c.yaml))
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("got %v, want %q", err, c.want)
+		}
+	}
+}
+
+// TestDurabilityDocumented: docs/profile.md names every power-loss check
+// and its defaults' sources.
+func TestDurabilityDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/profile.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range DurabilityChecks() {
+		if !strings.Contains(string(doc), "| `"+c.ID+"` | "+c.Rule+" |") {
+			t.Errorf("docs/profile.md has no row for %s", c.ID)
+		}
+	}
+	for _, s := range []string{"docs.nats.io/reference/config/jetstream/sync_interval", "kafka.apache.org/documentation/#topicconfigs", "rabbitmq.com/docs/confirms", "9223372036854775807"} {
+		if !strings.Contains(string(doc), s) {
+			t.Errorf("docs/profile.md's durability table lacks %s", s)
 		}
 	}
 }

@@ -120,3 +120,31 @@ func TestDurabilityDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestPowerLossExample: examples/profiles/power-loss.yaml names every
+// power-loss check, each at the line of its field.
+func TestPowerLossExample(t *testing.T) {
+	p, err := Load("../../examples/profiles/power-loss.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Hazard{}
+	for _, h := range Hazards(p) {
+		got[h.Check] = h
+	}
+	want := map[string]string{
+		"nats-sync-power-loss":      "up to 2m0s of acknowledged publishes",
+		"kafka-flush-power-loss":    "min.insync.replicas 1: an acknowledged record may be in one broker's page cache only",
+		"rabbitmq-queue-power-loss": "not replicated",
+	}
+	for _, c := range DurabilityChecks() {
+		h, ok := got[c.ID]
+		if !ok {
+			t.Errorf("no %s hazard in the example", c.ID)
+			continue
+		}
+		if !strings.Contains(strings.Join(h.Arithmetic, "\n"), want[c.ID]) || h.Line == 0 {
+			t.Errorf("%s: %+v", c.ID, h)
+		}
+	}
+}

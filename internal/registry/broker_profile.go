@@ -122,7 +122,11 @@ func bindProfile(ctx context.Context, nt *nats.Target, ref target.Ref, t *broker
 	if ref.Opts.MaxWait > 0 {
 		t.Budget = ref.Opts.MaxWait
 	}
-	info.Server = serverSettings(ctx, nt)
+	monitoring := ""
+	if ref.Opts.Profile != nil && ref.Mode() == target.External {
+		monitoring = natsMonitoring(ref.Opts.Profile) // the team's server only
+	}
+	info.Server = serverSettings(ctx, nt, monitoring)
 	if v := info.Server["version"]; v != "" && ref.Mode() == target.External {
 		// A server the kit did not start: its version as it announced it.
 		info.Version = v + " (as the server announced it), " + nt.Version
@@ -197,9 +201,9 @@ func declaredConfig(d *broker.Declared) map[string]string {
 }
 
 // serverSettings reads the server's version and settings through a
-// read-only connection; what the kit knows of a server it started itself
-// is added as such.
-func serverSettings(ctx context.Context, nt *nats.Target) map[string]string {
+// read-only connection (and the monitoring endpoint's /varz when given);
+// what the kit knows of a server it started itself is added as such.
+func serverSettings(ctx context.Context, nt *nats.Target, monitoring string) map[string]string {
 	out := map[string]string{}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -209,6 +213,7 @@ func serverSettings(ctx context.Context, nt *nats.Target) map[string]string {
 		return out
 	}
 	defer in.Close()
+	in.Monitoring = monitoring
 	si, err := in.Server(cctx)
 	if err != nil {
 		out["read"] = "not read: " + target.Redact(err.Error())

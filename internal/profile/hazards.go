@@ -101,6 +101,7 @@ func Hazards(p *Profile) []Hazard {
 		f.consumer(i, &p.Consumers[i])
 	}
 	f.kinds()      // the product settings' checks (redis.go)
+	f.durability() // power loss (durability.go)
 	f.kafkaShare() // share groups (kafkashare.go)
 	// Report in the order of Checks, then of the profile.
 	order := map[string]int{}

@@ -32,6 +32,12 @@ type KafkaTopic struct {
 	// MaxMessageBytes is max.message.bytes, the largest record batch the
 	// topic takes (absent: 1048588, Kafka's default).
 	MaxMessageBytes int `yaml:"maxMessageBytes" json:"maxMessageBytes,omitempty"`
+	// FlushMessages is flush.messages, the records after which the log
+	// is fsynced (absent: Long.MAX, never: the OS flushes; 1: every
+	// record before the answer). FlushMs is flush.ms, the same in
+	// milliseconds (absent: Long.MAX). durability.go.
+	FlushMessages int `yaml:"flushMessages" json:"flushMessages,omitempty"`
+	FlushMs       int `yaml:"flushMs" json:"flushMs,omitempty"`
 }
 
 // MinISR is the topic's min.insync.replicas, the default where undeclared.

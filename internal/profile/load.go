@@ -39,6 +39,9 @@ func Parse(name string, data []byte) (*Profile, error) {
 	if err := p.validateRabbit(); err != nil {
 		return nil, err
 	}
+	if err := p.validateDurability(); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 

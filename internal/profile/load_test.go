@@ -46,7 +46,7 @@ func TestMalformed(t *testing.T) {
 		{"empty", "", "p.yaml:1: (document): empty profile"},
 		{"wrong schema", "schema: v0\nname: t\n", "p.yaml:1: schema: \"v0\" is not"},
 		{"missing required", "name: t\n", "p.yaml:1: schema: required field missing"},
-		{"unknown field", head + natsBroker + "    colour: red\n", "p.yaml:12: brokers[0].colour: unknown field (fields here: kafka, kafkaShare, kind, name, rabbitmq, redis, streams)"},
+		{"unknown field", head + natsBroker + "    colour: red\n", "p.yaml:12: brokers[0].colour: unknown field (fields here: durability, kafka, kafkaShare, kind, name, nats, rabbitmq, redis, streams)"},
 		{"twice", head + "name: u\n", "p.yaml:3: name: given twice"},
 		{"bad enum", head + "brokers:\n  - name: b\n    kind: rabbit\n", `p.yaml:5: brokers[0].kind: "rabbit" is not one of nats, redis, kafka`},
 		{"bare number duration", head + "brokers:\n  - name: b\n    kind: nats\n    streams:\n      - name: S\n        duplicates: 300\n",

@@ -111,6 +111,12 @@ type Broker struct {
 	KafkaShare *KafkaShareBroker `yaml:"kafkaShare" json:"kafkaShare,omitempty"`
 	// RabbitMQ is the node's version and consumer_timeout (rabbitmq.go).
 	RabbitMQ *RabbitMQServer `yaml:"rabbitmq" json:"rabbitmq,omitempty"`
+	// NATS is the server's JetStream sync settings and its monitoring
+	// endpoint (durability.go).
+	NATS *NATSServer `yaml:"nats" json:"nats,omitempty"`
+	// Durability is what the pipeline relies on of an acknowledged
+	// publish: surviving a power loss (durability.go).
+	Durability *Durability `yaml:"durability" json:"durability,omitempty"`
 }
 
 // BrokerKind names the product; the settings below use its own words.

@@ -274,7 +274,7 @@ func KindChecks() []Check { return append([]Check(nil), kindChecks...) }
 
 // allChecks is Checks then kindChecks: the report's order.
 func allChecks() []Check {
-	return append(append(append([]Check(nil), Checks...), kindChecks...), rabbitChecks...)
+	return append(append(append(append([]Check(nil), Checks...), kindChecks...), durabilityChecks...), rabbitChecks...)
 }
 
 // kinds runs the product-setting checks.
@@ -464,6 +464,11 @@ func kindPipeline(p *Profile) []string {
 			}
 		case KindRabbitMQ:
 			out = append(out, rabbitPipeline(&b)...)
+		case KindNATS:
+			if b.NATS != nil || b.Durability != nil {
+				i, a := b.NATS.Sync()
+				out = append(out, fmt.Sprintf("nats %s: sync_interval %s, sync_always %t; relies on surviving a power loss: %t", b.Name, Duration(i), a, b.SurvivesPowerLoss()))
+			}
 		case KindKafka:
 			k := b.Kafka
 			if k == nil {
@@ -480,9 +485,10 @@ func kindPipeline(p *Profile) []string {
 					t = &KafkaTopic{}
 				}
 				mis, _ := t.MinISR()
-				out = append(out, fmt.Sprintf("  topic %s: cleanup.policy %s, min.insync.replicas %d, replication factor %d, unclean leader election %t, retention.bytes %d, max.message.bytes %d",
+				fm, fms := t.Flush()
+				out = append(out, fmt.Sprintf("  topic %s: cleanup.policy %s, min.insync.replicas %d, replication factor %d, unclean leader election %t, retention.bytes %d, max.message.bytes %d, flush.messages %d, flush.ms %d",
 					s.Name, orDefault(string(t.CleanupPolicy), string(CleanupDelete)), mis, max(s.Replicas, 1), t.UncleanLeaderElection,
-					cmp.Or(t.RetentionBytes, KafkaDefaultRetentionBytes), cmp.Or(t.MaxMessageBytes, KafkaDefaultMaxMessageBytes)))
+					cmp.Or(t.RetentionBytes, KafkaDefaultRetentionBytes), cmp.Or(t.MaxMessageBytes, KafkaDefaultMaxMessageBytes), fm, fms))
 			}
 		}
 	}

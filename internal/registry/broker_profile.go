@@ -41,6 +41,16 @@ func DeclaredNATS(p *profile.Profile, onServer bool) (*broker.Declared, error) {
 		return nil, fmt.Errorf("profile %s declares %d NATS brokers (%s); a run certifies one server: keep one NATS broker in the profile", p.File(), len(nb), strings.Join(names, ", "))
 	}
 	d := &broker.Declared{Source: fmt.Sprintf("%s (profile %s, broker %s)", p.File(), p.Name, nb[0].Name), OnServer: onServer, Workers: natsWorkers(p, nb[0])}
+	if b := nb[0]; onServer && (b.NATS != nil || b.Durability != nil) {
+		// The sync settings, compared where the server tells them (the
+		// system account's VARZ, or /varz at nats.monitoringUrl); only
+		// the team's server, never the kit's own.
+		interval, always := b.NATS.Sync()
+		d.Server = map[string]string{"sync_always": fmt.Sprint(always)}
+		if !always {
+			d.Server["sync_interval"] = interval.String()
+		}
+	}
 	for _, pr := range p.Producers {
 		if pr.Broker == nb[0].Name {
 			d.Producers = append(d.Producers, broker.DeclaredProducer{Name: pr.Name, Stream: pr.Stream, KeepsID: pr.KeepsMessageID, Subject: pr.Subject})
@@ -87,6 +97,16 @@ func DeclaredNATS(p *profile.Profile, onServer bool) (*broker.Declared, error) {
 	return d, nil
 }
 
+// natsMonitoring is the monitoring URL of the profile's NATS broker.
+func natsMonitoring(p *profile.Profile) string {
+	for _, b := range p.Brokers {
+		if b.Kind == profile.KindNATS && b.NATS != nil {
+			return b.NATS.MonitoringURL
+		}
+	}
+	return ""
+}
+
 func orS(s, def string) string {
 	if s == "" {
 		return def
@@ -102,7 +122,11 @@ func bindProfile(ctx context.Context, nt *nats.Target, ref target.Ref, t *broker
 	if ref.Opts.MaxWait > 0 {
 		t.Budget = ref.Opts.MaxWait
 	}
-	info.Server = serverSettings(ctx, nt)
+	monitoring := ""
+	if ref.Opts.Profile != nil && ref.Mode() == target.External {
+		monitoring = natsMonitoring(ref.Opts.Profile) // the team's server only
+	}
+	info.Server = serverSettings(ctx, nt, monitoring)
 	if v := info.Server["version"]; v != "" && ref.Mode() == target.External {
 		// A server the kit did not start: its version as it announced it.
 		info.Version = v + " (as the server announced it), " + nt.Version
@@ -120,6 +144,16 @@ func bindProfile(ctx context.Context, nt *nats.Target, ref target.Ref, t *broker
 	if ref.Opts.MaxWait <= 0 {
 		t.Budget = DefaultMaxWait
 	}
+	if u := natsMonitoring(p); u != "" && d.OnServer {
+		inspect := t.Inspect
+		t.Inspect = func(ctx context.Context) (mq.Inspector, error) {
+			in, err := inspect(ctx)
+			if ni, ok := in.(*nats.Inspector); ok {
+				ni.Monitoring = u
+			}
+			return in, err
+		}
+	}
 	// The declared configuration is the team's, not the kit's scratch
 	// settings; what the kit adds of its own is a note.
 	info.Config = declaredConfig(d)
@@ -135,6 +169,9 @@ func bindProfile(ctx context.Context, nt *nats.Target, ref target.Ref, t *broker
 // declaredConfig is the declaration as the report's configuration.
 func declaredConfig(d *broker.Declared) map[string]string {
 	cfg := map[string]string{"profile": d.Source}
+	for k, v := range d.Server {
+		cfg["declared "+k] = v
+	}
 	for _, s := range d.Streams {
 		c := s.Topic.Config
 		age := "unlimited"
@@ -164,9 +201,9 @@ func declaredConfig(d *broker.Declared) map[string]string {
 }
 
 // serverSettings reads the server's version and settings through a
-// read-only connection; what the kit knows of a server it started itself
-// is added as such.
-func serverSettings(ctx context.Context, nt *nats.Target) map[string]string {
+// read-only connection (and the monitoring endpoint's /varz when given);
+// what the kit knows of a server it started itself is added as such.
+func serverSettings(ctx context.Context, nt *nats.Target, monitoring string) map[string]string {
 	out := map[string]string{}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -176,6 +213,7 @@ func serverSettings(ctx context.Context, nt *nats.Target) map[string]string {
 		return out
 	}
 	defer in.Close()
+	in.Monitoring = monitoring
 	si, err := in.Server(cctx)
 	if err != nil {
 		out["read"] = "not read: " + target.Redact(err.Error())

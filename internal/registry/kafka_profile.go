@@ -73,6 +73,10 @@ func DeclaredKafka(p *profile.Profile, onServer bool) (*broker.Declared, error) 
 			"min.insync.replicas":            fmt.Sprint(mis),
 			"unclean.leader.election.enable": strconv.FormatBool(t.UncleanLeaderElection),
 		}
+		// flush.*: Long.MAX (never) unless declared; a cluster that does
+		// not serve them (kfake) leaves a note, not a difference.
+		fm, fms := t.Flush()
+		set["flush.messages"], set["flush.ms"] = fmt.Sprint(fm), fmt.Sprint(fms)
 		if s.Replicas > 0 {
 			set["replication.factor"] = fmt.Sprint(s.Replicas)
 		}

@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -20,6 +24,11 @@ import (
 type Inspector struct {
 	nc *natsgo.Conn
 	js jetstream.JetStream
+	// Monitoring is the server's HTTP monitoring endpoint
+	// (http://HOST:8222, a profile's nats.monitoringUrl): Server reads the
+	// sync settings from its /varz where the system account's VARZ does
+	// not answer. Empty: not given.
+	Monitoring string
 }
 
 var _ mq.Inspector = (*Inspector)(nil)
@@ -140,15 +149,96 @@ func (in *Inspector) Server(ctx context.Context) (mq.ServerInfo, error) {
 		err = errors.New("the VARZ answer has no JetStream configuration")
 	}
 	if err != nil {
-		why := fmt.Sprintf("%s (the server's jetstream sync_interval and store_dir are in its configuration file and on its monitoring endpoint /varz; a client reads them only as the system account, and $SYS.REQ.SERVER.PING.VARZ said: %v)", NotReadable, err)
+		why := fmt.Sprintf("%s (the server's jetstream sync_interval and store_dir are in its configuration file and on its monitoring endpoint /varz; a client reads them only as the system account, and $SYS.REQ.SERVER.PING.VARZ said: %v; a profile's brokers[].nats.monitoringUrl lets the kit read /varz)", NotReadable, err)
+		short := NotReadable + ": only the system account's VARZ or the monitoring endpoint /varz tells it; give the profile's brokers[].nats.monitoringUrl"
+		if in.Monitoring != "" {
+			// The monitoring endpoint tells what the client may not.
+			mc, merr := MonitoringVarz(ctx, in.Monitoring)
+			if merr == nil {
+				setSync(si.Settings, mc.Sync(), mc.StoreDir, "monitoring /varz")
+				return si, nil
+			}
+			why = fmt.Sprintf("%s (the system account's VARZ did not answer: %v; the monitoring endpoint: %v)", NotReadable, err, merr)
+			short = fmt.Sprintf("%s: the monitoring endpoint did not answer (%v)", NotReadable, merr)
+		}
 		si.Settings["sync"] = why
+		si.Settings["sync_interval"] = short
+		si.Settings["sync_always"] = short
 		si.Settings["store dir"] = NotReadable
 		return si, nil
 	}
 	c := v.Data.JetStream.Config
-	si.Settings["sync"] = syncString(Sync{Interval: c.SyncInterval, Always: c.SyncAlways}) + " (system account VARZ)"
-	si.Settings["store dir"] = c.StoreDir + " (system account VARZ)"
+	setSync(si.Settings, Sync{Interval: c.SyncInterval, Always: c.SyncAlways}, c.StoreDir, "system account VARZ")
 	return si, nil
+}
+
+// setSync records the sync settings read from where: the phrase, and
+// sync_interval and sync_always by the server's names for BR-6.1.
+func setSync(m map[string]string, s Sync, storeDir, where string) {
+	m["sync"] = syncString(s) + " (" + where + ")"
+	m["store dir"] = storeDir + " (" + where + ")"
+	if s.Interval == 0 {
+		s.Interval = DefaultSyncInterval // what the server runs with unset
+	}
+	m["sync_interval"] = s.Interval.String()
+	m["sync_always"] = fmt.Sprint(s.Always)
+}
+
+// DefaultSyncInterval is JetStream's sync_interval when none is set
+// (server/filestore.go defaultSyncInterval).
+const DefaultSyncInterval = 2 * time.Minute
+
+// VarzJetStream is the JetStream configuration a server's /varz shows
+// (server/jetstream.go JetStreamConfig: sync_interval in nanoseconds,
+// sync_always left out when false).
+type VarzJetStream struct {
+	StoreDir     string        `json:"store_dir"`
+	SyncInterval time.Duration `json:"sync_interval"`
+	SyncAlways   bool          `json:"sync_always"`
+}
+
+// Sync is the configuration's sync setting.
+func (v VarzJetStream) Sync() Sync { return Sync{Interval: v.SyncInterval, Always: v.SyncAlways} }
+
+// MonitoringVarz reads jetstream.config from GET base/varz, the server's
+// HTTP monitoring endpoint. Its errors name the endpoint without any
+// password the URL carries.
+func MonitoringVarz(ctx context.Context, base string) (VarzJetStream, error) {
+	u, err := url.Parse(strings.TrimSuffix(base, "/") + "/varz")
+	if err != nil {
+		return VarzJetStream{}, errors.New("the monitoring URL does not parse")
+	}
+	shown := u.Redacted()
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return VarzJetStream{}, fmt.Errorf("GET %s: the request cannot be made", shown)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // its text repeats the URL
+		}
+		return VarzJetStream{}, fmt.Errorf("GET %s: %v", shown, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return VarzJetStream{}, fmt.Errorf("GET %s: %s", shown, resp.Status)
+	}
+	var v struct {
+		JetStream struct {
+			Config *VarzJetStream `json:"config"`
+		} `json:"jetstream"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&v); err != nil {
+		return VarzJetStream{}, fmt.Errorf("GET %s: not a /varz answer: %v", shown, err)
+	}
+	if v.JetStream.Config == nil {
+		return VarzJetStream{}, fmt.Errorf("GET %s: no jetstream.config (JetStream is not enabled on that server)", shown)
+	}
+	return *v.JetStream.Config, nil
 }
 
 // Close closes the Inspector's connection.

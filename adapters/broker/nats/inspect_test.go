@@ -110,4 +110,8 @@ func TestInspectSystemAccount(t *testing.T) {
 	if !strings.HasPrefix(si.Settings["sync"], "always") || !strings.Contains(si.Settings["store dir"], dir) {
 		t.Errorf("settings read as the system account: %+v", si.Settings)
 	}
+	// By the server's names, for BR-6.1 (the interval is the default).
+	if si.Settings["sync_always"] != "true" || si.Settings["sync_interval"] != "2m0s" {
+		t.Errorf("sync_always %q, sync_interval %q", si.Settings["sync_always"], si.Settings["sync_interval"])
+	}
 }

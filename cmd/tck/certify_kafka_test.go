@@ -18,9 +18,10 @@ import (
 
 // TestRunProfileKafka is issue 25's third Done-when line on kfake: the
 // declared topic and group certify; each single change on the cluster of
-// retention.ms, cleanup.policy and min.insync.replicas, and of the
+// retention.ms, cleanup.policy and min.insync.replicas, of the
 // undeclared retention.bytes and max.message.bytes (compared with Kafka's
-// defaults), fails BR-6.1 naming it; so does a group's committed offset
+// defaults), of the broker's transactional.id.expiration.ms and of the
+// partition count fails BR-6.1 naming it; so does a group's committed offset
 // past the log end or below its start (issue 38 item 4); one moved forward
 // inside the log by hand (no leader epoch) is unknown, naming it, and one
 // the group's consumer committed passes; what kfake does not serve
@@ -60,6 +61,7 @@ brokers:
         kafka:
           cleanupPolicy: delete
           minInsyncReplicas: 1
+          partitions: 1
         consumers:
           - name: billing
 `)
@@ -114,6 +116,26 @@ brokers:
 		}
 		alter(c.key, c.back)
 	}
+	// A broker config the cluster serves, changed behind the profile.
+	alterBroker := func(v string) {
+		t.Helper()
+		rs, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "transactional.id.expiration.ms", Value: ptr(v)}})
+		if err == nil {
+			for _, r := range rs {
+				if r.Err != nil {
+					err = r.Err
+				}
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	alterBroker("60000")
+	if code, r := run(); code != reports.ExitMustFailed || r.Verdict != verdict.Fail || !strings.Contains(r.Reason, "server transactional.id.expiration.ms: declared 604800000, server 60000") {
+		t.Errorf("transactional.id.expiration.ms changed on the cluster: exit %d, BR-6.1 %s (%s)", code, r.Verdict, r.Reason)
+	}
+	alterBroker("604800000")
 	// The group's committed offset moved behind the profile's back: past
 	// the log end (set by hand beyond any record), and below the log start
 	// (records deleted before the group read them) fail BR-6.1; moved
@@ -177,6 +199,13 @@ brokers:
 	gc.Close()
 	if code, r := run(); code != reports.ExitConformant || r.Verdict != verdict.Pass || !strings.Contains(strings.Join(r.Evidence.Notes, "\n"), "committed p0 3 of [2, 3), lag 0: Kafka keeps no record of what a group read") {
 		t.Errorf("committed at the log end by the group's consumer: exit %d, BR-6.1 %s (%s) %s", code, r.Verdict, r.Reason, r.Evidence.Notes)
+	}
+	// A partition added behind the profile (it cannot be taken back).
+	if _, err := adm.CreatePartitions(ctx, 1, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if code, r := run(); code != reports.ExitMustFailed || r.Verdict != verdict.Fail || !strings.Contains(r.Reason, "topic orders partitions: declared 1, server 2") {
+		t.Errorf("a partition added on the cluster: exit %d, BR-6.1 %s (%s)", code, r.Verdict, r.Reason)
 	}
 	if _, err := adm.DeleteGroup(ctx, "billing"); err != nil {
 		t.Fatal(err)

@@ -86,7 +86,7 @@ func kafkaCertifyRows() []row {
 	rows := []row{{
 		Kind: target.Kind{
 			Suite: "broker", Name: "kafka-certify",
-			Summary: "certification reference (BR-6.1 only): an embedded kfake holding the topic and group of a built-in profile as declared; the Kafka certification mutants change one setting of it behind the profile",
+			Summary: "certification reference (BR-6.1 only): an embedded kfake holding the topic and group of a built-in profile as declared; the Kafka certification mutants change one setting or the group position of it behind the profile",
 			Needs:   "nothing (embedded kfake, an emulator)",
 			// BR-6.1 must pass here as the mutants below must fail it.
 			Reference: true,

@@ -31,6 +31,19 @@ func Certification() []CertMutant {
 			MustFail: []string{"BR-6.1"},
 			Build:    alterTopic("min.insync.replicas", "2"),
 		},
+		{
+			Name: "certify-group-past-end", Defect: "the certified group's committed offset was set by hand to 1000 behind the profile, past the log's end: the records produced up to it are never consumed by the group",
+			MustFail: []string{"BR-6.1"},
+			Build: func(ctx context.Context, adm *kadm.Client, topic, group string) error {
+				o := kadm.Offsets{}
+				o.Add(kadm.Offset{Topic: topic, Partition: 0, At: 1000, LeaderEpoch: -1})
+				r, err := adm.CommitOffsets(ctx, group, o)
+				if err != nil {
+					return err
+				}
+				return r.Error()
+			},
+		},
 	}
 }
 

@@ -50,8 +50,9 @@ func TestCertification(t *testing.T) {
 		t.Error("no rule names why a certification target runs only BR-6.1")
 	}
 	want := map[string]string{
-		"certify-retention": "topic orders retention.ms: declared 86400000, server 3600000",
-		"certify-min-isr":   "topic orders min.insync.replicas: declared 1, server 2",
+		"certify-retention":      "topic orders retention.ms: declared 86400000, server 3600000",
+		"certify-min-isr":        "topic orders min.insync.replicas: declared 1, server 2",
+		"certify-group-past-end": "group orders/billing: p0 committed 1000 > log end 0",
 	}
 	for _, m := range kafkamutants.Certification() {
 		t.Run(m.Name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -17,11 +18,14 @@ import (
 
 // TestRunProfileKafka is issue 25's third Done-when line on kfake: the
 // declared topic and group certify; each single change on the cluster of
-// retention.ms, cleanup.policy and min.insync.replicas, and of the
+// retention.ms, cleanup.policy and min.insync.replicas, of the
 // undeclared retention.bytes and max.message.bytes (compared with Kafka's
-// defaults), fails BR-6.1 naming it; so does a group's committed offset
-// past the log end or below its start (issue 38 item 4); what kfake does
-// not serve (producer.id.expiration.ms) is a kit note, not a difference.
+// defaults), of the broker's transactional.id.expiration.ms and of the
+// partition count fails BR-6.1 naming it; so does a group's committed offset
+// past the log end or below its start (issue 38 item 4); one moved forward
+// inside the log by hand (no leader epoch) is unknown, naming it, and one
+// the group's consumer committed passes; what kfake does not serve
+// (producer.id.expiration.ms) is a kit note, not a difference.
 func TestRunProfileKafka(t *testing.T) {
 	ctx := context.Background()
 	e, err := kafka.StartEmbedded(ctx)
@@ -57,6 +61,7 @@ brokers:
         kafka:
           cleanupPolicy: delete
           minInsyncReplicas: 1
+          partitions: 1
         consumers:
           - name: billing
 `)
@@ -111,10 +116,31 @@ brokers:
 		}
 		alter(c.key, c.back)
 	}
+	// A broker config the cluster serves, changed behind the profile.
+	alterBroker := func(v string) {
+		t.Helper()
+		rs, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "transactional.id.expiration.ms", Value: ptr(v)}})
+		if err == nil {
+			for _, r := range rs {
+				if r.Err != nil {
+					err = r.Err
+				}
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	alterBroker("60000")
+	if code, r := run(); code != reports.ExitMustFailed || r.Verdict != verdict.Fail || !strings.Contains(r.Reason, "server transactional.id.expiration.ms: declared 604800000, server 60000") {
+		t.Errorf("transactional.id.expiration.ms changed on the cluster: exit %d, BR-6.1 %s (%s)", code, r.Verdict, r.Reason)
+	}
+	alterBroker("604800000")
 	// The group's committed offset moved behind the profile's back: past
 	// the log end (set by hand beyond any record), and below the log start
-	// (records deleted before the group read them) fail BR-6.1; moved to
-	// the end inside the log cannot be told from consumption: a note.
+	// (records deleted before the group read them) fail BR-6.1; moved
+	// forward inside the log cannot be told from consumption: unknown when
+	// no consumer committed it, else a note.
 	commit := func(at int64) {
 		t.Helper()
 		o := kadm.Offsets{}
@@ -141,9 +167,45 @@ brokers:
 	if code, r := run(); code != reports.ExitMustFailed || r.Verdict != verdict.Fail || !strings.Contains(r.Reason, "group orders/billing: p0 committed 0 < log start 2 (offsets 0..1 deleted unread)") {
 		t.Errorf("committed below the log start: exit %d, BR-6.1 %s (%s)", code, r.Verdict, r.Reason)
 	}
+	// Moved forward inside the log by hand (an admin commit, no leader
+	// epoch, as kafka-consumer-groups --reset-offsets --to-latest): Kafka
+	// keeps no record of what the group processed, so no fail; unknown,
+	// naming the commit no consumer made.
 	commit(3)
+	if code, r := run(); code != reports.ExitInconclusive || r.Verdict != verdict.Unknown ||
+		!strings.Contains(r.Reason, "group orders/billing: p0 committed 3 (offsets 2..2 before it) was committed without a leader epoch, so not by a consumer of the record before it") {
+		t.Errorf("moved to the log end by hand: exit %d, BR-6.1 %s (%s)", code, r.Verdict, r.Reason)
+	}
+	// At the log start by hand: nothing before it to pass over.
+	commit(2)
+	if code, r := run(); code != reports.ExitConformant || r.Verdict != verdict.Pass {
+		t.Errorf("committed at the log start: exit %d, BR-6.1 %s (%s)", code, r.Verdict, r.Reason)
+	}
+	// The group's own consumer reads the record at 2 and commits 3 with
+	// its leader epoch: consumption, a pass naming what cannot be told.
+	gc, err := kgo.NewClient(kgo.SeedBrokers(e.Seeds()...), kgo.ConsumerGroup("billing"), kgo.ConsumeTopics("orders"), kgo.DisableAutoCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	for n := 0; n < 1 && pctx.Err() == nil; {
+		fs := gc.PollFetches(pctx)
+		n += fs.NumRecords()
+	}
+	if err := gc.CommitUncommittedOffsets(pctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	gc.Close()
 	if code, r := run(); code != reports.ExitConformant || r.Verdict != verdict.Pass || !strings.Contains(strings.Join(r.Evidence.Notes, "\n"), "committed p0 3 of [2, 3), lag 0: Kafka keeps no record of what a group read") {
-		t.Errorf("committed at the log end: exit %d, BR-6.1 %s (%s) %s", code, r.Verdict, r.Reason, r.Evidence.Notes)
+		t.Errorf("committed at the log end by the group's consumer: exit %d, BR-6.1 %s (%s) %s", code, r.Verdict, r.Reason, r.Evidence.Notes)
+	}
+	// A partition added behind the profile (it cannot be taken back).
+	if _, err := adm.CreatePartitions(ctx, 1, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if code, r := run(); code != reports.ExitMustFailed || r.Verdict != verdict.Fail || !strings.Contains(r.Reason, "topic orders partitions: declared 1, server 2") {
+		t.Errorf("a partition added on the cluster: exit %d, BR-6.1 %s (%s)", code, r.Verdict, r.Reason)
 	}
 	if _, err := adm.DeleteGroup(ctx, "billing"); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/onceproof/tck/adapters/broker/rabbitmq"
 	"github.com/onceproof/tck/internal/poll"
+	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/reports"
 	"github.com/onceproof/tck/internal/verdict"
 )
@@ -196,10 +198,15 @@ func TestRunProfileRabbitMQ(t *testing.T) {
 
 // TestRunProfileEmbeddedSaysHow is issue 38's item 5: a certification run
 // on a server the kit started itself says that certification reads a
-// team's server and how to name one (RabbitMQ and Kafka).
+// team's server and how to name one (RabbitMQ, Kafka and Redis).
 func TestRunProfileEmbeddedSaysHow(t *testing.T) {
 	cases := []struct{ name, prof, target, want string }{
 		{"kafka", "../../examples/profiles/certify-kafka.yaml", "broker/kafka", "--target broker/kafka=kafka://HOST:PORT"},
+	}
+	if _, err := exec.LookPath("redis-server"); err == nil {
+		// Unset, broker/redis starts a redis-server of the kit's own.
+		t.Setenv(registry.RedisURLEnv, "")
+		cases = append(cases, struct{ name, prof, target, want string }{"redis", "../../examples/profiles/certify-redis.yaml", "broker/redis", "--target broker/redis=redis://HOST:PORT"})
 	}
 	if rabbitmq.HaveServerBinary() {
 		cases = append(cases, struct{ name, prof, target, want string }{"rabbitmq", "../../examples/profiles/certify-rabbitmq.yaml", "broker/rabbitmq", "--target broker/rabbitmq=amqp://USER:PASSWORD@HOST:5672/VHOST"})

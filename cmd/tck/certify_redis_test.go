@@ -57,7 +57,9 @@ func ownRedis(t *testing.T) string {
 // TestRunProfileRedis is issue 25's second Done-when line: the declared
 // stream key and group on a redis-server 7 certify (exit 0); each single
 // change on the server (appendfsync, maxmemory-policy, the group gone)
-// fails BR-6.1 naming it; the team's keys are the same after every run.
+// fails BR-6.1 naming it, as does each other readable setting changed
+// behind the profile (appendonly, the key's TTL, its groups, the group's
+// consumers); the team's keys are the same after every run.
 // Issue 38 item 4: the group moved to $ with its read counter fails, without
 // one is unknown naming it; an XTRIM that cut a pending entry fails.
 func TestRunProfileRedis(t *testing.T) {
@@ -139,6 +141,18 @@ brokers:
 		{"maxmemory-policy", "server maxmemory-policy: declared noeviction, server allkeys-lru",
 			func() error { return rdb.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err() },
 			func() error { return rdb.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err() }},
+		{"appendonly", "server appendonly: declared yes, server no",
+			func() error { return rdb.ConfigSet(ctx, "appendonly", "no").Err() },
+			func() error { return rdb.ConfigSet(ctx, "appendonly", "yes").Err() }},
+		{"ttl", "stream key orders ttl: declared none, server",
+			func() error { return rdb.Expire(ctx, "orders", time.Hour).Err() },
+			func() error { return rdb.Persist(ctx, "orders").Err() }},
+		{"groups", "stream key orders groups: declared workers, server audit, workers",
+			func() error { return rdb.XGroupCreate(ctx, "orders", "audit", "$").Err() },
+			func() error { return rdb.XGroupDestroy(ctx, "orders", "audit").Err() }},
+		{"consumers", "group orders/workers consumers: declared w1, server w1, w2",
+			func() error { return rdb.XGroupCreateConsumer(ctx, "orders", "workers", "w2").Err() },
+			func() error { return rdb.XGroupDelConsumer(ctx, "orders", "workers", "w2").Err() }},
 		{"group", "group orders/workers: declared present, server not found",
 			func() error { return rdb.XGroupDestroy(ctx, "orders", "workers").Err() },
 			func() error { return nil }},

@@ -108,6 +108,13 @@ func bindRedisProfile(rt *redis.Target, ref target.Ref, t *broker.Target, info *
 	}
 	if !onServer {
 		info.Notes = append(info.Notes, "the server is the kit's own, not the team's: the declared Redis stream keys are not on it, so BR-6.1 does not read them; certify the team's server with --target broker/redis=redis://HOST:PORT")
+		// BR-6.1's reason says so in plain words, as Kafka's does.
+		lacks := map[string]string{}
+		for k, v := range t.Lacks {
+			lacks[k] = v
+		}
+		lacks["inspect"] = "certification (BR-6.1) reads a team's own Redis read-only (the declared stream keys, their groups and the persistence settings): the server is the kit's own, started for this run, and holds none of them; name the team's server with tck run --profile FILE --target broker/redis=redis://HOST:PORT"
+		t.Lacks = lacks
 		return nil
 	}
 	t.Declared = d

@@ -17,7 +17,7 @@ import (
 // Targets returns a registry of every known target kind.
 func Targets() *target.Registry {
 	r := target.NewRegistry()
-	for _, table := range [][]row{eventStores(), eventStoreDrivers(), brokers(), redisBrokers(), kafkaBrokers(), kafkaShareBrokers(), rabbitBrokers(), consumers(), services(), apis()} {
+	for _, table := range [][]row{eventStores(), eventStoreDrivers(), brokers(), redisBrokers(), kafkaBrokers(), kafkaCertifyRows(), redisCertifyRows(), kafkaShareBrokers(), rabbitBrokers(), consumers(), services(), apis()} {
 		for _, rw := range table {
 			r.Add(rw.kind())
 		}

@@ -188,7 +188,8 @@ type Kind struct {
 	Default  bool // run by `tck run` when no --target names this suite
 	// Reference marks a reference target of the suite: the self-test
 	// requires it to pass every rule that applies. A suite may have one
-	// per backend its mutants sit in front of (broker: NATS and Kafka).
+	// per backend its mutants sit in front of (broker: NATS, Kafka,
+	// RabbitMQ, and the Kafka and Redis certification references).
 	Reference bool
 	// OverBroker marks a consumer kind that can read from any broker
 	// target (tck run --broker; a consumer service only from those

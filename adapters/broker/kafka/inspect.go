@@ -118,7 +118,11 @@ func (in *Inspector) Topic(ctx context.Context, name string) (mq.TopicInfo, erro
 // log end, the offset was set by hand beyond any record (records produced
 // up to it are never consumed by the group). A commit moved forward inside
 // the log cannot be told from consumption: Kafka keeps no record of what a
-// group read, only where it is.
+// group read, only where it is. "committed-without-epoch" names the
+// partitions whose offset inside the log, past its start, was committed
+// without a leader epoch: a consumer commits the epoch of the record it
+// fetched (KIP-320), a reset by hand (kafka-consumer-groups
+// --reset-offsets, an admin client) or an old client does not.
 func (in *Inspector) Consumer(ctx context.Context, topic, name string) (mq.ConsumerInfo, error) {
 	dg, err := in.adm.DescribeGroups(ctx, name)
 	if err != nil {
@@ -163,7 +167,7 @@ func (in *Inspector) offsets(ctx context.Context, topic, group string, s map[str
 		parts = append(parts, p)
 	}
 	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
-	var all, before, past []string
+	var all, before, past, noEpoch []string
 	var lag int64
 	for _, p := range parts {
 		c := committed[topic][p]
@@ -186,6 +190,9 @@ func (in *Inspector) offsets(ctx context.Context, topic, group string, s map[str
 			past = append(past, fmt.Sprintf("p%d committed %d > log end %d", p, c.At, en.Offset))
 		default:
 			lag += en.Offset - c.At
+			if c.LeaderEpoch < 0 && c.At > st.Offset {
+				noEpoch = append(noEpoch, fmt.Sprintf("p%d committed %d (offsets %d..%d before it)", p, c.At, st.Offset, c.At-1))
+			}
 		}
 	}
 	s["committed"] = strings.Join(all, ", ")
@@ -195,6 +202,9 @@ func (in *Inspector) offsets(ctx context.Context, topic, group string, s map[str
 	}
 	if len(past) > 0 {
 		s["committed-past-log-end"] = strings.Join(past, ", ")
+	}
+	if len(noEpoch) > 0 {
+		s["committed-without-epoch"] = strings.Join(noEpoch, ", ")
 	}
 	return nil
 }

@@ -42,17 +42,19 @@ func TestGroupPosition(t *testing.T) {
 		})
 	}
 	for _, c := range []struct {
-		name       string
-		s          map[string]string
-		diff, note string
+		name                  string
+		s                     map[string]string
+		diff, note, undecided string
 	}{
-		{"inside the log", map[string]string{"committed": "p0 3 of [0, 3)", "lag": "0"}, "", "Kafka keeps no record of what a group read"},
-		{"past the end", map[string]string{"committed": "p0 9 of [0, 3)", "committed-past-log-end": "p0 committed 9 > log end 3"}, "p0 committed 9 > log end 3: an offset no consumption", ""},
-		{"below the start", map[string]string{"committed": "p0 0 of [2, 3)", "committed-before-log-start": "p0 committed 0 < log start 2"}, "deleted before the group consumed them", ""},
+		{"inside the log", map[string]string{"committed": "p0 3 of [0, 3)", "lag": "0"}, "", "Kafka keeps no record of what a group read", ""},
+		{"inside the log by hand", map[string]string{"committed": "p0 3 of [0, 3)", "lag": "0", "committed-without-epoch": "p0 committed 3 (offsets 0..2 before it)"}, "", "", "group orders/billing: p0 committed 3 (offsets 0..2 before it) was committed without a leader epoch"},
+		{"past the end", map[string]string{"committed": "p0 9 of [0, 3)", "committed-past-log-end": "p0 committed 9 > log end 3"}, "p0 committed 9 > log end 3: an offset no consumption", "", ""},
+		{"below the start", map[string]string{"committed": "p0 0 of [2, 3)", "committed-before-log-start": "p0 committed 0 < log start 2"}, "deleted before the group consumed them", "", ""},
 	} {
 		t.Run("kafka "+c.name, func(t *testing.T) {
 			f := &fixture{ev: &verdict.Evidence{}}
 			check(t, "difference", strings.Join(f.kafkaGroupPosition("orders", "billing", c.s), "; "), c.diff)
+			check(t, "undecided", strings.Join(f.undecided, "; "), c.undecided)
 			if c.note != "" {
 				check(t, "note", strings.Join(f.ev.Notes, "; "), c.note)
 			}

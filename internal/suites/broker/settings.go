@@ -225,7 +225,11 @@ func (f *fixture) redisGroupPosition(name, g string, stream, group map[string]st
 // kafkaGroupPosition compares a Kafka group's committed offsets with the
 // log: an offset below the log start (records deleted unread) or past the
 // log end (set by hand beyond any record) is positive evidence; one inside
-// the log cannot be told from consumption, and says so.
+// the log cannot be told from consumption, and says so. One inside the log
+// committed without a leader epoch was not committed by a consumer of the
+// record before it (a reset by hand, or a client older than KIP-320): it
+// may have moved past records never processed, which no server state can
+// show (no fail), so it is unknown, named.
 func (f *fixture) kafkaGroupPosition(topic, g string, s map[string]string) []string {
 	var diffs []string
 	if v := s["committed-before-log-start"]; v != "" {
@@ -236,6 +240,9 @@ func (f *fixture) kafkaGroupPosition(topic, g string, s map[string]string) []str
 	}
 	if v := s["committed"]; v != "" {
 		f.ev.Compare(verdict.Comparison{Setting: "group " + topic + "/" + g + " committed offsets within the log", Declared: "true", Actual: fmt.Sprint(len(diffs) == 0), Source: "server", Match: len(diffs) == 0})
+	}
+	if v := s["committed-without-epoch"]; v != "" && len(diffs) == 0 {
+		f.undecided = append(f.undecided, fmt.Sprintf("group %s/%s: %s was committed without a leader epoch, so not by a consumer of the record before it (a consumer commits that record's epoch, KIP-320): set by hand (kafka-consumer-groups --reset-offsets, an admin client) or by a client older than Kafka 2.1; Kafka keeps no record of what a group read or processed, so whether it moved past records the pipeline never processed cannot be told (compare with the pipeline's own record of what it processed)", topic, g, v))
 	}
 	if len(diffs) == 0 {
 		f.ev.Notef("group %s/%s: committed %s, lag %s: Kafka keeps no record of what a group read, so a commit moved forward inside the log (kafka-consumer-groups --reset-offsets --to-latest) cannot be told from consumption: not compared", topic, g, shown(s["committed"]), shown(s["lag"]))

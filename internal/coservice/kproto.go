@@ -19,7 +19,10 @@ import (
 // covers: commits are cumulative). Metadata and FindCoordinator answers are
 // rewritten so every broker the cluster names is reached through a
 // listener of the worker's own. A dropped ack is a commit the proxy
-// answers itself (error code 0 per partition) and never forwards.
+// answers itself (error code 0 per partition) and never forwards. Over a
+// share group (kshare.go) it reads ShareFetch and ShareAcknowledge
+// instead: acknowledgements per offset, a dropped one taken out of the
+// forwarded request.
 type kafkaProxy struct {
 	ch     *kafkaChannel
 	worker string

@@ -48,7 +48,7 @@ func services() []row {
 	rows := []row{{
 		Kind: target.Kind{
 			Suite: "consumer", Name: "process",
-			Summary:    "a consumer service run as its own process (cmd:COMMAND) or container (container:IMAGE), killed with SIGKILL and restarted, over embedded NATS JetStream (or --broker broker/nats=URL, broker/redis) and HTTP sinks",
+			Summary:    "a consumer service run as its own process (cmd:COMMAND) or container (container:IMAGE), killed with SIGKILL and restarted, over embedded NATS JetStream (or --broker broker/nats=URL, broker/redis, broker/kafka, broker/kafka-share) and HTTP sinks",
 			Needs:      "the service's command (a `go run` is built once), or a local image and Docker",
 			TakesImage: true, OverBroker: true,
 		},

@@ -24,6 +24,8 @@ func TestBrokerFlagBadInput(t *testing.T) {
 		// A share group at an address: the kit sets the lock and the
 		// delivery limit on its own kfake only.
 		{"--suite", "consumer", "--target", "consumer/process=cmd:true", "--broker", "broker/kafka-share=kafka://127.0.0.1:1"},
+		// Nor the kit's Python service, which speaks no share group.
+		{"--suite", "consumer", "--target", "consumer/process-python", "--broker", "broker/kafka-share"},
 	} {
 		dir := filepath.Join(t.TempDir(), "out")
 		code, _, stderr := tck(t, append([]string{"run", "--out", dir}, args...)...)

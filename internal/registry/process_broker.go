@@ -33,14 +33,21 @@ func ServiceBrokerSupported(key string) error {
 }
 
 // ServiceBrokerRefSupported is ServiceBrokerSupported and, for a share
-// group, its mode: the kit sets the lock and the delivery limit on its own
-// kfake only.
-func ServiceBrokerRefSupported(b target.Ref) error {
+// group, its mode (the kit sets the lock and the delivery limit on its own
+// kfake only) and the service: the kit's Python services speak no share
+// group.
+func ServiceBrokerRefSupported(k target.Kind, b target.Ref) error {
 	if err := ServiceBrokerSupported(b.Key()); err != nil {
 		return err
 	}
-	if b.Key() == "broker/kafka-share" && b.Mode() != target.Embedded {
+	if b.Key() != "broker/kafka-share" {
+		return nil
+	}
+	if b.Mode() != target.Embedded {
 		return errShareMode(b)
+	}
+	if strings.Contains(k.Name, "python") {
+		return fmt.Errorf("--broker %s: %s/%s, the kit's Python service, speaks no share group; run the Go reference over it (consumer/process=cmd:go run ./examples/consumer-service/go) or its Go mutants", b.Key(), k.Suite, k.Name)
 	}
 	return nil
 }

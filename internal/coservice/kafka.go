@@ -182,17 +182,7 @@ func (c *kafkaChannel) Outstanding(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("the end offset of %s: %v", c.topic, end.Err)
 	}
 	if c.share != nil {
-		// What the proxies saw accepted, rejected or released at the
-		// limit is settled; everything else is still the group's.
-		c.mu.Lock()
-		n := 0
-		for o := range c.share.settled {
-			if o < end.Offset {
-				n++
-			}
-		}
-		c.mu.Unlock()
-		return int(end.Offset) - n, nil
+		return c.shareOutstanding(ictx, end.Offset)
 	}
 	offs, err := c.adm.FetchOffsets(ictx, DurableName)
 	if err != nil {

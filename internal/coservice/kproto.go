@@ -32,8 +32,9 @@ type kafkaProxy struct {
 
 type kreq struct {
 	key, ver int16
-	fetchAt  int64 // a Fetch of the rule's partition: its fetch offset (-1 none)
-	share    bool  // a ShareFetch of the channel's share group
+	fetchAt  int64      // a Fetch of the rule's partition: its fetch offset (-1 none)
+	share    bool       // a ShareFetch of the channel's share group
+	acks     []shareAck // the acknowledgements it forwarded (share groups)
 }
 
 func (p *kafkaProxy) serve(id int, client, up net.Conn) (func(), func()) {
@@ -76,7 +77,7 @@ func (p *kafkaProxy) serve(id int, client, up net.Conn) (func(), func()) {
 				// ShareFetch (its piggy-backed acknowledgements) and
 				// ShareAcknowledge: acknowledgements per offset.
 				out, kept, pull := p.shareRequest(key, ver, frame, body, ev)
-				q.share = pull
+				q.share, q.acks = pull, kept
 				if pull {
 					ev(Pull, 0, BeforeForward)
 				}
@@ -86,7 +87,6 @@ func (p *kafkaProxy) serve(id int, client, up net.Conn) (func(), func()) {
 				if _, err := up.Write(out); err != nil {
 					return
 				}
-				p.ch.settle(kept)
 				for _, a := range kept {
 					if a.kind() != "" {
 						ev(a.kind(), uint64(a.off)+1, AfterForward)
@@ -195,7 +195,7 @@ func (p *kafkaProxy) serve(id int, client, up net.Conn) (func(), func()) {
 			mu.Unlock()
 			var seqs []uint64
 			var shared []shareDelivered
-			if ok && (q.key == 3 || q.key == 10 || (q.key == 1 && q.fetchAt >= 0) || q.share) {
+			if ok && (q.key == 3 || q.key == 10 || (q.key == 1 && q.fetchAt >= 0) || q.share || len(q.acks) > 0) {
 				resp := kmsg.ResponseForKey(q.key)
 				resp.SetVersion(q.ver)
 				hdr := 8
@@ -231,7 +231,14 @@ func (p *kafkaProxy) serve(id int, client, up net.Conn) (func(), func()) {
 						frame = reencode(frame[:hdr], rr)
 					case *kmsg.FetchResponse:
 						seqs = fetchedSeqs(rr, p.ch, q.fetchAt)
+					case *kmsg.ShareAcknowledgeResponse:
+						if ackConfirmed(rr, p.ch.topicID) {
+							p.ch.settle(q.acks)
+						}
 					case *kmsg.ShareFetchResponse:
+						if len(q.acks) > 0 && ackConfirmed(rr, p.ch.topicID) {
+							p.ch.settle(q.acks)
+						}
 						shared = sharedSeqs(rr, p.ch)
 						if len(rr.NodeEndpoints) > 0 {
 							// A partition's leader, reached through the worker's listener.

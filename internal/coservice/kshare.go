@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -67,6 +68,43 @@ func OpenKafkaShare(ctx context.Context, seeds []string, name string, limit int)
 		return nil, fmt.Errorf("setting share.auto.offset.reset=earliest on share group %s: %w", c.share.group, err)
 	}
 	return c, nil
+}
+
+// ackConfirmed says whether a ShareFetch (78) or ShareAcknowledge (79)
+// answer confirms the acknowledgements of the rule's partition: no error
+// for the request or for the partition's acknowledgements.
+func ackConfirmed(resp kmsg.Response, topicID [16]byte) bool {
+	switch rr := resp.(type) {
+	case *kmsg.ShareFetchResponse:
+		if rr.ErrorCode != 0 {
+			return false
+		}
+		for _, t := range rr.Topics {
+			if t.TopicID != topicID {
+				continue
+			}
+			for _, pt := range t.Partitions {
+				if pt.Partition == 0 {
+					return pt.AcknowledgeErrorCode == 0
+				}
+			}
+		}
+	case *kmsg.ShareAcknowledgeResponse:
+		if rr.ErrorCode != 0 {
+			return false
+		}
+		for _, t := range rr.Topics {
+			if t.TopicID != topicID {
+				continue
+			}
+			for _, pt := range t.Partitions {
+				if pt.Partition == 0 {
+					return pt.ErrorCode == 0
+				}
+			}
+		}
+	}
+	return false
 }
 
 // shareAck is one offset of an acknowledgement batch and its type
@@ -217,8 +255,45 @@ func (p *kafkaProxy) shareRequest(key, ver int16, frame, body []byte, ev func(st
 	return frame, kept, pull
 }
 
-// settle notes forwarded acknowledgements: accepted and rejected offsets
-// are settled, and so is a release of a delivery at the limit (archived).
+// shareOutstanding is what the share group still holds of the topic's
+// records below end: those at or past the share-partition start offset
+// (SPSO: every record below it is acknowledged or archived) that no
+// acknowledgement the broker confirmed settled.
+func (c *kafkaChannel) shareOutstanding(ctx context.Context, end int64) (int, error) {
+	spso := int64(0)
+	resp, err := c.adm.DescribeShareGroupOffsets(ctx, c.share.group)
+	if err == nil {
+		err = resp.Error()
+	}
+	switch {
+	case errors.Is(err, kerr.GroupIDNotFound):
+		// No member joined yet: nothing was acknowledged.
+	case err != nil:
+		return 0, fmt.Errorf("the share-partition start offset of %s: %w", c.share.group, err)
+	default:
+		if d, ok := resp[c.share.group]; ok {
+			if o, ok := d.Offsets.Lookup(c.topic, 0); ok {
+				if o.Err != nil {
+					return 0, fmt.Errorf("the share-partition start offset of %s: %w", c.share.group, o.Err)
+				}
+				spso = max(o.StartOffset, 0)
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for o := spso; o < end; o++ {
+		if !c.share.settled[o] {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// settle notes acknowledgements the broker confirmed: accepted and
+// rejected offsets are settled, and so is a release of a delivery at the
+// limit (archived).
 func (c *kafkaChannel) settle(acks []shareAck) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

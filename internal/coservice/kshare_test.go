@@ -68,6 +68,9 @@ func TestKafkaShareProxy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if n, err := ch.Outstanding(ctx); err != nil || n != 3 {
+		t.Errorf("outstanding %d, %v before any member joined: want 3", n, err)
+	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(env[EnvKafkaBrokers]), kgo.ShareGroup(env[EnvGroup]),
 		kgo.ConsumeTopics(env[EnvTopic]), kgo.ShareMaxRecords(1), kgo.ShareMaxRecordsStrict(), kgo.FetchMaxWait(100*time.Millisecond))
 	if err != nil {

@@ -1,6 +1,7 @@
 // Package svc is the reference consumer service in Go: a real process with
 // its own SQLite database, reading a NATS JetStream durable consumer (or a
-// Redis stream's consumer group, ONCEPROOF_BROKER=redis) and
+// Redis stream's consumer group, ONCEPROOF_BROKER=redis; a Kafka partition,
+// kafka; a Kafka share group, kafka-share) and
 // writing to a search index and a push notifier over HTTP, configured by the
 // environment the kit documents (docs/consumer-service.md). Run(Defects{})
 // is the reference; each mutant under internal/mutants/coservices is

@@ -118,3 +118,36 @@ func TestKafkaShareProxy(t *testing.T) {
 		t.Errorf("outstanding %d, %v: want 0 (every record accepted)", n, err)
 	}
 }
+
+// TestPackAcks: acknowledgement batches read per offset (one type for the
+// range, or one per offset) and packed again without a dropped offset keep
+// every other offset's type, in batches of consecutive offsets.
+func TestPackAcks(t *testing.T) {
+	acks := append(expandAcks(10, 12, []int8{1}), expandAcks(13, 15, []int8{2, 1, 3})...)
+	acks = append(acks, expandAcks(20, 20, nil)...) // no type: accept
+	var kept []shareAck
+	for _, a := range acks {
+		if a.off != 11 { // dropped
+			kept = append(kept, a)
+		}
+	}
+	f, l, ty := packAcks(kept)
+	want := [][3]any{{int64(10), int64(10), []int8{1}}, {int64(12), int64(15), []int8{1, 2, 1, 3}}, {int64(20), int64(20), []int8{1}}}
+	if len(f) != len(want) {
+		t.Fatalf("batches %v %v %v, want %v", f, l, ty, want)
+	}
+	for i, w := range want {
+		if f[i] != w[0] || l[i] != w[1] || len(ty[i]) != len(w[2].([]int8)) {
+			t.Errorf("batch %d: %d-%d %v, want %v", i, f[i], l[i], ty[i], w)
+			continue
+		}
+		for j, x := range w[2].([]int8) {
+			if ty[i][j] != x {
+				t.Errorf("batch %d offset %d: type %d, want %d", i, f[i]+int64(j), ty[i][j], x)
+			}
+		}
+	}
+	if kinds := []string{acks[3].kind(), acks[4].kind(), acks[5].kind()}; kinds[0] != Nak || kinds[1] != Ack || kinds[2] != Term {
+		t.Errorf("kinds of release, accept, reject: %v", kinds)
+	}
+}

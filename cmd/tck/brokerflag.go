@@ -33,7 +33,7 @@ func overBrokers(reg *target.Registry, p plan, brokers []string) (plan, error) {
 		}
 		if registry.IsService(t.kind) {
 			for _, b := range refs {
-				if err := registry.ServiceBrokerSupported(b.Key()); err != nil {
+				if err := registry.ServiceBrokerRefSupported(t.kind, b); err != nil {
 					return p, usagef("%v", err)
 				}
 			}

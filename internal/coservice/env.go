@@ -1,7 +1,8 @@
 // Package coservice is the consumer suite's service transport: what the
 // kit puts between a consumer service run as its own process and NATS
-// JetStream or Redis Streams. For each rule it creates a stream and a durable pull consumer
-// with the declared ack wait and max deliver, publishes the rule's events
+// JetStream, Redis Streams or Kafka (a group's offsets, or a share group).
+// For each rule it creates a stream and a durable pull consumer with the
+// declared ack wait and max deliver, publishes the rule's events
 // in the service's envelope, reads the consumer back (what is still
 // unacked), and gives each replica a proxy address of its own, whose hook
 // sees the replica's pulls, deliveries and acks. The rules, the crashes and
@@ -11,7 +12,7 @@ package coservice
 
 // The environment the kit gives a service (docs/consumer-service.md).
 const (
-	EnvBroker     = "ONCEPROOF_BROKER"      // which broker: BrokerNATS or BrokerRedis
+	EnvBroker     = "ONCEPROOF_BROKER"      // which broker: BrokerNATS, BrokerRedis, BrokerKafka or BrokerKafkaShare
 	EnvNATSURL    = "ONCEPROOF_NATS_URL"    // the broker, through the kit's proxy
 	EnvStream     = "ONCEPROOF_STREAM"      // the stream the kit created
 	EnvSubject    = "ONCEPROOF_SUBJECT"     // its subject
@@ -24,7 +25,7 @@ const (
 	EnvWorker     = "ONCEPROOF_WORKER"      // the replica's name ("W1")
 	EnvRule       = "ONCEPROOF_RULE"        // the rule being checked ("CO-2.1")
 	EnvRedisURL   = "ONCEPROOF_REDIS_URL"   // Redis, through the kit's proxy (ONCEPROOF_BROKER=redis)
-	EnvGroup      = "ONCEPROOF_GROUP"       // the consumer group to read (ONCEPROOF_BROKER=redis)
+	EnvGroup      = "ONCEPROOF_GROUP"       // the consumer group to read (redis; kafka: the committing group; kafka-share: the share group)
 )
 
 // The values of EnvBroker.
@@ -35,7 +36,7 @@ const (
 
 // Env lists every variable the kit gives a service, for forwarding them
 // into a container by name.
-var Env = []string{EnvBroker, EnvRedisURL, EnvGroup, EnvNATSURL, EnvStream, EnvSubject, EnvConsumer, EnvAckWait, EnvMaxDeliver,
+var Env = []string{EnvBroker, EnvRedisURL, EnvGroup, EnvKafkaBrokers, EnvTopic, EnvNATSURL, EnvStream, EnvSubject, EnvConsumer, EnvAckWait, EnvMaxDeliver,
 	EnvDataDir, EnvIndexURL, EnvNotifyURL, EnvWorker, EnvRule}
 
 // Event is one thing the proxy saw a replica do or receive.

@@ -34,6 +34,14 @@ const (
 // offset o is sequence o+1 (Event.Seq); a commit of offset c acks every
 // sequence up to c.
 func OpenKafka(ctx context.Context, seeds []string, name string) (Channel, error) {
+	c, err := openKafka(ctx, seeds, name)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func openKafka(ctx context.Context, seeds []string, name string) (*kafkaChannel, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("onceproof-tck-consumer-process"),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite(), kgo.ProducerBatchCompression(kgo.NoCompression()), // a service's client needs no codec
 		kgo.ProducerLinger(0), kgo.RecordRetries(1))
@@ -67,6 +75,7 @@ type kafkaChannel struct {
 	topic   string
 	topicID [16]byte
 	proxies
+	share *shareState // a share group's (OpenKafkaShare), or nil
 
 	mu        sync.Mutex
 	committed int64                  // the highest offset the proxies forwarded a commit of
@@ -93,6 +102,14 @@ func (c *kafkaChannel) Env(worker string) (map[string]string, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting the proxy for %s: %w", worker, err)
+	}
+	if c.share != nil {
+		return map[string]string{
+			EnvBroker:       BrokerKafkaShare,
+			EnvKafkaBrokers: addr,
+			EnvTopic:        c.topic,
+			EnvGroup:        c.share.group,
+		}, nil
 	}
 	return map[string]string{
 		EnvBroker:       BrokerKafka,
@@ -164,6 +181,9 @@ func (c *kafkaChannel) Outstanding(ctx context.Context) (int, error) {
 	if !ok || end.Err != nil {
 		return 0, fmt.Errorf("the end offset of %s: %v", c.topic, end.Err)
 	}
+	if c.share != nil {
+		return c.shareOutstanding(ictx, end.Offset)
+	}
 	offs, err := c.adm.FetchOffsets(ictx, DurableName)
 	if err != nil {
 		return 0, err
@@ -191,7 +211,11 @@ func (c *kafkaChannel) Close() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := c.adm.DeleteGroups(ctx, DurableName); err != nil {
+	group := DurableName
+	if c.share != nil {
+		group = c.share.group
+	}
+	if _, err := c.adm.DeleteGroups(ctx, group); err != nil {
 		errs = append(errs, err)
 	}
 	if _, err := c.adm.DeleteTopics(ctx, c.topic); err != nil {

@@ -19,7 +19,10 @@ import (
 // covers: commits are cumulative). Metadata and FindCoordinator answers are
 // rewritten so every broker the cluster names is reached through a
 // listener of the worker's own. A dropped ack is a commit the proxy
-// answers itself (error code 0 per partition) and never forwards.
+// answers itself (error code 0 per partition) and never forwards. Over a
+// share group (kshare.go) it reads ShareFetch and ShareAcknowledge
+// instead: acknowledgements per offset, a dropped one taken out of the
+// forwarded request.
 type kafkaProxy struct {
 	ch     *kafkaChannel
 	worker string
@@ -29,7 +32,9 @@ type kafkaProxy struct {
 
 type kreq struct {
 	key, ver int16
-	fetchAt  int64 // a Fetch of the rule's partition: its fetch offset (-1 none)
+	fetchAt  int64      // a Fetch of the rule's partition: its fetch offset (-1 none)
+	share    bool       // a ShareFetch of the channel's share group
+	acks     []shareAck // the acknowledgements it forwarded (share groups)
 }
 
 func (p *kafkaProxy) serve(id int, client, up net.Conn) (func(), func()) {
@@ -51,6 +56,11 @@ func (p *kafkaProxy) serve(id int, client, up net.Conn) (func(), func()) {
 		}
 		return h(Event{Worker: p.worker, Conn: id, Kind: kind, Seq: seq}, st)
 	}
+	evd := func(d shareDelivered, st Stage) {
+		if h := p.hook(); h != nil {
+			h(Event{Worker: p.worker, Conn: id, Kind: Deliver, Seq: d.seq, Delivered: int(d.count)}, st)
+		}
+	}
 	toServer := func() {
 		r := bufio.NewReader(client)
 		for {
@@ -63,6 +73,30 @@ func (p *kafkaProxy) serve(id int, client, up net.Conn) (func(), func()) {
 				return
 			}
 			q := kreq{key: key, ver: ver, fetchAt: -1}
+			if (key == 78 || key == 79) && p.ch.share != nil {
+				// ShareFetch (its piggy-backed acknowledgements) and
+				// ShareAcknowledge: acknowledgements per offset.
+				out, kept, pull := p.shareRequest(key, ver, frame, body, ev)
+				q.share, q.acks = pull, kept
+				if pull {
+					ev(Pull, 0, BeforeForward)
+				}
+				mu.Lock()
+				pending[corr] = q
+				mu.Unlock()
+				if _, err := up.Write(out); err != nil {
+					return
+				}
+				for _, a := range kept {
+					if a.kind() != "" {
+						ev(a.kind(), uint64(a.off)+1, AfterForward)
+					}
+				}
+				if pull {
+					ev(Pull, 0, AfterForward)
+				}
+				continue
+			}
 			var acks []uint64
 			var commitAt int64 = -1
 			var commitReq *kmsg.OffsetCommitRequest
@@ -160,7 +194,8 @@ func (p *kafkaProxy) serve(id int, client, up net.Conn) (func(), func()) {
 			delete(pending, corr)
 			mu.Unlock()
 			var seqs []uint64
-			if ok && (q.key == 3 || q.key == 10 || (q.key == 1 && q.fetchAt >= 0)) {
+			var shared []shareDelivered
+			if ok && (q.key == 3 || q.key == 10 || (q.key == 1 && q.fetchAt >= 0) || q.share || len(q.acks) > 0) {
 				resp := kmsg.ResponseForKey(q.key)
 				resp.SetVersion(q.ver)
 				hdr := 8
@@ -196,17 +231,42 @@ func (p *kafkaProxy) serve(id int, client, up net.Conn) (func(), func()) {
 						frame = reencode(frame[:hdr], rr)
 					case *kmsg.FetchResponse:
 						seqs = fetchedSeqs(rr, p.ch, q.fetchAt)
+					case *kmsg.ShareAcknowledgeResponse:
+						if ackConfirmed(rr, p.ch.topicID) {
+							p.ch.settle(q.acks)
+						}
+					case *kmsg.ShareFetchResponse:
+						if len(q.acks) > 0 && ackConfirmed(rr, p.ch.topicID) {
+							p.ch.settle(q.acks)
+						}
+						shared = sharedSeqs(rr, p.ch)
+						if len(rr.NodeEndpoints) > 0 {
+							// A partition's leader, reached through the worker's listener.
+							for i := range rr.NodeEndpoints {
+								e := &rr.NodeEndpoints[i]
+								if h, pt, ok := p.rewrite(e.Host, e.Port); ok {
+									e.Host, e.Port = h, pt
+								}
+							}
+							frame = reencode(frame[:hdr], rr)
+						}
 					}
 				}
 			}
 			for _, s := range seqs {
 				ev(Deliver, s, BeforeForward)
 			}
+			for _, d := range shared {
+				evd(d, BeforeForward)
+			}
 			if writeClient(frame) != nil {
 				return
 			}
 			for _, s := range seqs {
 				ev(Deliver, s, AfterForward)
+			}
+			for _, d := range shared {
+				evd(d, AfterForward)
 			}
 		}
 	}

@@ -48,7 +48,7 @@ func services() []row {
 	rows := []row{{
 		Kind: target.Kind{
 			Suite: "consumer", Name: "process",
-			Summary:    "a consumer service run as its own process (cmd:COMMAND) or container (container:IMAGE), killed with SIGKILL and restarted, over embedded NATS JetStream (or --broker broker/nats=URL, broker/redis) and HTTP sinks",
+			Summary:    "a consumer service run as its own process (cmd:COMMAND) or container (container:IMAGE), killed with SIGKILL and restarted, over embedded NATS JetStream (or --broker broker/nats=URL, broker/redis, broker/kafka, broker/kafka-share) and HTTP sinks",
 			Needs:      "the service's command (a `go run` is built once), or a local image and Docker",
 			TakesImage: true, OverBroker: true,
 		},
@@ -153,6 +153,9 @@ func bindService(ctx context.Context, ref target.Ref, svc *consumer.Service, add
 		version, maxDeliver = sb.Name, "none (Redis Streams has no max deliver)"
 	case coservice.BrokerKafka:
 		version, maxDeliver = sb.Name, "none (Kafka has no max deliver)"
+	case coservice.BrokerKafkaShare:
+		svc.AckWait, svc.MaxDeliver = sb.Lock, sb.DeliveryLimit
+		version, maxDeliver = sb.Name, fmt.Sprintf("%d (group.share.delivery.count.limit: a record released or timed out this often is archived)", sb.DeliveryLimit)
 	}
 	stop := func() error { return errors.Join(release(), stopBroker()) }
 	envelope := "the kit's (no profile consumer maps it)"
@@ -183,7 +186,7 @@ func bindService(ctx context.Context, ref target.Ref, svc *consumer.Service, add
 				"broker":       brokerInfo,
 				"scopes":       strings.Join(t.Declared.Scopes, ", "),
 				"replicas":     "2, sharing the data directory",
-				"ackWait":      ackWaitString(svc.AckWait) + " real (declared on the durable consumer; on Redis, the services' XAUTOCLAIM min-idle-time)",
+				"ackWait":      ackWaitString(svc.AckWait) + " real (declared on the durable consumer; on Redis, the services' XAUTOCLAIM min-idle-time; on a share group, its lock)",
 				"maxDeliver":   maxDeliver,
 				"crashes":      "SIGKILL at sink calls (before / after applying) and acks (before / after forwarding), then a restart with the same configuration",
 				"sinks":        "HTTP on loopback: a search index with external versions (409 when not newer), a notifier that counts every call",

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/onceproof/tck/adapters/broker/kafka"
 	"github.com/onceproof/tck/adapters/broker/nats"
@@ -25,17 +26,41 @@ func IsService(k target.Kind) bool {
 // RESP. Any other broker is a usage error (exit 3) the CLI words.
 func ServiceBrokerSupported(key string) error {
 	switch key {
-	case "broker/nats", "broker/redis", "broker/kafka":
+	case "broker/nats", "broker/redis", "broker/kafka", "broker/kafka-share":
 		return nil
-	case "broker/kafka-share":
-		// What is missing: the kit's Kafka proxy (coservice/kproto.go)
-		// reads Fetch and OffsetCommit, not ShareFetch and
-		// ShareAcknowledge, and the service environment names no share
-		// group; the in-process consumer suite runs over it.
-		return fmt.Errorf("--broker %s: a consumer service over a share group is not supported yet (the kit's Kafka proxy sees no ShareFetch or ShareAcknowledge and the service environment names no share group); run an in-process consumer over it, or the service over broker/nats, broker/redis or broker/kafka", key)
 	}
-	return fmt.Errorf("--broker %s: a consumer service (consumer/process) takes broker/nats, broker/redis or broker/kafka", key)
+	return fmt.Errorf("--broker %s: a consumer service (consumer/process) takes broker/nats, broker/redis, broker/kafka or broker/kafka-share", key)
 }
+
+// ServiceBrokerRefSupported is ServiceBrokerSupported and, for a share
+// group, its mode (the kit sets the lock and the delivery limit on its own
+// kfake only) and the service: the kit's Python services speak no share
+// group.
+func ServiceBrokerRefSupported(k target.Kind, b target.Ref) error {
+	if err := ServiceBrokerSupported(b.Key()); err != nil {
+		return err
+	}
+	if b.Key() != "broker/kafka-share" {
+		return nil
+	}
+	if b.Mode() != target.Embedded {
+		return errShareMode(b)
+	}
+	if strings.Contains(k.Name, "python") {
+		return fmt.Errorf("--broker %s: %s/%s, the kit's Python service, speaks no share group; run the Go reference over it (consumer/process=cmd:go run ./examples/consumer-service/go) or its Go mutants", b.Key(), k.Suite, k.Name)
+	}
+	return nil
+}
+
+func errShareMode(b target.Ref) error {
+	return fmt.Errorf("--broker %s: a consumer service over a share group takes the embedded kfake (broker/kafka-share), whose lock and delivery limit the kit sets; not a cluster at an address or a container yet", b.Key())
+}
+
+// serviceShare is the share-group settings of the kit's kfake for a
+// consumer service: the suite's default ack wait (2 s real) is the lock,
+// its max deliver (20) the delivery limit (past Kafka's bound of 10, as
+// the in-process suite's kfake runs).
+var serviceShare = kafka.Share{LockDuration: 2 * time.Second, DeliveryLimit: 20}
 
 // serviceBroker starts or reaches the broker a service's run names
 // (ref.Opts.Broker): broker/redis (a URL, TCK_REDIS_URL, a redis-server
@@ -56,6 +81,20 @@ func serviceBroker(ctx context.Context, ref target.Ref) (consumer.ServiceBroker,
 		return consumer.ServiceBroker{}, "", nil, err
 	}
 	switch bref.Key() {
+	case "broker/kafka-share":
+		if bref.Mode() != target.Embedded {
+			// The lock and the delivery limit are the cluster's: the kit
+			// sets them on its own kfake only.
+			return consumer.ServiceBroker{}, "", nil, errShareMode(bref)
+		}
+		s := serviceShare
+		e, err := kafka.StartEmbeddedShare(ctx, s)
+		if err != nil {
+			return consumer.ServiceBroker{}, "", nil, fmt.Errorf("its broker %s: %w", bref, err)
+		}
+		name := "Kafka emulator (kfake, embedded; a pass certifies the service's client-side contract, not a Kafka deployment) " + kafka.KfakeVersion + ", share groups"
+		return consumer.ServiceBroker{Kind: coservice.BrokerKafkaShare, URL: strings.Join(e.Seeds(), ","), Name: name, Lock: s.LockDuration, DeliveryLimit: s.DeliveryLimit},
+			fmt.Sprintf("%s: a one-partition topic and a share group per rule (share.auto.offset.reset=earliest; removed at its end), reached through the kit's Kafka proxy; group.share.record.lock.duration.ms %s (the ack wait), group.share.delivery.count.limit %d (the max deliver)", name, s.LockDuration, s.DeliveryLimit), e.Stop, nil
 	case "broker/kafka":
 		var seeds []string
 		name := ""

@@ -101,6 +101,10 @@ func (s Service) withDefaults() Service {
 		// partition and never fetch.
 		s.Workers = 1
 	}
+	if s.Broker.Kind == coservice.BrokerKafkaShare {
+		// The group's, not the service's: a member cannot ask for another.
+		s.AckWait, s.MaxDeliver = s.Broker.Lock, s.Broker.DeliveryLimit
+	}
 	orDefault(&s.Workers, 2)
 	orDefault(&s.AckWait, 2*time.Second)
 	orDefault(&s.MaxDeliver, 20)
@@ -153,6 +157,14 @@ func openBlackbox(r *spec.R, t Target) *blackbox {
 		h.ch = ch
 		h.ev.Figure("broker ack wait", "none", "Kafka has none: a service re-reads from its group's committed offset after a restart; the rules that need an unacked delivery to come back by itself are not applicable")
 		h.ev.Figure("broker max deliver", "none", "Kafka has no max deliver")
+	case coservice.BrokerKafkaShare:
+		ch, err := coservice.OpenKafkaShare(r.Context(), strings.Split(s.Broker.URL, ","), name, s.MaxDeliver)
+		if err != nil {
+			r.Unknown("creating the rule's topic and share group: %v", err)
+		}
+		h.ch = ch
+		h.ev.Figure("broker ack wait", s.AckWait.String(), "the share group's lock (group.share.record.lock.duration.ms), real time: a record not acknowledged within it is delivered again")
+		h.ev.Figure("broker max deliver", s.MaxDeliver, "group.share.delivery.count.limit: a record released or timed out this often is archived")
 	case coservice.BrokerRedis:
 		ch, err := coservice.OpenRedis(r.Context(), s.Broker.URL, name)
 		if err != nil {

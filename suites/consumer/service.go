@@ -64,13 +64,20 @@ type ServiceBroker struct {
 	// Kind is "nats" (JetStream: a stream and a durable pull consumer) or
 	// "redis" (Redis Streams: a stream key and a consumer group) or
 	// "kafka" (a one-partition topic whose offsets the service commits
-	// under a group; one replica, no ack wait).
+	// under a group; one replica, no ack wait) or "kafka-share" (a
+	// one-partition topic read by a share group: its lock is the ack wait,
+	// its delivery limit the max deliver).
 	Kind string
 	// URL reaches the server, credentials included (never shown); for
 	// Kafka, the bootstrap host:port list, comma-separated.
 	URL string
 	// Name is how the evidence names the server (no credentials).
 	Name string
+	// Lock and DeliveryLimit are a share group's
+	// group.share.record.lock.duration.ms and
+	// group.share.delivery.count.limit (Kind "kafka-share").
+	Lock          time.Duration
+	DeliveryLimit int
 }
 
 // Envelope says where a service's events carry the kit's fields: each is a

@@ -136,3 +136,10 @@ func (l *LostReply) Remove() {
 	l.active = false
 	l.mu.Unlock()
 }
+
+// StartEmbeddedShare starts a kfake cluster whose share groups run with s
+// (the lock, the delivery limit), for a consumer service over a share
+// group.
+func StartEmbeddedShare(ctx context.Context, s Share) (*Embedded, error) {
+	return StartEmbedded(ctx, kfake.BrokerConfigs(shareBrokerConfigs(s, false)))
+}

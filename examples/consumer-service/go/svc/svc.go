@@ -1,6 +1,7 @@
 // Package svc is the reference consumer service in Go: a real process with
 // its own SQLite database, reading a NATS JetStream durable consumer (or a
-// Redis stream's consumer group, ONCEPROOF_BROKER=redis) and
+// Redis stream's consumer group, ONCEPROOF_BROKER=redis; a Kafka partition,
+// kafka; a Kafka share group, kafka-share) and
 // writing to a search index and a push notifier over HTTP, configured by the
 // environment the kit documents (docs/consumer-service.md). Run(Defects{})
 // is the reference; each mutant under internal/mutants/coservices is
@@ -99,7 +100,9 @@ func env(name string) (string, error) {
 
 // Run reads deliveries until ctx ends; nested: in the shape -envelope
 // nested names (see Main). ONCEPROOF_BROKER=redis reads a Redis stream's
-// consumer group (redis.go); anything else (or nothing) NATS JetStream.
+// consumer group (redis.go), kafka a partition and its group's committed
+// offset (kafka.go), kafka-share a share group (kafka_share.go); anything
+// else (or nothing) NATS JetStream.
 func Run(ctx context.Context, d Defects, nested bool) error {
 	var cfg [4]string
 	for i, n := range []string{"ONCEPROOF_DATA_DIR", "ONCEPROOF_INDEX_URL", "ONCEPROOF_NOTIFY_URL", "ONCEPROOF_ACK_WAIT"} {
@@ -122,6 +125,9 @@ func Run(ctx context.Context, d Defects, nested bool) error {
 	defer db.Close()
 	s := &service{d: d, nested: nested, worker: worker, owner: fmt.Sprintf("%s/%d", worker, os.Getpid()), lease: ackWait, db: db,
 		index: indexURL, notify: notifyURL, http: &http.Client{Timeout: 5 * time.Second}}
+	if os.Getenv("ONCEPROOF_BROKER") == "kafka-share" {
+		return s.runKafkaShare(ctx)
+	}
 	if os.Getenv("ONCEPROOF_BROKER") == "kafka" {
 		return s.runKafka(ctx)
 	}

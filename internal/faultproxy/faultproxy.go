@@ -68,6 +68,14 @@ func (p *Proxy) DropNext(m Match) <-chan []byte {
 	return d.done
 }
 
+// Disarm forgets every drop armed and not yet done: a drop whose frame
+// never came must not swallow a later one.
+func (p *Proxy) Disarm() {
+	p.mu.Lock()
+	p.drops = nil
+	p.mu.Unlock()
+}
+
 // Delay holds every broker-to-client frame back by d (0 turns it off).
 func (p *Proxy) Delay(d time.Duration) {
 	p.mu.Lock()

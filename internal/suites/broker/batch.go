@@ -331,11 +331,13 @@ func (f *fixture) loseCommitReply(bp mq.BatchPublisher, topic string, b mq.Batch
 	ctx, cancel := context.WithTimeout(f.ctx, commitReplyWait)
 	first = f.publishBatchCtx(ctx, vbp, topic, b)
 	cancel()
+	// The reply can reach the proxy after the publisher gave up (a loaded
+	// or paused kit): it is waited for a little.
 	select {
 	case <-gone:
 		how = "was lost on the way (the proxy dropped it)"
 		f.rec.Note("proxy", "dropped", b.ID, "the commit's reply never reached the publisher")
-	default:
+	case <-time.After(dropGrace):
 	}
 	// The drop stays armed when no reply came (a commit never sent): the
 	// retry goes on the rule's own handle, so the proxy cannot swallow

@@ -638,7 +638,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // tlsKinds are the target kinds that use the run's trust material at a URL
 // (docs/tls.md); the kit's own servers (embedded, container) are plain.
-var tlsKinds = map[string]bool{"broker/nats": true, "broker/redis": true, "broker/kafka": true, "eventstore/postgres": true, "api/http": true}
+var tlsKinds = map[string]bool{"broker/nats": true, "broker/redis": true, "broker/kafka": true, "broker/rabbitmq": true, "eventstore/postgres": true, "api/http": true}
 
 // checkTLSTargets refuses --tls-* for a target that would not use it,
 // rather than run it without the material the user gave.

@@ -58,7 +58,7 @@ func TestBadInputTLSMaterialExit3(t *testing.T) {
 		}
 	}
 	// Material for a target that would not use it is refused, naming it.
-	for _, tg := range []string{"broker/rabbitmq=amqps://127.0.0.1:1"} {
+	for _, tg := range []string{"broker/kafka-share=kafka://127.0.0.1:1"} {
 		code, _, stderr := tck(t, "run", "--target", tg, "--tls-ca", p.CA, "--out", filepath.Join(dir, "never"))
 		name, _, _ := strings.Cut(tg, "=")
 		if code != reports.ExitUsage || !strings.Contains(stderr, name) || !strings.Contains(stderr, "not supported") {

@@ -650,12 +650,18 @@ func checkTLSTargets(m tlsmat.Material, p plan) error {
 		if t.kind.Suite == "consumer" {
 			// An in-process consumer reads through the broker target's own
 			// handle (--broker), which takes the material; a consumer
-			// service reads through the kit's proxies, which speak plain text.
-			if t.ref.Opts.Broker == "" || registry.IsService(t.kind) {
-				return usagef("%s: the consumer suite uses --tls-* only for an in-process consumer over a --broker target (docs/tls.md)", t.name)
+			// service through the kit's proxies, which speak TLS to a NATS
+			// or Redis server (not to Kafka: they read its frames and
+			// would need SASL in the clear).
+			if t.ref.Opts.Broker == "" {
+				return usagef("%s: the consumer suite uses --tls-* only over a --broker target (docs/tls.md)", t.name)
 			}
-			if k, ok := registry.Targets().Get(brokerKey(t.ref.Opts.Broker)); !ok || !tlsKinds[k.Key()] {
+			k, ok := registry.Targets().Get(brokerKey(t.ref.Opts.Broker))
+			if !ok || !tlsKinds[k.Key()] {
 				return usagef("%s: --tls-* is not supported for its broker yet (docs/tls.md lists what is)", t.name)
+			}
+			if registry.IsService(t.kind) && k.Key() != "broker/nats" && k.Key() != "broker/redis" {
+				return usagef("%s: a consumer service takes --tls-* over broker/nats or broker/redis only (docs/tls.md)", t.name)
 			}
 			continue
 		}

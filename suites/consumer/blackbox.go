@@ -154,7 +154,7 @@ func openBlackbox(r *spec.R, t Target) *blackbox {
 		h.ev.Figure("broker ack wait", "none", "Kafka has none: a service re-reads from its group's committed offset after a restart; the rules that need an unacked delivery to come back by itself are not applicable")
 		h.ev.Figure("broker max deliver", "none", "Kafka has no max deliver")
 	case coservice.BrokerRedis:
-		ch, err := coservice.OpenRedis(r.Context(), s.Broker.URL, name)
+		ch, err := coservice.OpenRedis(r.Context(), s.Broker.URL, name, s.Broker.TLS)
 		if err != nil {
 			r.Unknown("creating the rule's stream key and consumer group: %v", err)
 		}
@@ -162,7 +162,7 @@ func openBlackbox(r *spec.R, t Target) *blackbox {
 		h.ev.Figure("broker ack wait", s.AckWait.String(), "Redis has none: the service claims entries idle this long (XAUTOCLAIM min-idle-time), real time")
 		h.ev.Figure("broker max deliver", "none", "Redis Streams has no max deliver")
 	default:
-		ch, err := coservice.Open(r.Context(), natsURL, name, s.AckWait, s.MaxDeliver)
+		ch, err := coservice.Open(r.Context(), natsURL, name, s.AckWait, s.MaxDeliver, s.Broker.TLS)
 		if err != nil {
 			r.Unknown("creating the rule's stream and durable consumer: %v", err)
 		}

@@ -297,8 +297,14 @@ func parseRun(args []string, stdout io.Writer) (runConfig, error) {
 			}
 		}
 	}
-	if err := checkAPIDesc(*apiDesc, p); err != nil {
+	desc, err := checkAPIDesc(*apiDesc, p)
+	if err != nil {
 		return cfg, err
+	}
+	if tlsm.Empty() {
+		if tlsm, err = fileMaterial(prof, desc); err != nil {
+			return cfg, err
+		}
 	}
 	if err := tlsm.Check(); err != nil {
 		return cfg, usagef("%v", err)

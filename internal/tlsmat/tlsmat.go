@@ -32,7 +32,9 @@ type Material struct {
 }
 
 // Empty reports whether no material was given.
-func (m Material) Empty() bool { return m.CA == "" && m.Cert == "" && m.Key == "" && m.ServerName == "" }
+func (m Material) Empty() bool {
+	return m.CA == "" && m.Cert == "" && m.Key == "" && m.ServerName == ""
+}
 
 // Files is the material as a file names it (a profile's or an api
 // description's tls section): paths relative to that file.

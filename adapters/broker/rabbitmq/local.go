@@ -95,6 +95,9 @@ type ServerTLS struct {
 	// VerifyPeer makes the server require a client certificate its CA
 	// signed (ssl_options.verify and fail_if_no_peer_cert).
 	VerifyPeer bool
+	// Management enables the management API, over https only, with the
+	// same server certificate (management.ssl.*; clients not verified).
+	Management bool
 }
 
 // TLSServer is a rabbitmq-server of the kit's own whose AMQP listener
@@ -103,7 +106,9 @@ type ServerTLS struct {
 type TLSServer struct {
 	// URL is amqps://tck:PASSWORD@127.0.0.1:PORT/ (redact before showing).
 	URL string
-	l   *local
+	// Management is the https management API's base URL ("" without it).
+	Management string
+	l          *local
 }
 
 // StartTLSServer starts a rabbitmq-server from PATH whose AMQP listener
@@ -111,11 +116,11 @@ type TLSServer struct {
 // checks it is up with (the CA, and a client certificate when s verifies
 // peers).
 func StartTLSServer(ctx context.Context, s ServerTLS, client *tls.Config) (*TLSServer, error) {
-	l, err := startLocal(ctx, localConfig{tls: &s, client: client})
+	l, err := startLocal(ctx, localConfig{tls: &s, client: client, management: s.Management})
 	if err != nil {
 		return nil, err
 	}
-	return &TLSServer{URL: l.url, l: l}, nil
+	return &TLSServer{URL: l.url, Management: l.mgmtURL, l: l}, nil
 }
 
 // Stop stops the server and removes its folder.
@@ -215,6 +220,9 @@ func startIn(ctx context.Context, dir, script string, lc localConfig) (*local, e
 		}
 		if lc.management {
 			l.mgmtURL = fmt.Sprintf("http://127.0.0.1:%d", mgmtPort)
+			if lc.tls != nil {
+				l.mgmtURL = fmt.Sprintf("https://127.0.0.1:%d", mgmtPort)
+			}
 		}
 		// An Erlang node boots on one core's worth of CPU for tens of
 		// seconds; three booting beside a load of 20-25 were not ready
@@ -279,7 +287,12 @@ func writeFiles(dir string, port, streamPort, mgmtPort int, pass string, lc loca
 		"log.console.level = warning",
 		"log.file = false",
 		""), "\n")
-	if lc.management {
+	switch {
+	case lc.management && lc.tls != nil:
+		// https only, with the AMQP listener's certificate.
+		conf += fmt.Sprintf("management.ssl.ip = 127.0.0.1\nmanagement.ssl.port = %d\nmanagement.ssl.cacertfile = %s\nmanagement.ssl.certfile = %s\nmanagement.ssl.keyfile = %s\n",
+			mgmtPort, lc.tls.CA, lc.tls.Cert, lc.tls.Key)
+	case lc.management:
 		// On loopback only, on a port of its own.
 		conf += fmt.Sprintf("management.tcp.ip = 127.0.0.1\nmanagement.tcp.port = %d\n", mgmtPort)
 	}
@@ -340,7 +353,11 @@ func (l *local) ready(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	hc := http.DefaultClient
+	if l.client != nil {
+		hc = &http.Client{Transport: &http.Transport{TLSClientConfig: l.client.Clone()}}
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("management API: %w", err)
 	}

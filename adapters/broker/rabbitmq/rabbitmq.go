@@ -223,6 +223,12 @@ func dial(ctx context.Context, url string, tlsCfg *tls.Config) (*amqp.Connection
 		if errors.As(err, &ae) && ae.Code == amqp.AccessRefused {
 			return nil, fmt.Errorf("the RabbitMQ server at %s:%d refused the login of %q: %s", u.Host, u.Port, u.Username, msg)
 		}
+		if u.Scheme == "amqps" && !strings.Contains(msg, "certificate") && (strings.Contains(msg, "reset by peer") || strings.Contains(msg, "EOF") || strings.Contains(msg, "broken pipe")) {
+			// TLS 1.3: a server that wants a client certificate, or refuses
+			// the one given, may only close the connection after the
+			// handshake, before AMQP's first frame.
+			msg += " (the server closed the TLS connection: it may want a client certificate, --tls-cert and --tls-key, or refuse the one given)"
+		}
 		return nil, fmt.Errorf("cannot reach RabbitMQ at %s:%d (vhost %q): %s", u.Host, u.Port, u.Vhost, msg)
 	}
 	return conn, nil

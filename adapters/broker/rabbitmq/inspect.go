@@ -90,9 +90,9 @@ type Inspector struct {
 var _ mq.Inspector = (*Inspector)(nil)
 
 // Inspect opens a read-only view of the server at amqpURL: the management
-// API at mgmt (or http://HOST:15672, https://HOST:15671 for amqps://, when
-// ""), with the AMQP login; when it
-// does not answer, passive declares over AMQP only.
+// API at mgmt (when "": http://HOST:15672, or https://HOST:15671 for an
+// amqps:// address), with the AMQP login and opts.TLS; when it does not
+// answer, passive declares over AMQP only.
 func Inspect(ctx context.Context, amqpURL, mgmt string, opts Options) (*Inspector, error) {
 	u, err := amqp.ParseURI(amqpURL)
 	if err != nil {

@@ -297,8 +297,14 @@ func parseRun(args []string, stdout io.Writer) (runConfig, error) {
 			}
 		}
 	}
-	if err := checkAPIDesc(*apiDesc, p); err != nil {
+	desc, err := checkAPIDesc(*apiDesc, p)
+	if err != nil {
 		return cfg, err
+	}
+	if tlsm.Empty() {
+		if tlsm, err = fileMaterial(prof, desc); err != nil {
+			return cfg, err
+		}
 	}
 	if err := tlsm.Check(); err != nil {
 		return cfg, usagef("%v", err)
@@ -659,7 +665,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // tlsKinds are the target kinds that use the run's trust material at a URL
 // (docs/tls.md); the kit's own servers (embedded, container) are plain.
-var tlsKinds = map[string]bool{"broker/nats": true, "broker/redis": true, "broker/kafka": true, "eventstore/postgres": true, "api/http": true}
+var tlsKinds = map[string]bool{"broker/nats": true, "broker/redis": true, "broker/kafka": true, "broker/rabbitmq": true, "eventstore/postgres": true, "api/http": true}
 
 // checkTLSTargets refuses --tls-* for a target that would not use it,
 // rather than run it without the material the user gave.
@@ -671,12 +677,18 @@ func checkTLSTargets(m tlsmat.Material, p plan) error {
 		if t.kind.Suite == "consumer" {
 			// An in-process consumer reads through the broker target's own
 			// handle (--broker), which takes the material; a consumer
-			// service reads through the kit's proxies, which speak plain text.
-			if t.ref.Opts.Broker == "" || registry.IsService(t.kind) {
-				return usagef("%s: the consumer suite uses --tls-* only for an in-process consumer over a --broker target (docs/tls.md)", t.name)
+			// service through the kit's proxies, which speak TLS to a NATS
+			// or Redis server (not to Kafka: they read its frames and
+			// would need SASL in the clear).
+			if t.ref.Opts.Broker == "" {
+				return usagef("%s: the consumer suite uses --tls-* only over a --broker target (docs/tls.md)", t.name)
 			}
-			if k, ok := registry.Targets().Get(brokerKey(t.ref.Opts.Broker)); !ok || !tlsKinds[k.Key()] {
+			k, ok := registry.Targets().Get(brokerKey(t.ref.Opts.Broker))
+			if !ok || !tlsKinds[k.Key()] {
 				return usagef("%s: --tls-* is not supported for its broker yet (docs/tls.md lists what is)", t.name)
+			}
+			if registry.IsService(t.kind) && k.Key() != "broker/nats" && k.Key() != "broker/redis" {
+				return usagef("%s: a consumer service takes --tls-* over broker/nats or broker/redis only (docs/tls.md)", t.name)
 			}
 			continue
 		}

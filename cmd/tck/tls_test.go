@@ -58,7 +58,7 @@ func TestBadInputTLSMaterialExit3(t *testing.T) {
 		}
 	}
 	// Material for a target that would not use it is refused, naming it.
-	for _, tg := range []string{"broker/rabbitmq=amqps://127.0.0.1:1"} {
+	for _, tg := range []string{"broker/kafka-share=kafka://127.0.0.1:1"} {
 		code, _, stderr := tck(t, "run", "--target", tg, "--tls-ca", p.CA, "--out", filepath.Join(dir, "never"))
 		name, _, _ := strings.Cut(tg, "=")
 		if code != reports.ExitUsage || !strings.Contains(stderr, name) || !strings.Contains(stderr, "not supported") {
@@ -562,7 +562,7 @@ brokers:
 // The in-process reference consumer over a NATS broker that requires TLS
 // and verifies clients: the broker target takes the run's material, and
 // CO-1.1 passes over it; without the material the run is exit 4. A
-// consumer service (its proxies speak plain text) is refused.
+// consumer service over Kafka with the material is refused.
 func TestTLSConsumerOverTLSNATS(t *testing.T) {
 	dir := t.TempDir()
 	p := tlstest.New(t, dir, "a")
@@ -583,10 +583,12 @@ func TestTLSConsumerOverTLSNATS(t *testing.T) {
 	if code, out := run(); code != reports.ExitUnavailable || !strings.Contains(out, "consumer/reference") {
 		t.Errorf("without the material: exit %d, want 4 naming the target:\n%s", code, out)
 	}
-	code, _, stderr := tck(t, "run", "--suite", "consumer", "--target", "consumer/process=cmd:true", "--broker", "broker/nats=tls://"+addr,
+	// A consumer service takes the material over NATS and Redis
+	// (tls_service_test.go), not over Kafka, whose frames its proxy reads.
+	code, _, stderr := tck(t, "run", "--suite", "consumer", "--target", "consumer/process=cmd:true", "--broker", "broker/kafka=kafka://127.0.0.1:1",
 		"--tls-ca", p.CA, "--out", filepath.Join(dir, "never"))
 	if code != reports.ExitUsage || !strings.Contains(stderr, "consumer/process") {
-		t.Errorf("a consumer service with --tls-ca: exit %d, stderr %q; want 3 naming it", code, stderr)
+		t.Errorf("a consumer service over Kafka with --tls-ca: exit %d, stderr %q; want 3 naming it", code, stderr)
 	}
 }
 

@@ -20,6 +20,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/onceproof/tck/internal/tlsmat"
 )
 
 // Contract is what a service answers to a repeated id.
@@ -61,9 +63,21 @@ type Description struct {
 	// 7d). The kit checks repeats up to the lesser of it and its horizon
 	// (API-5.2). Left out: the service promises it for ever.
 	Retention string `yaml:"retention" json:"retention,omitempty"`
+	// TLS is the trust material for an https service, paths relative to
+	// the description; tck run's --tls-* flags win (docs/tls.md).
+	TLS *tlsmat.Files `yaml:"tls" json:"tls,omitempty"`
 
 	// File is where the description was loaded from ("" for Default).
 	File string `yaml:"-" json:"file,omitempty"`
+}
+
+// Material is the description's trust material (its tls section, paths
+// from the description's folder); empty without one.
+func (d *Description) Material() tlsmat.Material {
+	if d == nil || d.TLS == nil {
+		return tlsmat.Material{}
+	}
+	return d.TLS.Material(d.File)
 }
 
 // Create is the request that creates a resource.

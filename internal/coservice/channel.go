@@ -2,6 +2,7 @@ package coservice
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
@@ -20,13 +21,20 @@ const DurableName = "onceproof-service"
 
 // Open creates, on the NATS server at natsURL (loopback, JetStream on), a
 // stream "CO_<name>" on subject "onceproof.co.<name>" and a durable pull
-// consumer with explicit acks, ackWait and maxDeliver.
-func Open(ctx context.Context, natsURL, name string, ackWait time.Duration, maxDeliver int) (Channel, error) {
+// consumer with explicit acks, ackWait and maxDeliver. tlsCfg is the run's
+// trust material, used where TLS is asked for (a tls:// URL, a server that
+// requires it), by the kit's client and the proxies (tls.go).
+func Open(ctx context.Context, natsURL, name string, ackWait time.Duration, maxDeliver int, tlsCfg *tls.Config) (Channel, error) {
 	u, err := url.Parse(natsURL)
 	if err != nil {
 		return nil, fmt.Errorf("the broker's URL: %w", err)
 	}
-	nc, err := nats.Connect(natsURL, nats.Name("onceproof kit (consumer/process)"), nats.Timeout(10*time.Second))
+	opts := []nats.Option{nats.Name("onceproof kit (consumer/process)"), nats.Timeout(10 * time.Second)}
+	if tlsCfg != nil {
+		// Not nats.Secure: a plain server stays plain, as broker/nats does.
+		opts = append(opts, func(o *nats.Options) error { o.TLSConfig = tlsCfg.Clone(); return nil })
+	}
+	nc, err := nats.Connect(natsURL, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", natsURL, err)
 	}
@@ -36,7 +44,10 @@ func Open(ctx context.Context, natsURL, name string, ackWait time.Duration, maxD
 		return nil, err
 	}
 	safe := strings.NewReplacer(".", "_", "@", "_", ":", "_", "*", "_", ">", "_", " ", "_").Replace(name)
-	c := &natsChannel{url: u, nc: nc, js: js, stream: "CO_" + safe, subject: "onceproof.co." + safe}
+	if tlsCfg == nil {
+		tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12} // the system's roots
+	}
+	c := &natsChannel{url: u, tls: tlsCfg, nc: nc, js: js, stream: "CO_" + safe, subject: "onceproof.co." + safe}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if _, err := js.CreateStream(cctx, jetstream.StreamConfig{Name: c.stream, Subjects: []string{c.subject},
@@ -77,7 +88,8 @@ type Channel interface {
 
 // natsChannel is one rule's JetStream stream, consumer and proxies.
 type natsChannel struct {
-	url     *url.URL // the server, whose host the proxies forward to
+	url     *url.URL    // the server, whose host the proxies forward to
+	tls     *tls.Config // the proxies' TLS toward a server that asks for it
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	cons    jetstream.Consumer
@@ -88,7 +100,7 @@ type natsChannel struct {
 
 func (c *natsChannel) Env(worker string) (map[string]string, error) {
 	addr, err := c.addr(worker, func(hook func() Hook, nextID func() int) (*relay, error) {
-		w, err := startWire(worker, c.url.Host, hook, nextID)
+		w, err := startWire(worker, c.url.Host, natsTLSDial(c.tls, c.url.Scheme == "tls"), hook, nextID)
 		if err != nil {
 			return nil, err
 		}
@@ -99,6 +111,7 @@ func (c *natsChannel) Env(worker string) (map[string]string, error) {
 	}
 	pu := *c.url // the server's credentials, the proxy's address
 	pu.Host = addr
+	pu.Scheme = "nats" // the proxy speaks plain text to the service (tls.go)
 	return map[string]string{
 		EnvBroker:   BrokerNATS,
 		EnvNATSURL:  pu.String(),

@@ -3,9 +3,11 @@ package coservice
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"sort"
 	"strconv"
@@ -31,15 +33,25 @@ const (
 // owners see it is the kit's) and the consumer group DurableName reading it
 // from the start. Redis has no ack wait of its own: a service redelivers by
 // claiming entries idle longer than ONCEPROOF_ACK_WAIT (XAUTOCLAIM), as
-// broker/redis does; nor a max deliver.
-func OpenRedis(ctx context.Context, redisURL, name string) (Channel, error) {
+// broker/redis does; nor a max deliver. On a rediss:// URL the kit's client
+// and the proxies speak TLS to the server with tlsCfg (nil: the system's
+// roots), the proxies plain text to the service (tls.go).
+func OpenRedis(ctx context.Context, redisURL, name string, tlsCfg *tls.Config) (Channel, error) {
 	o, err := goredis.ParseURL(redisURL)
 	if err != nil {
-		return nil, errors.New("not a Redis URL (want redis://[user:password@]host:port/db)")
+		return nil, errors.New("not a Redis URL (want redis:// or rediss://[user:password@]host:port/db)")
 	}
 	u, err := url.Parse(redisURL)
-	if err != nil || u.Scheme != "redis" {
-		return nil, errors.New("the kit's proxy reads the service's commands, so it takes redis:// only (no TLS)")
+	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
+		return nil, errors.New("not a Redis URL (want redis:// or rediss://[user:password@]host:port/db)")
+	}
+	if o.TLSConfig != nil && tlsCfg != nil {
+		// go-redis names the URL's host as the server; the material wins.
+		c := tlsCfg.Clone()
+		if c.ServerName == "" {
+			c.ServerName = o.TLSConfig.ServerName
+		}
+		o.TLSConfig = c
 	}
 	o.ClientName = "onceproof-tck-consumer-process" // Redis takes no spaces in one
 	o.MaxRetries = -1                               // a retried XADD would add a second entry
@@ -48,7 +60,7 @@ func OpenRedis(ctx context.Context, redisURL, name string) (Channel, error) {
 	safe := strings.NewReplacer(" ", "_", "*", "_").Replace(name)
 	var nb [4]byte
 	_, _ = rand.Read(nb[:])
-	c := &redisChannel{url: u, rdb: rdb, key: redis.KeyPrefix + "co-" + hex.EncodeToString(nb[:]) + ":" + safe}
+	c := &redisChannel{url: u, tls: o.TLSConfig, rdb: rdb, key: redis.KeyPrefix + "co-" + hex.EncodeToString(nb[:]) + ":" + safe}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := rdb.XGroupCreateMkStream(cctx, c.key, DurableName, "0").Err(); err != nil {
@@ -68,6 +80,7 @@ func scrub(s, password string) string {
 // redisChannel is one rule's stream key, consumer group and proxies.
 type redisChannel struct {
 	url *url.URL
+	tls *tls.Config // toward a rediss:// server; nil: plain
 	rdb *goredis.Client
 	key string
 	proxies
@@ -75,7 +88,11 @@ type redisChannel struct {
 
 func (c *redisChannel) Env(worker string) (map[string]string, error) {
 	addr, err := c.addr(worker, func(hook func() Hook, nextID func() int) (*relay, error) {
-		w, err := startRESP(worker, c.url.Host, c.key, hook, nextID)
+		var dial func(string) (net.Conn, error)
+		if c.tls != nil {
+			dial = tlsDial(c.tls)
+		}
+		w, err := startRESP(worker, c.url.Host, c.key, dial, hook, nextID)
 		if err != nil {
 			return nil, err
 		}
@@ -86,6 +103,7 @@ func (c *redisChannel) Env(worker string) (map[string]string, error) {
 	}
 	pu := *c.url // the server's credentials and database, the proxy's address
 	pu.Host = addr
+	pu.Scheme = "redis" // the proxy speaks plain text to the service (tls.go)
 	return map[string]string{
 		EnvBroker:   BrokerRedis,
 		EnvRedisURL: pu.String(),

@@ -16,6 +16,9 @@ type relay struct {
 	target string
 	nextID func() int
 	serve  func(id int, client, up net.Conn) (toServer, toClient func())
+	// dial opens the connection to target: plain TCP when nil; a TLS
+	// broker's proxy speaks TLS upward (tls.go).
+	dial func(target string) (net.Conn, error)
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
@@ -23,11 +26,20 @@ type relay struct {
 }
 
 func startRelay(target string, nextID func() int, serve func(id int, client, up net.Conn) (toServer, toClient func())) (*relay, error) {
+	return startRelayDial(target, nil, nextID, serve)
+}
+
+// startRelayDial is startRelay whose connections to target are opened by
+// dial (nil: plain TCP).
+func startRelayDial(target string, dial func(string) (net.Conn, error), nextID func() int, serve func(id int, client, up net.Conn) (toServer, toClient func())) (*relay, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	r := &relay{ln: ln, target: target, nextID: nextID, serve: serve, conns: map[net.Conn]struct{}{}}
+	if dial == nil {
+		dial = func(target string) (net.Conn, error) { return net.DialTimeout("tcp", target, 5*time.Second) }
+	}
+	r := &relay{ln: ln, target: target, nextID: nextID, serve: serve, dial: dial, conns: map[net.Conn]struct{}{}}
 	r.wg.Add(1)
 	go r.accept()
 	return r, nil
@@ -51,7 +63,7 @@ func (r *relay) accept() {
 		if err != nil {
 			return
 		}
-		up, err := net.DialTimeout("tcp", r.target, 5*time.Second)
+		up, err := r.dial(r.target)
 		if err != nil {
 			_ = c.Close()
 			continue

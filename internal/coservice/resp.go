@@ -24,9 +24,9 @@ type respWire struct {
 	hook   func() Hook
 }
 
-func startRESP(worker, target, key string, hook func() Hook, nextID func() int) (*respWire, error) {
+func startRESP(worker, target, key string, dial func(string) (net.Conn, error), hook func() Hook, nextID func() int) (*respWire, error) {
 	w := &respWire{worker: worker, key: key, hook: hook}
-	r, err := startRelay(target, nextID, func(id int, c, up net.Conn) (func(), func()) {
+	r, err := startRelayDial(target, dial, nextID, func(id int, c, up net.Conn) (func(), func()) {
 		rc := &respConn{w: w, id: id, client: c, up: up}
 		return rc.commands, rc.replies
 	})

@@ -121,7 +121,7 @@ func TestRESPDroppedAckAnsweredInOrder(t *testing.T) {
 		events = append(events, fmt.Sprintf("%s %d %d", ev.Kind, ev.Seq, st))
 		return ev.Kind != Ack // every ack is lost
 	}
-	w, err := startRESP("W1", srv.Addr().String(), "k", func() Hook { return hook }, func() int { return 1 })
+	w, err := startRESP("W1", srv.Addr().String(), "k", nil, func() Hook { return hook }, func() int { return 1 })
 	if err != nil {
 		t.Fatal(err)
 	}

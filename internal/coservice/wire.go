@@ -21,9 +21,9 @@ type wire struct {
 	hook   func() Hook
 }
 
-func startWire(worker, target string, hook func() Hook, nextID func() int) (*wire, error) {
+func startWire(worker, target string, dial func(string) (net.Conn, error), hook func() Hook, nextID func() int) (*wire, error) {
 	w := &wire{worker: worker, hook: hook}
-	r, err := startRelay(target, nextID, func(id int, c, up net.Conn) (func(), func()) {
+	r, err := startRelayDial(target, dial, nextID, func(id int, c, up net.Conn) (func(), func()) {
 		return func() { w.pipe(id, c, up, clientFrame, w.clientEvent) },
 			func() { w.pipe(id, up, c, faultproxy.NATS, w.serverEvent) }
 	})

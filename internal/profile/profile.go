@@ -12,6 +12,8 @@ package profile
 import (
 	"fmt"
 	"time"
+
+	"github.com/onceproof/tck/internal/tlsmat"
 )
 
 // SchemaVersion is the value of the profile's schema field; it changes only
@@ -28,6 +30,9 @@ type Profile struct {
 	Producers   []Producer  `yaml:"producers" json:"producers,omitempty"`
 	Brokers     []Broker    `yaml:"brokers" json:"brokers,omitempty"`
 	Consumers   []Consumer  `yaml:"consumers" json:"consumers,omitempty"`
+	// TLS is the trust material for the run's external targets, paths
+	// relative to the profile; tck run's --tls-* flags win (docs/tls.md).
+	TLS *tlsmat.Files `yaml:"tls" json:"tls,omitempty"`
 
 	file string         // where it was loaded from, for positions
 	pos  map[string]int // field path -> line
@@ -52,6 +57,15 @@ const (
 	ScopeGlobal    Scope = "global"
 	ScopeNone      Scope = "none"
 )
+
+// Material is the profile's trust material (its tls section, paths from
+// the profile's folder); empty without one.
+func (p *Profile) Material() tlsmat.Material {
+	if p == nil || p.TLS == nil {
+		return tlsmat.Material{}
+	}
+	return p.TLS.Material(p.file)
+}
 
 // HTTP is the client-facing contract for a repeated message id.
 type HTTP struct {

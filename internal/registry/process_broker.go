@@ -80,6 +80,13 @@ func serviceBroker(ctx context.Context, ref target.Ref) (consumer.ServiceBroker,
 	if err := ServiceBrokerSupported(bref.Key()); err != nil {
 		return consumer.ServiceBroker{}, "", nil, err
 	}
+	// The run's material reaches a TLS broker: the kit's client and its
+	// proxies speak TLS to it, plain text to the service (coservice/tls.go).
+	bref.Opts.TLS = ref.Opts.TLS
+	tlsCfg, err := ref.Opts.TLS.Config()
+	if err != nil {
+		return consumer.ServiceBroker{}, "", nil, err
+	}
 	switch bref.Key() {
 	case "broker/kafka-share":
 		if bref.Mode() != target.Embedded {
@@ -143,7 +150,7 @@ func serviceBroker(ctx context.Context, ref target.Ref) (consumer.ServiceBroker,
 			name = target.Redact(rt.URL)
 		}
 		name = "Redis " + rt.Version + " at " + name
-		return consumer.ServiceBroker{Kind: coservice.BrokerRedis, URL: rt.URL, Name: name},
+		return consumer.ServiceBroker{Kind: coservice.BrokerRedis, URL: rt.URL, Name: name, TLS: rt.Client.Options.TLS},
 			name + ": a stream key and consumer group per rule (removed at its end), reached through the kit's RESP proxy", rt.Stop, nil
 	default: // broker/nats
 		var nt *nats.Target
@@ -153,7 +160,7 @@ func serviceBroker(ctx context.Context, ref target.Ref) (consumer.ServiceBroker,
 		case target.Container:
 			nt, err = nats.ContainerTarget(ctx, nats.Client{})
 		default:
-			nt, err = nats.URLTarget(ctx, bref.Address, nats.Client{})
+			nt, err = nats.URLTarget(ctx, bref.Address, nats.Client{Options: nats.Options{TLS: tlsCfg}})
 		}
 		if err != nil {
 			return consumer.ServiceBroker{}, "", nil, fmt.Errorf("its broker %s: %w", bref, err)
@@ -163,7 +170,7 @@ func serviceBroker(ctx context.Context, ref target.Ref) (consumer.ServiceBroker,
 			name = target.Redact(nt.URL)
 		}
 		name = "NATS JetStream at " + name
-		return consumer.ServiceBroker{Kind: coservice.BrokerNATS, URL: nt.URL, Name: name},
+		return consumer.ServiceBroker{Kind: coservice.BrokerNATS, URL: nt.URL, Name: name, TLS: nt.Client.Options.TLS},
 			name + ": a stream and durable pull consumer per rule (removed at its end), reached through the kit's proxy", nt.Stop, nil
 	}
 }

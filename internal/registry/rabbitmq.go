@@ -20,7 +20,7 @@ import (
 // the kit's own from PATH.
 const RabbitMQURLEnv = "TCK_RABBITMQ_URL"
 
-const rabbitNeeds = "a RabbitMQ 3.9 or later (streams, quorum queues) at " + RabbitMQURLEnv + " or amqp://user:password@host:port/vhost"
+const rabbitNeeds = "a RabbitMQ 3.9 or later (streams, quorum queues) at " + RabbitMQURLEnv + " or amqp://user:password@host:port/vhost (amqps:// with --tls-ca: docs/tls.md)"
 
 func rabbitBrokers() []row {
 	needs := rabbitNeeds
@@ -67,8 +67,15 @@ func rabbitAt(client rabbitmq.Client) func(ctx context.Context, ref target.Ref) 
 		if ref.Address == "" {
 			return rabbitmq.LocalTarget(ctx, client, broker.DefaultWindows().AckWait)
 		}
+		// The run's material, for an amqps:// address (docs/tls.md).
+		cfg, err := ref.Opts.TLS.Config()
+		if err != nil {
+			return nil, err
+		}
+		c := client // the closure's copy is shared by every run
+		c.Options.TLS = cfg
 		addr, mgmt := rabbitmq.SplitManagement(ref.Address)
-		rt, err := rabbitmq.URLTarget(ctx, addr, client)
+		rt, err := rabbitmq.URLTarget(ctx, addr, c)
 		if err != nil {
 			return nil, err
 		}

@@ -151,6 +151,9 @@ func bindRabbitProfile(rt *rabbitmq.Target, ref target.Ref, t *broker.Target, in
 	mg := rt.Management
 	if mg == "" {
 		mg = "http://HOST:15672 (the default port, with the AMQP login)"
+		if strings.HasPrefix(rt.URL, "amqps://") {
+			mg = "https://HOST:15671 (the default TLS port, with the AMQP login and the run's TLS material)"
+		}
 	}
 	info.Notes = append(info.Notes, "BR-6.1 reads queue arguments and policies through the management API at "+mg+"; where it does not answer, a passive queue.declare finds each queue and its settings are named unreadable (unknown, never pass)")
 	return nil

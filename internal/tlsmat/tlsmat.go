@@ -8,8 +8,11 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 )
 
 // maxFile bounds a PEM file the kit reads: a CA bundle is kilobytes.
@@ -23,27 +26,69 @@ type Material struct {
 	Cert       string // PEM file of the client certificate (with Key)
 	Key        string // PEM file of the client certificate's private key
 	ServerName string // the name to verify the server's certificate against ("" : the URL's host)
+	// Origin is the file that named the material (a profile, an api
+	// description), "" for the flags: errors name it and its tls field.
+	Origin string
 }
 
 // Empty reports whether no material was given.
-func (m Material) Empty() bool { return m == Material{} }
+func (m Material) Empty() bool {
+	return m.CA == "" && m.Cert == "" && m.Key == "" && m.ServerName == ""
+}
+
+// Files is the material as a file names it (a profile's or an api
+// description's tls section): paths relative to that file.
+type Files struct {
+	CA         string `yaml:"ca" json:"ca,omitempty"`
+	Cert       string `yaml:"cert" json:"cert,omitempty"`
+	Key        string `yaml:"key" json:"key,omitempty"`
+	ServerName string `yaml:"serverName" json:"serverName,omitempty"`
+}
+
+// Material is f's material, its relative paths taken from the folder of
+// origin, the file that names it.
+func (f Files) Material(origin string) Material {
+	dir := filepath.Dir(origin)
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	return Material{CA: abs(f.CA), Cert: abs(f.Cert), Key: abs(f.Key), ServerName: f.ServerName, Origin: origin}
+}
 
 // Error is a material file that cannot be used: the flag, the file and why.
 type Error struct {
 	Flag, File, Why string
+	// Origin is the file that named the material ("" : the flags).
+	Origin string
 }
 
 func (e *Error) Error() string {
-	if e.File == "" {
-		return fmt.Sprintf("--%s: %s", e.Flag, e.Why)
+	name := "--" + e.Flag
+	if e.Origin != "" {
+		name = e.Origin + ": tls." + strings.TrimPrefix(e.Flag, "tls-")
 	}
-	return fmt.Sprintf("--%s %s: %s", e.Flag, e.File, e.Why)
+	if e.File == "" {
+		return fmt.Sprintf("%s: %s", name, e.Why)
+	}
+	return fmt.Sprintf("%s %s: %s", name, e.File, e.Why)
 }
 
 // Config builds the client configuration; nil without material (the
 // client's own defaults). Every call reads the files again, so a check at
 // parse time and the target's start see the same thing.
 func (m Material) Config() (*tls.Config, error) {
+	cfg, err := m.config()
+	var e *Error
+	if errors.As(err, &e) && m.Origin != "" {
+		e.Origin = m.Origin
+	}
+	return cfg, err
+}
+
+func (m Material) config() (*tls.Config, error) {
 	if m.Empty() {
 		return nil, nil
 	}

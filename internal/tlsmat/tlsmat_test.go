@@ -102,3 +102,22 @@ func TestBadFilesAreOneLineWithoutTheKey(t *testing.T) {
 		}
 	}
 }
+
+// A file's tls section: relative paths from the file's folder, absolute
+// ones kept; an unusable file is named by the file and its field.
+func TestFilesMaterial(t *testing.T) {
+	m := tlsmat.Files{CA: "certs/ca.pem", Key: "/abs/key.pem", ServerName: "n"}.Material("/etc/tck/profile.yaml")
+	if m.CA != "/etc/tck/certs/ca.pem" || m.Key != "/abs/key.pem" || m.ServerName != "n" || m.Origin != "/etc/tck/profile.yaml" {
+		t.Errorf("material %+v", m)
+	}
+	if !(tlsmat.Files{}).Material("x.yaml").Empty() {
+		t.Error("an empty section is material")
+	}
+	err := tlsmat.Material{CA: "/no/such/ca.pem", Origin: "p.yaml"}.Check()
+	if err == nil || err.Error() != "p.yaml: tls.ca /no/such/ca.pem: no such file" {
+		t.Errorf("error %v", err)
+	}
+	if err := (tlsmat.Material{CA: "/no/such/ca.pem"}).Check(); err == nil || err.Error() != "--tls-ca /no/such/ca.pem: no such file" {
+		t.Errorf("a flag's error %v", err)
+	}
+}

@@ -166,7 +166,7 @@ func openBlackbox(r *spec.R, t Target) *blackbox {
 		h.ev.Figure("broker ack wait", s.AckWait.String(), "the share group's lock (group.share.record.lock.duration.ms), real time: a record not acknowledged within it is delivered again")
 		h.ev.Figure("broker max deliver", s.MaxDeliver, "group.share.delivery.count.limit: a record released or timed out this often is archived")
 	case coservice.BrokerRedis:
-		ch, err := coservice.OpenRedis(r.Context(), s.Broker.URL, name)
+		ch, err := coservice.OpenRedis(r.Context(), s.Broker.URL, name, s.Broker.TLS)
 		if err != nil {
 			r.Unknown("creating the rule's stream key and consumer group: %v", err)
 		}
@@ -174,7 +174,7 @@ func openBlackbox(r *spec.R, t Target) *blackbox {
 		h.ev.Figure("broker ack wait", s.AckWait.String(), "Redis has none: the service claims entries idle this long (XAUTOCLAIM min-idle-time), real time")
 		h.ev.Figure("broker max deliver", "none", "Redis Streams has no max deliver")
 	default:
-		ch, err := coservice.Open(r.Context(), natsURL, name, s.AckWait, s.MaxDeliver)
+		ch, err := coservice.Open(r.Context(), natsURL, name, s.AckWait, s.MaxDeliver, s.Broker.TLS)
 		if err != nil {
 			r.Unknown("creating the rule's stream and durable consumer: %v", err)
 		}

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"crypto/tls"
 	"time"
 )
 
@@ -78,6 +79,10 @@ type ServiceBroker struct {
 	// group.share.delivery.count.limit (Kind "kafka-share").
 	Lock          time.Duration
 	DeliveryLimit int
+	// TLS is the run's trust material for a TLS server (tls://, rediss://):
+	// the kit's proxies speak TLS to the server with it, plain text to the
+	// service. nil: none (the system's roots where TLS is asked for).
+	TLS *tls.Config
 }
 
 // Envelope says where a service's events carry the kit's fields: each is a

@@ -2,6 +2,7 @@ package rabbitmq
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,11 +27,16 @@ import (
 
 // ManagementParam is the query parameter of a broker/rabbitmq address that
 // names the management API (amqp://u:p@host:5672/?management=http://host:15672);
-// without it the kit tries http://HOST:15672 with the same login.
+// without it the kit tries http://HOST:15672 (https://HOST:15671 for an
+// amqps:// address) with the same login.
 const ManagementParam = "management"
 
 // DefaultManagementPort is the management plugin's HTTP port.
 const DefaultManagementPort = 15672
+
+// DefaultManagementTLSPort is the management plugin's conventional HTTPS
+// port (management.ssl.port), tried for an amqps:// address.
+const DefaultManagementTLSPort = 15671
 
 // SplitManagement takes the management parameter off an AMQP address: the
 // address to dial, and the management API's base URL ("" when not named).
@@ -71,6 +77,7 @@ type Inspector struct {
 	user    string
 	pass    string
 	vhost   string
+	tls     *tls.Config // the run's material, for amqps:// and an https management API
 	// ConsumerTimeout is the node's consumer_timeout where the kit set it
 	// (a server of its own): RabbitMQ does not report it (neither AMQP nor
 	// the management API before 4.x tell), so elsewhere it is unreadable.
@@ -83,20 +90,32 @@ type Inspector struct {
 var _ mq.Inspector = (*Inspector)(nil)
 
 // Inspect opens a read-only view of the server at amqpURL: the management
-// API at mgmt (or http://HOST:15672 when ""), with the AMQP login; when it
-// does not answer, passive declares over AMQP only.
+// API at mgmt (when "": http://HOST:15672, or https://HOST:15671 for an
+// amqps:// address), with the AMQP login and opts.TLS; when it does not
+// answer, passive declares over AMQP only.
 func Inspect(ctx context.Context, amqpURL, mgmt string, opts Options) (*Inspector, error) {
 	u, err := amqp.ParseURI(amqpURL)
 	if err != nil {
 		return nil, fmt.Errorf("not a RabbitMQ URL (want amqp://user:password@host:port/vhost): %s", scrub(err.Error(), amqpURL))
 	}
 	in := &Inspector{amqpURL: amqpURL, user: u.Username, pass: u.Password, vhost: u.Vhost, consumerTimeout: opts.ConsumerTimeout,
-		run: opts.Run, hc: &http.Client{Timeout: 10 * time.Second}}
+		run: opts.Run, hc: &http.Client{Timeout: 10 * time.Second}, tls: opts.TLS}
+	if opts.TLS != nil {
+		// An https management API is verified with the same material.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = opts.TLS.Clone()
+		in.hc.Transport = tr
+	}
 	if in.vhost == "" {
 		in.vhost = "/"
 	}
 	if mgmt == "" {
 		mgmt = fmt.Sprintf("http://%s", net.JoinHostPort(u.Host, strconv.Itoa(DefaultManagementPort)))
+		if u.Scheme == "amqps" {
+			// A server that wants TLS on AMQP likely wants it on its
+			// management API too: the plugin's TLS port.
+			mgmt = fmt.Sprintf("https://%s", net.JoinHostPort(u.Host, strconv.Itoa(DefaultManagementTLSPort)))
+		}
 	}
 	var ov struct {
 		Version string `json:"rabbitmq_version"`
@@ -108,7 +127,7 @@ func Inspect(ctx context.Context, amqpURL, mgmt string, opts Options) (*Inspecto
 	}
 	// The AMQP login must work either way: a passive declare is the
 	// fallback, and the version comes from connection.start.
-	conn, err := dial(ctx, amqpURL)
+	conn, err := dial(ctx, amqpURL, in.tls)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +311,7 @@ func majorOf(v string) int {
 
 // passive finds a queue with queue.declare passive: it exists or not.
 func (in *Inspector) passive(ctx context.Context, name string) (mq.TopicInfo, error) {
-	conn, err := dial(ctx, in.amqpURL)
+	conn, err := dial(ctx, in.amqpURL, in.tls)
 	if err != nil {
 		return mq.TopicInfo{}, err
 	}

@@ -2,6 +2,7 @@ package rabbitmq
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -70,7 +71,8 @@ type local struct {
 	port       int
 	node       string
 	rmDir      func() error
-	queues     queueSet // what the kit declared here: awaited after a restart
+	client     *tls.Config // the kit's own TLS client, on a TLS-only server
+	queues     queueSet    // what the kit declared here: awaited after a restart
 	stopMu     sync.Once
 	err        error
 }
@@ -81,7 +83,51 @@ type localConfig struct {
 	// management enables rabbitmq_management on a loopback port of its
 	// own: BR-6.1 reads queue arguments and policies through it.
 	management bool
+	// tls, when set, makes AMQP listen with TLS only (the tests of the
+	// kit's amqps:// support); client is how the kit itself reaches it.
+	tls    *ServerTLS
+	client *tls.Config
 }
+
+// ServerTLS is the TLS listener of a server of the kit's own: PEM files.
+type ServerTLS struct {
+	CA, Cert, Key string
+	// VerifyPeer makes the server require a client certificate its CA
+	// signed (ssl_options.verify and fail_if_no_peer_cert).
+	VerifyPeer bool
+	// Management enables the management API, over https only, with the
+	// same server certificate (management.ssl.*; clients not verified).
+	Management bool
+}
+
+// TLSServer is a rabbitmq-server of the kit's own whose AMQP listener
+// takes TLS only, as a team's hardened server does. Tests start one to
+// check amqps:// (docs/tls.md).
+type TLSServer struct {
+	// URL is amqps://tck:PASSWORD@127.0.0.1:PORT/ (redact before showing).
+	URL string
+	// Management is the https management API's base URL ("" without it).
+	Management string
+	l          *local
+}
+
+// StartTLSServer starts a rabbitmq-server from PATH whose AMQP listener
+// takes TLS only, with s's files; client is the configuration the kit
+// checks it is up with (the CA, and a client certificate when s verifies
+// peers).
+func StartTLSServer(ctx context.Context, s ServerTLS, client *tls.Config) (*TLSServer, error) {
+	l, err := startLocal(ctx, localConfig{tls: &s, client: client, management: s.Management})
+	if err != nil {
+		return nil, err
+	}
+	return &TLSServer{URL: l.url, Management: l.mgmtURL, l: l}, nil
+}
+
+// Stop stops the server and removes its folder.
+func (s *TLSServer) Stop() error { return s.l.stop() }
+
+// Tail is the end of the server's output (for a failing test).
+func (s *TLSServer) Tail(n int) string { return s.l.proc.Tail(n) }
 
 func startLocal(ctx context.Context, lc localConfig) (*local, error) {
 	script, err := serverScript()
@@ -141,8 +187,6 @@ func startIn(ctx context.Context, dir, script string, lc localConfig) (*local, e
 			"ERL_EPMD_ADDRESS":              "127.0.0.1",
 			"ERL_CRASH_DUMP":                filepath.Join(dir, "erl_crash.dump"),
 			"RABBITMQ_NODENAME":             node,
-			"RABBITMQ_NODE_IP_ADDRESS":      "127.0.0.1",
-			"RABBITMQ_NODE_PORT":            fmt.Sprint(amqpPort),
 			"RABBITMQ_DIST_PORT":            fmt.Sprint(distPort),
 			"RABBITMQ_MNESIA_BASE":          filepath.Join(dir, "mnesia"),
 			"RABBITMQ_LOG_BASE":             filepath.Join(dir, "log"),
@@ -160,15 +204,25 @@ func startIn(ctx context.Context, dir, script string, lc localConfig) (*local, e
 			// SIGKILL kills it. The socket does not exist: nothing listens.
 			"NOTIFY_SOCKET": filepath.Join(dir, "no-systemd"),
 		}
+		if lc.tls == nil {
+			env["RABBITMQ_NODE_IP_ADDRESS"] = "127.0.0.1"
+			env["RABBITMQ_NODE_PORT"] = fmt.Sprint(amqpPort)
+		}
 		p, err := procs.Start(ctx, procs.Config{Name: "rabbitmq-server", Lines: 300, Dir: dir, Env: env, Args: []string{script}})
 		if err != nil {
 			_ = ep.Stop(0)
 			return nil, err
 		}
 		l := &local{epmd: ep, proc: p, port: amqpPort, node: node, url: fmt.Sprintf("amqp://tck:%s@127.0.0.1:%d/", pass, amqpPort),
-			streamURL: fmt.Sprintf("rabbitmq-stream://tck:%s@127.0.0.1:%d/%%2f", pass, streamPort)}
+			streamURL: fmt.Sprintf("rabbitmq-stream://tck:%s@127.0.0.1:%d/%%2f", pass, streamPort), client: lc.client}
+		if lc.tls != nil {
+			l.url = "amqps" + strings.TrimPrefix(l.url, "amqp")
+		}
 		if lc.management {
 			l.mgmtURL = fmt.Sprintf("http://127.0.0.1:%d", mgmtPort)
+			if lc.tls != nil {
+				l.mgmtURL = fmt.Sprintf("https://127.0.0.1:%d", mgmtPort)
+			}
 		}
 		// An Erlang node boots on one core's worth of CPU for tens of
 		// seconds; three booting beside a load of 20-25 were not ready
@@ -203,10 +257,23 @@ func writeFiles(dir string, port, streamPort, mgmtPort int, pass string, lc loca
 	if ct <= 0 {
 		ct = 30 * time.Minute
 	}
-	conf := strings.Join([]string{
-		fmt.Sprintf("listeners.tcp.default = 127.0.0.1:%d", port),
+	listen := []string{fmt.Sprintf("listeners.tcp.default = 127.0.0.1:%d", port)}
+	if t := lc.tls; t != nil {
+		verify, fail := "verify_none", "false"
+		if t.VerifyPeer {
+			verify, fail = "verify_peer", "true"
+		}
+		listen = []string{"listeners.tcp = none",
+			fmt.Sprintf("listeners.ssl.default = 127.0.0.1:%d", port),
+			"ssl_options.cacertfile = " + t.CA,
+			"ssl_options.certfile = " + t.Cert,
+			"ssl_options.keyfile = " + t.Key,
+			"ssl_options.verify = " + verify,
+			"ssl_options.fail_if_no_peer_cert = " + fail}
+	}
+	conf := strings.Join(append(listen,
 		"default_user = tck",
-		"default_pass = " + pass,
+		"default_pass = "+pass,
 		"default_vhost = /",
 		fmt.Sprintf("consumer_timeout = %d", ct.Milliseconds()),
 		"disk_free_limit.absolute = 50MB",
@@ -219,9 +286,13 @@ func writeFiles(dir string, port, streamPort, mgmtPort int, pass string, lc loca
 		"log.console = true",
 		"log.console.level = warning",
 		"log.file = false",
-		"",
-	}, "\n")
-	if lc.management {
+		""), "\n")
+	switch {
+	case lc.management && lc.tls != nil:
+		// https only, with the AMQP listener's certificate.
+		conf += fmt.Sprintf("management.ssl.ip = 127.0.0.1\nmanagement.ssl.port = %d\nmanagement.ssl.cacertfile = %s\nmanagement.ssl.certfile = %s\nmanagement.ssl.keyfile = %s\n",
+			mgmtPort, lc.tls.CA, lc.tls.Cert, lc.tls.Key)
+	case lc.management:
 		// On loopback only, on a port of its own.
 		conf += fmt.Sprintf("management.tcp.ip = 127.0.0.1\nmanagement.tcp.port = %d\n", mgmtPort)
 	}
@@ -261,7 +332,7 @@ func writeFiles(dir string, port, streamPort, mgmtPort int, pass string, lc loca
 
 // ready is nil once the node accepts an AMQP connection and a channel.
 func (l *local) ready(ctx context.Context) error {
-	conn, err := dial(ctx, l.url)
+	conn, err := dial(ctx, l.url, l.client)
 	if err != nil {
 		return err
 	}
@@ -282,7 +353,11 @@ func (l *local) ready(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	hc := http.DefaultClient
+	if l.client != nil {
+		hc = &http.Client{Transport: &http.Transport{TLSClientConfig: l.client.Clone()}}
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("management API: %w", err)
 	}
@@ -334,7 +409,7 @@ func (l *local) awaitQueues(ctx context.Context) {
 func (l *local) queueBack(ctx context.Context, q string) bool {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	conn, err := dial(cctx, l.url)
+	conn, err := dial(cctx, l.url, l.client)
 	if err != nil {
 		return false
 	}

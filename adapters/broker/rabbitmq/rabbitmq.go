@@ -40,6 +40,7 @@ package rabbitmq
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -78,6 +79,11 @@ type Options struct {
 	// (rabbitmq-stream://user:password@host:port/vhost); "" when the kit
 	// does not know it: no named producers.
 	StreamURL string
+	// TLS is the run's trust material for an amqps:// URL (tck run
+	// --tls-ca, --tls-cert, --tls-key, --tls-server-name); nil: the
+	// system's roots, or what the URL's cacertfile/certfile/keyfile name.
+	// An amqp:// URL stays plain.
+	TLS *tls.Config
 
 	// The defects of the mutants (only a mutant sets these).
 
@@ -191,11 +197,11 @@ func Connect(ctx context.Context, url string, opts Options) (*Broker, error) {
 	return b, nil
 }
 
-// dial opens a connection to url.
-func dial(ctx context.Context, url string) (*amqp.Connection, error) {
+// dial opens a connection to url; over amqps://, with tlsCfg when set.
+func dial(ctx context.Context, url string, tlsCfg *tls.Config) (*amqp.Connection, error) {
 	u, err := amqp.ParseURI(url)
 	if err != nil {
-		return nil, fmt.Errorf("not a RabbitMQ URL (want amqp://user:password@host:port/vhost): %s", scrub(err.Error(), url))
+		return nil, fmt.Errorf("not a RabbitMQ URL (want amqp://user:password@host:port/vhost or amqps://...): %s", scrub(err.Error(), url))
 	}
 	deadline := 5 * time.Second
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < deadline {
@@ -205,12 +211,23 @@ func dial(ctx context.Context, url string) (*amqp.Connection, error) {
 	// (the server drops one after two missed heartbeats).
 	props := amqp.NewConnectionProperties()
 	props.SetClientConnectionName("onceproof-tck")
-	conn, err := amqp.DialConfig(url, amqp.Config{Dial: amqp.DefaultDial(deadline), Properties: props, Heartbeat: 30 * time.Second})
+	cfg := amqp.Config{Dial: amqp.DefaultDial(deadline), Properties: props, Heartbeat: 30 * time.Second}
+	if tlsCfg != nil {
+		// A copy: amqp091-go writes the URL's host into ServerName.
+		cfg.TLSClientConfig = tlsCfg.Clone()
+	}
+	conn, err := amqp.DialConfig(url, cfg)
 	if err != nil {
 		msg := scrub(err.Error(), url)
 		var ae *amqp.Error
 		if errors.As(err, &ae) && ae.Code == amqp.AccessRefused {
 			return nil, fmt.Errorf("the RabbitMQ server at %s:%d refused the login of %q: %s", u.Host, u.Port, u.Username, msg)
+		}
+		if u.Scheme == "amqps" && !strings.Contains(msg, "certificate") && (strings.Contains(msg, "reset by peer") || strings.Contains(msg, "EOF") || strings.Contains(msg, "broken pipe")) {
+			// TLS 1.3: a server that wants a client certificate, or refuses
+			// the one given, may only close the connection after the
+			// handshake, before AMQP's first frame.
+			msg += " (the server closed the TLS connection: it may want a client certificate, --tls-cert and --tls-key, or refuse the one given)"
 		}
 		return nil, fmt.Errorf("cannot reach RabbitMQ at %s:%d (vhost %q): %s", u.Host, u.Port, u.Vhost, msg)
 	}
@@ -233,7 +250,7 @@ func (b *Broker) connection(ctx context.Context) (*amqp.Connection, error) {
 	if b.conn != nil && !b.conn.IsClosed() {
 		return b.conn, nil
 	}
-	conn, err := dial(ctx, b.url)
+	conn, err := dial(ctx, b.url, b.opts.TLS)
 	if err != nil {
 		return nil, err
 	}
@@ -649,7 +666,7 @@ func (b *Broker) Consumer(ctx context.Context, topic string, cfg mq.ConsumerConf
 	if err != nil {
 		return nil, err
 	}
-	conn, err := dial(ctx, b.url)
+	conn, err := dial(ctx, b.url, b.opts.TLS)
 	if err != nil {
 		return nil, err
 	}
@@ -792,7 +809,7 @@ func (c *consumer) channel() (*amqp.Channel, error) {
 		// connects again, as a client library does; what it held went back
 		// to the queue with the old connection.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		conn, err := dial(ctx, c.b.url)
+		conn, err := dial(ctx, c.b.url, c.b.opts.TLS)
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("the member's connection closed and could not be opened again: %w", err)

@@ -2,6 +2,7 @@ package rabbitmq
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"sync"
@@ -75,11 +76,12 @@ type Server struct {
 // Probe checks that the server at url answers and lets the kit declare,
 // confirm, read a stream and delete, on a scratch topic of the run
 // (removed afterwards): a server without streams (before 3.9) is refused,
-// and so is a login whose permissions forbid what the suite does.
-func Probe(ctx context.Context, url, run string) (*Server, error) {
+// and so is a login whose permissions forbid what the suite does. tlsCfg
+// is the run's trust material for an amqps:// URL (nil: none).
+func Probe(ctx context.Context, url, run string, tlsCfg *tls.Config) (*Server, error) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	b, err := Connect(ctx, url, Options{Run: run})
+	b, err := Connect(ctx, url, Options{Run: run, TLS: tlsCfg})
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +138,7 @@ func newTarget(ctx context.Context, url string, client Client, stop func() error
 	if client.Options.Run == "" {
 		client.Options.Run = NewRun()
 	}
-	s, err := Probe(ctx, url, client.Options.Run)
+	s, err := Probe(ctx, url, client.Options.Run, client.Options.TLS)
 	if err != nil {
 		return nil, err
 	}

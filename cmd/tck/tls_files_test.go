@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"io"
-	"io/fs"
 	"log"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -45,17 +44,7 @@ func httpsFront(t *testing.T, p *tlstest.PKI) string {
 // an output holding the key is an error.
 func runFiles(t *testing.T, front, key string, args ...string) (int, string) {
 	t.Helper()
-	out := t.TempDir()
-	args = append([]string{"run", "--suite", "api", "--target", "api/http=" + front, "--rule", "API-1.1", "--out", out, "--quiet"}, args...)
-	code, stdout, stderr := tck(t, args...)
-	all := stdout + "\n" + stderr
-	_ = filepath.WalkDir(out, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			b, _ := os.ReadFile(path)
-			all += "\n" + string(b)
-		}
-		return nil
-	})
+	code, stderr, all := tckAll(t, append([]string{"run", "--suite", "api", "--target", "api/http=" + front, "--rule", "API-1.1"}, args...)...)
 	if code != reports.ExitConformant {
 		t.Logf("exit %d: %s", code, strings.TrimSpace(stderr))
 		requireOneLine(t, "tls from a file", stderr)

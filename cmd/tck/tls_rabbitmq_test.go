@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -68,18 +67,8 @@ func TestTLSRabbitMQAMQPS(t *testing.T) {
 	good, pw, mgmt := rabbitTLS(t, p)
 	key := string(tlstest.KeyBytes(t, p.ClientKey))
 	run := func(addr string, flags ...string) (int, string) {
-		out := t.TempDir()
-		args := append([]string{"run", "--suite", "broker", "--target", "broker/rabbitmq=" + addr,
-			"--rule", "BR-2.3", "--rule", "BR-7.1", "--out", out, "--quiet"}, flags...)
-		code, stdout, stderr := tck(t, args...)
-		all := stdout + "\n" + stderr
-		_ = filepath.WalkDir(out, func(path string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() {
-				b, _ := os.ReadFile(path)
-				all += "\n" + string(b)
-			}
-			return nil
-		})
+		code, stderr, all := tckAll(t, append([]string{"run", "--suite", "broker", "--target", "broker/rabbitmq=" + addr,
+			"--rule", "BR-2.3", "--rule", "BR-7.1"}, flags...)...)
 		if code != reports.ExitConformant {
 			t.Logf("exit %d: %s", code, strings.TrimSpace(stderr))
 			requireOneLine(t, "rabbitmq over TLS", stderr)

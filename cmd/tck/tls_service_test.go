@@ -1,8 +1,6 @@
 package main
 
 import (
-	"io/fs"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -37,18 +35,8 @@ func TestTLSConsumerServiceOverTLSNATSAndRedis(t *testing.T) {
 	}
 	mine := []string{"--tls-ca", p.CA, "--tls-cert", p.ClientCert, "--tls-key", p.ClientKey}
 	run := func(broker, secret string, flags ...string) (int, string) {
-		out := t.TempDir()
-		args := append([]string{"run", "--suite", "consumer", "--target", "consumer/process=cmd:" + svc, "--broker", broker,
-			"--rule", "CO-1.1", "--rule", "CO-2.1", "--out", out, "--quiet"}, flags...)
-		code, stdout, stderr := tck(t, args...)
-		all := stdout + "\n" + stderr
-		_ = filepath.WalkDir(out, func(path string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() {
-				b, _ := os.ReadFile(path)
-				all += "\n" + string(b)
-			}
-			return nil
-		})
+		code, stderr, all := tckAll(t, append([]string{"run", "--suite", "consumer", "--target", "consumer/process=cmd:" + svc, "--broker", broker,
+			"--rule", "CO-1.1", "--rule", "CO-2.1"}, flags...)...)
 		if code != reports.ExitConformant {
 			t.Logf("exit %d: %s", code, strings.TrimSpace(stderr))
 			requireOneLine(t, broker, stderr)

@@ -97,18 +97,8 @@ func natsTLS(t *testing.T, p *tlstest.PKI, verify bool, nkeyUser string) string 
 // exit, the output and every report file's content, for the secret grep.
 func runBroker(t *testing.T, addr string, flags ...string) (int, string) {
 	t.Helper()
-	out := t.TempDir()
-	args := append([]string{"run", "--suite", "broker", "--target", "broker/nats=" + addr,
-		"--rule", "BR-1.1", "--rule", "BR-2.1", "--out", out, "--quiet"}, flags...)
-	code, stdout, stderr := tck(t, args...)
-	all := stdout + "\n" + stderr
-	_ = filepath.WalkDir(out, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			b, _ := os.ReadFile(path)
-			all += "\n" + string(b)
-		}
-		return nil
-	})
+	code, stderr, all := tckAll(t, append([]string{"run", "--suite", "broker", "--target", "broker/nats=" + addr,
+		"--rule", "BR-1.1", "--rule", "BR-2.1"}, flags...)...)
 	if code != reports.ExitConformant {
 		t.Logf("exit %d: %s", code, strings.TrimSpace(stderr))
 		if n := strings.Count(strings.TrimRight(stderr, "\n"), "\n"); n != 0 {
@@ -350,18 +340,8 @@ func TestTLSRedisWithTheCAPassesAndWithoutIsExit4(t *testing.T) {
 	addr := redisTLS(t, p, pw)
 	key := string(tlstest.KeyBytes(t, p.ClientKey))
 	run := func(url string, flags ...string) (int, string) {
-		out := t.TempDir()
-		args := append([]string{"run", "--suite", "broker", "--target", "broker/redis=" + url,
-			"--rule", "BR-2.1", "--rule", "BR-2.3", "--out", out, "--quiet"}, flags...)
-		code, stdout, stderr := tck(t, args...)
-		all := stdout + "\n" + stderr
-		_ = filepath.WalkDir(out, func(path string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() {
-				b, _ := os.ReadFile(path)
-				all += "\n" + string(b)
-			}
-			return nil
-		})
+		code, stderr, all := tckAll(t, append([]string{"run", "--suite", "broker", "--target", "broker/redis=" + url,
+			"--rule", "BR-2.1", "--rule", "BR-2.3"}, flags...)...)
 		if code != reports.ExitConformant {
 			t.Logf("exit %d: %s", code, strings.TrimSpace(stderr))
 			requireOneLine(t, "redis over TLS", stderr)
@@ -641,4 +621,22 @@ func TestTLSKafkaWithSASL(t *testing.T) {
 	if code, all := run("kafka://admin:wrong-"+pw+"@"+addr, "--tls-ca", p.CA); code != reports.ExitUnavailable {
 		t.Errorf("a wrong password: exit %d, want 4:\n%s", code, all)
 	}
+}
+
+// tckAll runs tck with args and a report folder of its own, quiet, and
+// returns the exit, stderr, and every output together (stdout, stderr and
+// each report file's content), for the secret greps.
+func tckAll(t *testing.T, args ...string) (code int, stderr, all string) {
+	t.Helper()
+	out := t.TempDir()
+	code, stdout, stderr := tck(t, append(args, "--out", out, "--quiet")...)
+	all = stdout + "\n" + stderr
+	_ = filepath.WalkDir(out, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(path)
+			all += "\n" + string(b)
+		}
+		return nil
+	})
+	return code, stderr, all
 }

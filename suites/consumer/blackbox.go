@@ -131,7 +131,7 @@ func openBlackbox(r *spec.R, t Target) *blackbox {
 		bySeq: map[uint64]string{}, loseAnswer: map[int]bool{}, callNs: map[int]int{}, callOps: map[int]history.Handle{}}
 	w.tr = h
 	w.words = wording{who: "service", crashes: "SIGKILL of a replica's process group", lostAcks: "dropped in the proxy",
-		errs: "exits of its own", observed: "over HTTP", settle: s.Settle, poll: 10 * time.Millisecond}
+		errs: "exits of its own", observed: "over HTTP", settle: s.Settle, poll: 10 * time.Millisecond, redeliver: s.AckWait}
 	r.DeferCleanup(func() { w.close(cancel) })
 	envelope := coservice.Envelope(s.Envelope)
 	if err := coservice.CheckEnvelope(envelope); err != nil {

@@ -96,7 +96,7 @@ func openInproc(r *spec.R, t Target, o openOpts) *inproc {
 	}
 	h.index, h.notifier = sinks.NewIndex(h.now), sinks.NewNotifier(h.now, latency)
 	w.tr = h
-	w.words = wording{who: "consumer", settle: tm.Settle, poll: 2 * time.Millisecond}
+	w.words = wording{who: "consumer", settle: tm.Settle, poll: 2 * time.Millisecond, redeliver: clock.Real(tm.AckWait)}
 	r.DeferCleanup(func() { w.close(cancel) })
 	if err := b.CreateTopic(r.Context(), h.topic, mq.TopicConfig{Retention: mq.Limits}); err != nil {
 		r.Unknown("creating topic %s: %v", h.topic, err)

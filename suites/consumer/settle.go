@@ -59,11 +59,14 @@ func (w *world) settle() {
 // settleBound is how long settle waits for the next ack: Timing.Settle, or
 // four times the slowest delivery-to-ack this rule saw, if longer: a
 // consumer whose acks take seconds on a loaded host (its own SQLite file,
-// a task queue) is paced by itself, not by the kit's fast references.
+// a task queue) is paced by itself, not by the kit's fast references. It
+// is never shorter than the broker's ack wait and Timing.Settle after it:
+// a delivery whose ack a crash or the kit took comes again only after the
+// ack wait, and is then handled at the consumer's pace.
 func (w *world) settleBound() time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return max(w.words.settle, 4*w.slowestAck)
+	return max(w.words.settle, 4*w.slowestAck, w.words.redeliver+w.words.settle)
 }
 
 // clip joins the first n of xs and says how many more there are.

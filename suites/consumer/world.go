@@ -127,6 +127,10 @@ type wording struct {
 	observed string // the note of the sink figures
 	settle   time.Duration
 	poll     time.Duration
+	// redeliver is the broker's ack wait in real time: a delivery whose
+	// ack was lost (the kit swallowed it, a crash took it) comes again
+	// only after it, so settle never gives up sooner.
+	redeliver time.Duration
 }
 
 // open builds the rule's world for t.

@@ -134,10 +134,11 @@ func ruleWall(out outcome) time.Duration {
 	return d
 }
 
-// Collect builds the rules a suite's Register would register against t,
-// for the engine instead of Ginkgo: register is the suite's Register.
-func Collect[T any](register func(T, ...Option), t T) *Set {
+// Collect builds the rules a suite's Register would register against t
+// with opts, for the engine instead of Ginkgo: register is the suite's
+// Register.
+func Collect[T any](register func(T, ...Option), t T, opts ...Option) *Set {
 	var s *Set
-	register(t, Option{into: &s})
+	register(t, append(opts[:len(opts):len(opts)], Option{into: &s})...)
 	return s
 }

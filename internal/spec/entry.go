@@ -14,6 +14,19 @@ type Option struct {
 	unknownIsSkip bool
 	reportDir     string
 	into          **Set // Collect: hand the rules back instead of registering them
+	hooks         any   // With: the kit's own hooks for the suite's rules
+}
+
+// With hands the kit's own hooks (a fault, an inspector, a declared
+// profile, a private server) to a suite's rules: an option only the kit can
+// make, so a suite's public Target holds the author's fields alone. The
+// suite reads them with HooksOf.
+func With(hooks any) Option { return Option{hooks: hooks} }
+
+// HooksOf is the hooks of type H among o's, the zero H when none were given.
+func HooksOf[H any](o Option) H {
+	h, _ := o.hooks.(H)
+	return h
 }
 
 // UnknownIsSkip reports an undecided rule as a skip (a Ginkgo skip, a
@@ -36,18 +49,22 @@ func options(opts []Option) Option {
 		if op.into != nil {
 			o.into = op.into
 		}
+		if op.hooks != nil {
+			o.hooks = op.hooks
+		}
 	}
 	return o
 }
 
 // Entry is a suite's two entry points over the one function that builds its
-// rules against a target, so Check and Register run the same rules.
-type Entry[T any] func(target T) *Set
+// rules against a target and the options (the kit's hooks among them), so
+// Check and Register run the same rules.
+type Entry[T any] func(target T, o Option) *Set
 
 // Check runs the rules as subtests of t (Set.Test).
 func (e Entry[T]) Check(t *testing.T, target T, opts ...Option) {
 	t.Helper()
-	e(target).Test(t, opts...)
+	e(target, options(opts)).Test(t, opts...)
 }
 
 // Register registers the rules as Ginkgo specs (Set.Ginkgo), located at
@@ -56,8 +73,8 @@ func (e Entry[T]) Check(t *testing.T, target T, opts ...Option) {
 func (e Entry[T]) Register(target T, opts ...Option) {
 	o := options(opts)
 	if o.into != nil {
-		*o.into = e(target)
+		*o.into = e(target, o)
 		return
 	}
-	e(target).ginkgoAt(types.NewCodeLocation(2), o)
+	e(target, o).ginkgoAt(types.NewCodeLocation(2), o)
 }

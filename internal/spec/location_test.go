@@ -15,7 +15,7 @@ import (
 	"github.com/onceproof/tck/internal/spec"
 )
 
-var entry = spec.Entry[int](func(int) *spec.Set {
+var entry = spec.Entry[int](func(int, spec.Option) *spec.Set {
 	s := spec.New("eventstore")
 	s.It("ES-1.1", func(r *spec.R) { r.Expect(1).To(Equal(2), "one is not two") })
 	return s

@@ -165,7 +165,7 @@ func Register(target Target, opts ...RegisterOption) {
 }
 
 // newSet is the one place both entry points get their rules from.
-func newSet(t Target) *spec.Set {
+func newSet(t Target, _ spec.Option) *spec.Set {
 	t.Race = t.Race.withDefaults()
 	if t.Desc == nil {
 		t.Desc = apidesc.Default(apidesc.Reject409)

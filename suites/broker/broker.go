@@ -86,7 +86,7 @@ func (t Target) kit() kit.Target {
 	}
 }
 
-func newSet(t Target) *spec.Set { return kit.NewSet(t.kit()) }
+func newSet(t Target, _ spec.Option) *spec.Set { return kit.NewSet(t.kit()) }
 
 // Check runs every BR rule against target as a subtest of t named by its id,
 // so `go test -run 'TestMyBroker/BR-2.1'` runs one rule. A fail or unknown

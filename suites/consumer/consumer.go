@@ -75,7 +75,7 @@ func Register(target Target, opts ...RegisterOption) {
 }
 
 // newSet is the one place both entry points get their rules from.
-func newSet(t Target) *spec.Set {
+func newSet(t Target, _ spec.Option) *spec.Set {
 	t = t.withDefaults()
 	var caps []catalog.Capability
 	if has(t.Declared.Scopes, co.ScopeIndex) && has(t.Declared.Scopes, co.ScopeNotify) {

@@ -94,7 +94,7 @@ func (t Target) kit() kit.Target {
 	}
 }
 
-func newSet(t Target) *spec.Set { return kit.NewSet(t.kit()) }
+func newSet(t Target, _ spec.Option) *spec.Set { return kit.NewSet(t.kit()) }
 
 // Option tunes Check and Register.
 type Option = spec.Option

@@ -67,7 +67,7 @@ func Register(target Target, opts ...RegisterOption) {
 
 // newSet builds the suite's rules against t: the one set both entry points
 // run.
-func newSet(t Target) *spec.Set {
+func newSet(t Target, _ spec.Option) *spec.Set {
 	if t.Declared != nil {
 		t = t.Declared.apply(t)
 	}
@@ -285,4 +285,4 @@ func runSafely(f *fixture, work workload) (j judge) {
 
 // NewSet is newSet for the public suites/broker, whose Check and Register
 // pass it to spec.Entry themselves so Ginkgo's locations stay the author's.
-func NewSet(t Target) *spec.Set { return newSet(t) }
+func NewSet(t Target) *spec.Set { return newSet(t, spec.Option{}) }

@@ -181,7 +181,7 @@ func Register(target Target, opts ...RegisterOption) {
 }
 
 // newSet is the one place both entry points get their rules from.
-func newSet(t Target) *spec.Set {
+func newSet(t Target, _ spec.Option) *spec.Set {
 	if t.Race.Cap <= 0 && t.Timeout > spec.DefaultTimeout {
 		// A longer Timeout is the author's budget for a slow store: the
 		// races get half of it, as they get 30 s of the default 60.
@@ -218,4 +218,4 @@ func newSet(t Target) *spec.Set {
 // NewSet is newSet for the public suites/eventstore, whose Check and
 // Register pass it to spec.Entry themselves so Ginkgo's locations stay the
 // author's.
-func NewSet(t Target) *spec.Set { return newSet(t) }
+func NewSet(t Target) *spec.Set { return newSet(t, spec.Option{}) }

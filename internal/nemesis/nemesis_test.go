@@ -24,13 +24,15 @@ import (
 	pgstore "github.com/onceproof/tck/adapters/eventstore/postgres"
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/containers"
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/nemesis"
 	"github.com/onceproof/tck/internal/precheck"
 	"github.com/onceproof/tck/internal/runner"
+	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/suites/broker"
-	"github.com/onceproof/tck/internal/suites/eventstore"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
+	"github.com/onceproof/tck/suites/eventstore"
 )
 
 // queueMessages is BR-2.9's workload size in the fault runs (the suite's
@@ -281,11 +283,11 @@ func pgRun(t *testing.T, k nemesis.Kind, wrap func(es.EventStore) es.EventStore,
 		},
 		Caps:    es.Capabilities{PreCheck: precheck.New},
 		Timeout: 90 * time.Second,
-		Disrupt: func(ctx context.Context, rule string, log eventstore.Log) error {
-			return nemesis.New(log).Apply(ctx, k, victim, time.Second)
-		},
 	}
-	return byRule(runner.Run("eventstore/postgres=container", func() { eventstore.Register(tg) }, runner.Options{Rules: rules}))
+	hooks := spec.With(kithooks.EventStore{Disrupt: func(ctx context.Context, rule string, log verdict.Log) error {
+		return nemesis.New(log).Apply(ctx, k, victim, time.Second)
+	}})
+	return byRule(runner.Run("eventstore/postgres=container", func() { eventstore.Register(tg, hooks) }, runner.Options{Rules: rules}))
 }
 
 // pg is the one PostgreSQL container of the package's race runs: each run

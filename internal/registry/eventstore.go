@@ -11,12 +11,13 @@ import (
 	"github.com/onceproof/tck/adapters/eventstore/sqlite"
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/containers"
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/mutants/esmutants"
 	"github.com/onceproof/tck/internal/precheck"
 	"github.com/onceproof/tck/internal/redact"
 	"github.com/onceproof/tck/internal/spec"
-	"github.com/onceproof/tck/internal/suites/eventstore"
 	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/suites/eventstore"
 )
 
 func eventStores() []row {
@@ -141,9 +142,10 @@ func esStarted(ref target.Ref, version string, caps es.Capabilities, open events
 	if stop == nil {
 		stop = func() error { return nil }
 	}
-	t := eventstore.Target{Open: open, Caps: caps, Seed: ref.Opts.Seed, MaxWait: ref.Opts.MaxWait}
+	t := eventstore.Target{Open: open, Caps: caps, Seed: ref.Opts.Seed}
+	h := kithooks.EventStore{MaxWait: ref.Opts.MaxWait}
 	if len(before) > 0 {
-		t.Before = before[0]
+		h.Before = before[0]
 	}
 	return &target.Started{
 		Info: target.Info{
@@ -153,8 +155,8 @@ func esStarted(ref target.Ref, version string, caps es.Capabilities, open events
 				"precheck":          boolString(caps.PreCheck != nil),
 			},
 		},
-		Rules:    func() target.RuleSet { return eventstore.NewSet(t) },
-		Register: func() { eventstore.Register(t) },
+		Rules:    func() target.RuleSet { return spec.Collect(eventstore.Register, t, spec.With(h)) },
+		Register: func() { eventstore.Register(t, spec.With(h)) },
 		Stop:     stop,
 	}
 }

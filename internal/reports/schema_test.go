@@ -18,9 +18,9 @@ import (
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/reports"
 	"github.com/onceproof/tck/internal/runner"
-	"github.com/onceproof/tck/internal/suites/eventstore"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
+	"github.com/onceproof/tck/suites/eventstore"
 )
 
 // schemaFile is the published schema of results.json.

@@ -7,7 +7,7 @@ import (
 )
 
 // Option tunes a suite's Check and Register. Each suite re-exports it by
-// an alias (Option, and RegisterOption as before) and the options by
+// an alias (Option) and the options by
 // one-line functions, so the four suites share one option type and none
 // has a variable an importer could reassign.
 type Option struct {

@@ -121,9 +121,6 @@ func (c RaceConfig) withDefaults() RaceConfig {
 // Option tunes Check and Register.
 type Option = spec.Option
 
-// RegisterOption is the name Register's options had first.
-type RegisterOption = Option
-
 // ReportTo writes the report bundle of Check or Register into dir, as the
 // environment variable TCK_REPORT_DIR does without a code change. The
 // folder must be new, empty or one the kit wrote before (it is cleared
@@ -160,7 +157,7 @@ func Check(t *testing.T, target Target, opts ...Option) {
 //
 // TCK_REPORT_DIR (or ReportTo) writes the report bundle as Check does,
 // after each rule, the target named by the containers around the call.
-func Register(target Target, opts ...RegisterOption) {
+func Register(target Target, opts ...Option) {
 	spec.Entry[Target](newSet).Register(target, opts...)
 }
 

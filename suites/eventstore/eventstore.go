@@ -9,8 +9,9 @@
 // runs every rule as a subtest named by its id (`go test -run 'TestMyStore/ES-1.5'`
 // runs one). An author who keeps a Ginkgo suite calls Register before
 // RunSpecs instead. See examples/eventstore; the tck CLI runs the adapters
-// it ships through the same rules (internal/suites/eventstore, whose Target
-// also carries the kit's faults).
+// it ships through the same rules, with the kit's own hooks (a fault during
+// the races, the horizon of tck run --max-wait) given as an option only the
+// kit can make.
 //
 // Every rule opens its own handle through the factory and works on aggregates
 // whose ids are unique to the rule and trial, so a shared database needs no
@@ -19,12 +20,15 @@ package eventstore
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/spec"
-	kit "github.com/onceproof/tck/internal/suites/eventstore"
 )
 
 // Factory opens a handle on the store under test. Handles opened by one
@@ -82,19 +86,36 @@ type RaceConfig struct {
 	MaxTrials int
 }
 
-// kit is the suite's whole target with only the author's fields set.
-func (t Target) kit() kit.Target {
-	return kit.Target{
-		Open:      kit.Factory(t.Open),
-		Caps:      t.Caps,
-		Race:      kit.RaceConfig(t.Race),
-		Seed:      t.Seed,
-		OneHandle: t.OneHandle,
-		Timeout:   t.Timeout,
+func (c RaceConfig) withDefaults() RaceConfig {
+	if c.Writers < 2 {
+		// Two rivals per processor: measured on two cores, 4 writers catch
+		// a tight check-then-write far sooner than 2 (too few rivals in
+		// flight) or 8 (the writers queue behind each other).
+		c.Writers = min(max(defaultWriters, 2*runtime.GOMAXPROCS(0)), 16)
 	}
+	if c.Power <= 0 || c.Power >= 1 {
+		c.Power = defaultPower
+	}
+	if c.Cap <= 0 {
+		c.Cap = 30 * time.Second
+	}
+	if c.MaxTrials <= 0 {
+		c.MaxTrials = 1_000_000
+	}
+	return c
 }
 
-func newSet(t Target, _ spec.Option) *spec.Set { return kit.NewSet(t.kit()) }
+// writerRange is the writer counts the trials cycle through.
+func (c RaceConfig) writerRange() string {
+	return fmt.Sprintf("%d-%d", max(2, c.Writers-1), c.Writers+1)
+}
+
+// The defaults, chosen by measurement on two cores (docs/eventstore.md,
+// "Races"); scripts/race-power.sh measures them again.
+var (
+	defaultWriters = 4
+	defaultPower   = 0.01
+)
 
 // Option tunes Check and Register.
 type Option = spec.Option
@@ -139,4 +160,47 @@ func Check(t *testing.T, target Target, opts ...Option) {
 // after each rule, the target named by the containers around the call.
 func Register(target Target, opts ...Option) {
 	spec.Entry[Target](newSet).Register(target, opts...)
+}
+
+// target is the author's Target with the kit's hooks (none for an author).
+type target struct {
+	Target
+	kithooks.EventStore
+}
+
+// newSet is the one place both entry points get their rules from; the kit's
+// hooks come with the options (spec.With).
+func newSet(author Target, o spec.Option) *spec.Set {
+	t := target{author, spec.HooksOf[kithooks.EventStore](o)}
+	if t.Race.Cap <= 0 && t.Timeout > spec.DefaultTimeout {
+		// A longer Timeout is the author's budget for a slow store: the
+		// races get half of it, as they get 30 s of the default 60.
+		t.Race.Cap = t.Timeout / 2
+	}
+	t.Race = t.Race.withDefaults()
+	var caps []catalog.Capability
+	if t.Caps.PreCheck != nil {
+		caps = append(caps, catalog.CapPreCheck)
+	}
+	s := spec.New("eventstore", caps...)
+	// Every rule opens its own handle and works on aggregates of its own,
+	// so under Ginkgo the rules run at the same time (the races alone,
+	// ItRace); not on
+	// a store with one handle, nor under a fault that stops the store.
+	s.Concurrent = t.OneHandle == "" && t.Disrupt == nil
+	s.Before = t.Before
+	if t.Timeout > 0 {
+		s.Timeout = t.Timeout
+	}
+	if need := t.MaxWait*100/versionsShare + 5*time.Second; need > s.Timeout {
+		// ES-1.17's fill takes the MaxWait the author gave it (tck run
+		// --max-wait): its deadline, and no other rule's, grows to hold it.
+		s.SetUp = map[string]time.Duration{"ES-1.17": need - s.Timeout}
+	}
+	registerBasics(s, t)
+	registerRaces(s, t)
+	registerPreCheck(s, t)
+	registerGenerated(s, t)
+	registerReach(s, t)
+	return s
 }

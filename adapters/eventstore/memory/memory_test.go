@@ -9,8 +9,8 @@ import (
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/precheck"
 	"github.com/onceproof/tck/internal/runner"
-	"github.com/onceproof/tck/internal/suites/eventstore"
 	"github.com/onceproof/tck/internal/verdict"
+	"github.com/onceproof/tck/suites/eventstore"
 )
 
 // TestMemory runs the whole suite against the reference store at the

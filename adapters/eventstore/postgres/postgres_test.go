@@ -16,9 +16,9 @@ import (
 	"github.com/onceproof/tck/internal/redact"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/selftest"
-	"github.com/onceproof/tck/internal/suites/eventstore"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
+	"github.com/onceproof/tck/suites/eventstore"
 )
 
 // serverURL is the server under test, TCK_POSTGRES_URL (scripts/postgres-local.sh

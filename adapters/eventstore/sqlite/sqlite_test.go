@@ -15,8 +15,8 @@ import (
 	"github.com/onceproof/tck/internal/precheck"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/selftest"
-	"github.com/onceproof/tck/internal/suites/eventstore"
 	"github.com/onceproof/tck/internal/verdict"
+	"github.com/onceproof/tck/suites/eventstore"
 )
 
 // runSuite runs the whole eventstore suite against a database at path (a

@@ -16,7 +16,7 @@ import (
 var invalidVersions = []int{0, -1, -(1 << 15), -(1 << 31)}
 
 // ruleVersionEdges is ES-1.14.
-func ruleVersionEdges(r *spec.R, t Target) {
+func ruleVersionEdges(r *spec.R, t target) {
 	f := open(r, t)
 
 	// Version 0 and below, on a new aggregate and on one with a tail: an

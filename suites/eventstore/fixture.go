@@ -47,7 +47,7 @@ type fixture struct {
 
 // open opens the rule's handle; it is closed, and the timeline attached,
 // when the rule ends however it ends.
-func open(r *spec.R, t Target) *fixture {
+func open(r *spec.R, t target) *fixture {
 	store, err := t.Open(r.Context())
 	r.Expect(err).NotTo(gomega.HaveOccurred(), "opening the store")
 	f := &fixture{r: r, ctx: r.Context(), store: store, rec: history.New(), ev: r.Ev, rule: r.ID, seed: gen.Seed(t.Seed)}

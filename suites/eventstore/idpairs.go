@@ -46,7 +46,7 @@ func pairLine(p idPair) string {
 }
 
 // ruleDistinctIDs is ES-1.15.
-func ruleDistinctIDs(r *spec.R, t Target) {
+func ruleDistinctIDs(r *spec.R, t target) {
 	f := open(r, t)
 	// The rule's drawn request id ends every pair: the ids stay of the
 	// rule's adversarial classes, and differ from run to run.

@@ -52,7 +52,7 @@ var versionEdges = []int{edge15 - 1, edge15, edge16 - 1, edge16, edge16 + 1}
 
 // versionsBudget is ES-1.17's fill budget for t: versionsFill, or the
 // author's longer Timeout (its share) or MaxWait.
-func versionsBudget(t Target) time.Duration {
+func versionsBudget(t target) time.Duration {
 	b := versionsFill
 	if t.Timeout > spec.DefaultTimeout {
 		b = max(b, t.Timeout*versionsShare/100)
@@ -61,7 +61,7 @@ func versionsBudget(t Target) time.Duration {
 }
 
 // ruleLongVersions is ES-1.17.
-func ruleLongVersions(r *spec.R, t Target) {
+func ruleLongVersions(r *spec.R, t target) {
 	r.DeferCleanup(stall.Hold())
 	f := open(r, t)
 	agg := f.aggregate("long")
@@ -249,7 +249,7 @@ func versionOf(err error) string {
 // tailConflicts checks, with the tail at v, that the version taken and
 // (without declared gaps) tail+2 are version conflicts carrying the
 // version asked, and that nothing of them is stored.
-func (f *fixture) tailConflicts(r *spec.R, t Target, agg es.AggregateID, v int, base string) {
+func (f *fixture) tailConflicts(r *spec.R, t target, agg es.AggregateID, v int, base string) {
 	asks := []int{v}
 	if !t.Caps.AcceptsVersionGap {
 		asks = append(asks, v+2)

@@ -116,7 +116,7 @@ type tornTrial struct {
 	ops            []history.Op
 }
 
-func registerTorn(s *spec.Set, t Target) {
+func registerTorn(s *spec.Set, t target) {
 	// A race: it counts loads that overlapped an append within a cap.
 	s.ItRace("ES-4.2", func(r *spec.R) {
 		f := open(r, t)

@@ -647,7 +647,7 @@ func loadRace() trial {
 	}
 }
 
-func registerRaces(s *spec.Set, t Target) {
+func registerRaces(s *spec.Set, t target) {
 	cfg := t.Race
 	// The check-then-write races get the full power target: a tight
 	// in-process check-then-write shows in a few percent of contended

@@ -203,7 +203,7 @@ type reachProbe struct {
 	which string
 }
 
-func registerReach(s *spec.Set, t Target) {
+func registerReach(s *spec.Set, t target) {
 	s.It("ES-4.3", func(r *spec.R) {
 		r.DeferCleanup(stall.Hold())
 		f := open(r, t)

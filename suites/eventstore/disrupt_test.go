@@ -11,9 +11,11 @@ import (
 
 	"github.com/onceproof/tck/adapters/eventstore/memory"
 	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/runner"
-	"github.com/onceproof/tck/internal/suites/eventstore"
+	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/verdict"
+	"github.com/onceproof/tck/suites/eventstore"
 )
 
 // faulty is the reference store with a switchable fault, the in-process
@@ -69,7 +71,7 @@ type fault struct {
 	running atomic.Int32
 }
 
-func (f *fault) disrupt(ctx context.Context, rule string, log eventstore.Log) error {
+func (f *fault) disrupt(ctx context.Context, rule string, log verdict.Log) error {
 	f.mu.Lock()
 	f.calls[rule]++
 	f.mu.Unlock()
@@ -102,11 +104,11 @@ func runFault(t *testing.T, f *fault, rules ...string) map[string]verdict.Result
 		// The rules stop at their power target, after the fault; a 10%
 		// target keeps them decided on a loaded runner (power is not what
 		// these tests check).
-		Race:    eventstore.RaceConfig{Cap: 5 * time.Second, Power: 0.1},
-		Disrupt: f.disrupt,
+		Race: eventstore.RaceConfig{Cap: 5 * time.Second, Power: 0.1},
 	}
+	hooks := spec.With(kithooks.EventStore{Disrupt: f.disrupt})
 	got := map[string]verdict.Result{}
-	for _, r := range runner.Run("faulty", func() { eventstore.Register(target) }, runner.Options{Rules: rules}) {
+	for _, r := range runner.Run("faulty", func() { eventstore.Register(target, hooks) }, runner.Options{Rules: rules}) {
 		got[r.Rule] = r
 	}
 	if n := f.running.Load(); n != 0 {

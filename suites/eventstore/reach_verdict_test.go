@@ -10,8 +10,8 @@ import (
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/mutants/esmutants"
 	"github.com/onceproof/tck/internal/runner"
-	"github.com/onceproof/tck/internal/suites/eventstore"
 	"github.com/onceproof/tck/internal/verdict"
+	"github.com/onceproof/tck/suites/eventstore"
 )
 
 // runReach runs ES-4.3 alone against target.

@@ -9,8 +9,8 @@ import (
 	"github.com/onceproof/tck/adapters/eventstore/memory"
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/runner"
-	"github.com/onceproof/tck/internal/suites/eventstore"
 	"github.com/onceproof/tck/internal/verdict"
+	"github.com/onceproof/tck/suites/eventstore"
 )
 
 // neverCloses is the reference store with a Close that closes nothing: a

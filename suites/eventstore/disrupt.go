@@ -21,7 +21,7 @@ const disruptAfter = 10
 // disruption is one call of Target.Disrupt during one race rule. Its
 // methods are safe on a nil *disruption, which is a run without a fault.
 type disruption struct {
-	fn   func(ctx context.Context, rule string, log Log) error
+	fn   func(ctx context.Context, rule string, log verdict.Log) error
 	rule string
 	ev   *verdict.Evidence
 	// rec holds the fault's steps on the rule's clock; the rule's
@@ -48,7 +48,7 @@ type faultOutcome struct {
 	deferred      int           // rounds left to judge until it returned
 }
 
-func newDisruption(fn func(context.Context, string, Log) error, r *spec.R) *disruption {
+func newDisruption(fn func(context.Context, string, verdict.Log) error, r *spec.R) *disruption {
 	if fn == nil {
 		return nil
 	}
@@ -151,7 +151,7 @@ func (d *disruption) timeline(trial []history.Op, trialStart time.Time) []histor
 	return all
 }
 
-// ruleLog is the Log a fault writes to: steps on the rule's timeline,
+// ruleLog is the verdict.Log a fault writes to: steps on the rule's timeline,
 // figures and notes in its evidence.
 type ruleLog struct {
 	rec *history.Recorder

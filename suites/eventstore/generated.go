@@ -311,7 +311,7 @@ func conflictFields(err error, s es.Stream) string {
 // player plays a schedule (or a part of it) on fresh aggregates and handles
 // and reports the first step whose answer the model does not allow.
 type player struct {
-	t       Target
+	t       target
 	ctx     context.Context
 	words   [4]string
 	handles []es.EventStore
@@ -457,7 +457,7 @@ func (p *player) burst(st gen.Step[genOp], agg es.AggregateID, m *genModel) stri
 	return ""
 }
 
-func newPlayer(ctx context.Context, t Target, words [4]string, instances int) (*player, error) {
+func newPlayer(ctx context.Context, t target, words [4]string, instances int) (*player, error) {
 	p := &player{t: t, ctx: ctx, words: words, rec: history.New(), model: map[es.AggregateID]*genModel{},
 		pairs: map[int][2]es.AggregateID{}, nonce: nonce(), tally: gen.Tally{}, checked: gen.Tally{}}
 	for range instances {
@@ -726,7 +726,7 @@ func (p *player) existsProbe(op genOp, agg es.AggregateID, m *genModel) (string,
 	return op.Req.S, "a request id never used"
 }
 
-func registerGenerated(s *spec.Set, t Target) {
+func registerGenerated(s *spec.Set, t target) {
 	defer registerTorn(s, t)
 	// Its bursts' reach is what the store takes in a time budget, like a
 	// race's contended trials: it holds a share of the processors

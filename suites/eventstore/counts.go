@@ -36,7 +36,7 @@ func countEvent(p int) es.Event {
 }
 
 // ruleManyEvents is ES-1.18.
-func ruleManyEvents(r *spec.R, t Target) {
+func ruleManyEvents(r *spec.R, t target) {
 	r.DeferCleanup(stall.Hold())
 	f := open(r, t)
 	agg := f.aggregate("many")

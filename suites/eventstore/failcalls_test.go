@@ -8,8 +8,8 @@ import (
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/mutants/esmutants"
 	"github.com/onceproof/tck/internal/runner"
-	"github.com/onceproof/tck/internal/suites/eventstore"
 	"github.com/onceproof/tck/internal/verdict"
+	"github.com/onceproof/tck/suites/eventstore"
 )
 
 // TestFirstLineOfNewRules: each mutant of issue 37's ES-1.16 to ES-1.18

@@ -11,8 +11,8 @@ import (
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/spec"
-	"github.com/onceproof/tck/internal/suites/eventstore"
 	"github.com/onceproof/tck/internal/verdict"
+	"github.com/onceproof/tck/suites/eventstore"
 )
 
 // runRule runs one rule against target and returns its result.

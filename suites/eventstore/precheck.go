@@ -36,7 +36,7 @@ func (failingAuthority) RequestIDExists(context.Context, es.AggregateID, string)
 	return false, errors.New("authoritative store unreachable")
 }
 
-func registerPreCheck(s *spec.Set, t Target) {
+func registerPreCheck(s *spec.Set, t target) {
 	s.It("ES-3.1", func(r *spec.R) {
 		f := open(r, t)
 		agg := f.aggregate("a")

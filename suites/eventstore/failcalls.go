@@ -79,7 +79,7 @@ func (c *cutTally) record(ctx context.Context, liveBefore bool, err error) {
 }
 
 // ruleCutCalls is ES-1.16.
-func ruleCutCalls(r *spec.R, t Target) {
+func ruleCutCalls(r *spec.R, t target) {
 	f := open(r, t)
 	agg := f.aggregate("stored")
 	// A stored history, read back before any cut: every answer under a cut

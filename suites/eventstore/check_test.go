@@ -13,8 +13,11 @@ import (
 
 	"github.com/onceproof/tck/adapters/eventstore/memory"
 	"github.com/onceproof/tck/es"
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/precheck"
-	"github.com/onceproof/tck/internal/suites/eventstore"
+	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/verdict"
+	"github.com/onceproof/tck/suites/eventstore"
 )
 
 // Every goroutine a rule starts (race writers, the fault) ends before its
@@ -33,15 +36,15 @@ func TestCheckLeavesNoGoroutine(t *testing.T) {
 	}
 	t.Run("plain", func(t *testing.T) { eventstore.Check(t, target) })
 	target.Race.Cap = 5 * time.Second
-	target.Disrupt = func(ctx context.Context, _ string, log eventstore.Log) error {
+	hooks := spec.With(kithooks.EventStore{Disrupt: func(ctx context.Context, _ string, log verdict.Log) error {
 		log.Note("nemesis", "pause", "db", "")
 		select {
 		case <-ctx.Done():
 		case <-time.After(50 * time.Millisecond):
 		}
 		return nil
-	}
-	t.Run("disrupted", func(t *testing.T) { eventstore.Check(t, target) })
+	}})
+	t.Run("disrupted", func(t *testing.T) { eventstore.Check(t, target, hooks) })
 }
 
 // A store that leaves a rule undecided fails `go test`, and a -run pattern

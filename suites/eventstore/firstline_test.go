@@ -11,8 +11,8 @@ import (
 	"github.com/onceproof/tck/internal/gen"
 	"github.com/onceproof/tck/internal/mutants/esmutants"
 	"github.com/onceproof/tck/internal/runner"
-	"github.com/onceproof/tck/internal/suites/eventstore"
 	"github.com/onceproof/tck/internal/verdict"
+	"github.com/onceproof/tck/suites/eventstore"
 )
 
 // The first line a go test user reads of a failed rule (spec's report:

@@ -13,7 +13,7 @@ import (
 
 	"github.com/onceproof/tck/adapters/eventstore/memory"
 	"github.com/onceproof/tck/es"
-	"github.com/onceproof/tck/internal/suites/eventstore"
+	"github.com/onceproof/tck/suites/eventstore"
 )
 
 // deadlined is a correct store behind a client deadline, as a network

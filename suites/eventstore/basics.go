@@ -13,7 +13,7 @@ import (
 	"github.com/onceproof/tck/internal/spec"
 )
 
-func registerBasics(s *spec.Set, t Target) {
+func registerBasics(s *spec.Set, t target) {
 	s.It("ES-1.1", func(r *spec.R) {
 		f := open(r, t)
 		agg := f.aggregate("a")

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"github.com/onceproof/tck/suites/consumer/embedded"
 	"testing"
 
 	tck "github.com/onceproof/tck/suites/consumer"
@@ -14,5 +15,5 @@ func TestSQLiteDedupe(t *testing.T) {
 	tck.Check(t, tck.Target{
 		New:      NewSQLiteDedupe(t.TempDir()),
 		Declared: SQLiteDedupeDeclared,
-	})
+	}, embedded.NATS())
 }

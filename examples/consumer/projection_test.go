@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"github.com/onceproof/tck/suites/consumer/embedded"
 	"testing"
 
 	tck "github.com/onceproof/tck/suites/consumer"
@@ -8,8 +9,8 @@ import (
 
 // TestProjection runs every CO rule against the projection as a subtest
 // named by its id. The target names no broker, so each rule runs over an
-// embedded NATS JetStream server of its own (set Target.Broker to run over
-// another):
+// embedded NATS JetStream server of its own, which the option embedded.NATS()
+// gives (set Target.Broker to run over another, and the option goes):
 //
 //	go test -run 'TestProjection/CO-1.1' -v
 //
@@ -25,5 +26,5 @@ func TestProjection(t *testing.T) {
 	tck.Check(t, tck.Target{
 		New:      New,
 		Declared: Declared,
-	})
+	}, embedded.NATS())
 }

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"github.com/onceproof/tck/suites/consumer/embedded"
 	"testing"
 
 	tck "github.com/onceproof/tck/suites/consumer"
@@ -13,5 +14,5 @@ func TestTaskQueue(t *testing.T) {
 	tck.Check(t, tck.Target{
 		New:      NewTaskQueue(t.TempDir()),
 		Declared: TaskQueueDeclared,
-	})
+	}, embedded.NATS())
 }

@@ -1,13 +1,10 @@
-// Package coservice is the consumer suite's service transport: what the
-// kit puts between a consumer service run as its own process and NATS
-// JetStream, Redis Streams or Kafka (a group's offsets, or a share group).
-// For each rule it creates a stream and a durable pull consumer with the
-// declared ack wait and max deliver, publishes the rule's events
-// in the service's envelope, reads the consumer back (what is still
-// unacked), and gives each replica a proxy address of its own, whose hook
-// sees the replica's pulls, deliveries and acks. The rules, the crashes and
-// the sinks are the suite's (suites/consumer); the contract a service
-// implements is docs/consumer-service.md.
+// Package coservice is what the consumer suite and a consumer service
+// agree on, without a broker's client: the environment the kit gives a
+// service, the event envelope, the wire events a proxy reports (pulls,
+// deliveries, acks) and the Channel a rule publishes through. The channels
+// themselves, which link the brokers' clients, are internal/cochannel. The
+// rules, the crashes and the sinks are the suite's (suites/consumer); the
+// contract a service implements is docs/consumer-service.md.
 package coservice
 
 // The environment the kit gives a service (docs/consumer-service.md).

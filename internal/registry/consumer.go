@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	coembedded "github.com/onceproof/tck/suites/consumer/embedded"
 	"strings"
 	"time"
 
@@ -85,8 +86,8 @@ func consumerStarted(d reference.Design, box co.Outbox) start {
 				Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: target.Redact(url), Version: version,
 				Config: consumerConfig(d, box, "NATS JetStream"),
 			},
-			Rules:    func() target.RuleSet { return spec.Collect(consumer.Register, t) },
-			Register: func() { consumer.Register(t) },
+			Rules:    func() target.RuleSet { return spec.Collect(consumer.Register, t, coembedded.NATS()) },
+			Register: func() { consumer.Register(t, coembedded.NATS()) },
 			Stop:     stop,
 		}, nil
 	}

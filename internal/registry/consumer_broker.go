@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	coembedded "github.com/onceproof/tck/suites/consumer/embedded"
 	"time"
 
 	"github.com/onceproof/tck/adapters/broker/kafka"
@@ -104,8 +105,8 @@ func consumerOverBroker(ctx context.Context, ref target.Ref, d reference.Design,
 	}
 	return &target.Started{
 		Info:     info,
-		Rules:    func() target.RuleSet { return spec.Collect(consumer.Register, t) },
-		Register: func() { consumer.Register(t) },
+		Rules:    func() target.RuleSet { return spec.Collect(consumer.Register, t, coembedded.NATS()) },
+		Register: func() { consumer.Register(t, coembedded.NATS()) },
 		Stop:     bst.Stop,
 	}, nil
 }

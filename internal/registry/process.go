@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	coembedded "github.com/onceproof/tck/suites/consumer/embedded"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -196,8 +197,8 @@ func bindService(ctx context.Context, ref target.Ref, svc *consumer.Service, add
 				"eventPayload": coservice.Describe(coservice.Envelope(svc.Envelope)) + ": " + envelope,
 			},
 		},
-		Rules:    func() target.RuleSet { return spec.Collect(consumer.Register, t) },
-		Register: func() { consumer.Register(t) },
+		Rules:    func() target.RuleSet { return spec.Collect(consumer.Register, t, coembedded.NATS()) },
+		Register: func() { consumer.Register(t, coembedded.NATS()) },
 		Stop:     stop,
 	}, nil
 }

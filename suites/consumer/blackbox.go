@@ -121,7 +121,7 @@ func openBlackbox(r *spec.R, t Target) *blackbox {
 	// the stream on it.
 	natsURL := s.Broker.URL
 	if s.Broker.Kind == "" {
-		natsURL = embeddedURL(r)
+		natsURL, _ = embeddedURL(r, t)
 	} else {
 		r.Ev.Figure("broker", s.Broker.Name, "the team's server; the rule's stream is created on it and removed at the rule's end")
 	}
@@ -148,40 +148,41 @@ func openBlackbox(r *spec.R, t Target) *blackbox {
 	h.sinks = sk
 	sk.SetHook(h.sinkHook)
 	name := strings.ReplaceAll(h.tag, ".", "-")
+	if t.hooks.Channel == nil {
+		r.Unknown("a Service needs the kit's channel to its broker, which links the brokers' clients: pass embedded.NATS() of suites/consumer/embedded to Check or Register, or run it with tck run (consumer/process)")
+	}
+	url := s.Broker.URL
+	if s.Broker.Kind == "" {
+		url = natsURL
+	}
+	ch, err := t.hooks.Channel(r.Context(), s.Broker.Kind, url, name, s.AckWait, s.MaxDeliver, s.Broker.TLS)
 	switch s.Broker.Kind {
 	case coservice.BrokerKafka:
-		ch, err := coservice.OpenKafka(r.Context(), strings.Split(s.Broker.URL, ","), name)
 		if err != nil {
 			r.Unknown("creating the rule's topic: %v", err)
 		}
-		h.ch = ch
 		h.ev.Figure("broker ack wait", "none", "Kafka has none: a service re-reads from its group's committed offset after a restart; the rules that need an unacked delivery to come back by itself are not applicable")
 		h.ev.Figure("broker max deliver", "none", "Kafka has no max deliver")
 	case coservice.BrokerKafkaShare:
-		ch, err := coservice.OpenKafkaShare(r.Context(), strings.Split(s.Broker.URL, ","), name, s.MaxDeliver)
 		if err != nil {
 			r.Unknown("creating the rule's topic and share group: %v", err)
 		}
-		h.ch = ch
 		h.ev.Figure("broker ack wait", s.AckWait.String(), "the share group's lock (group.share.record.lock.duration.ms), real time: a record not acknowledged within it is delivered again")
 		h.ev.Figure("broker max deliver", s.MaxDeliver, "group.share.delivery.count.limit: a record released or timed out this often is archived")
 	case coservice.BrokerRedis:
-		ch, err := coservice.OpenRedis(r.Context(), s.Broker.URL, name, s.Broker.TLS)
 		if err != nil {
 			r.Unknown("creating the rule's stream key and consumer group: %v", err)
 		}
-		h.ch = ch
 		h.ev.Figure("broker ack wait", s.AckWait.String(), "Redis has none: the service claims entries idle this long (XAUTOCLAIM min-idle-time), real time")
 		h.ev.Figure("broker max deliver", "none", "Redis Streams has no max deliver")
 	default:
-		ch, err := coservice.Open(r.Context(), natsURL, name, s.AckWait, s.MaxDeliver, s.Broker.TLS)
 		if err != nil {
 			r.Unknown("creating the rule's stream and durable consumer: %v", err)
 		}
-		h.ch = ch
 		h.ev.Figure("broker ack wait", s.AckWait.String(), "declared on the durable consumer, real time")
 		h.ev.Figure("broker max deliver", s.MaxDeliver, "")
 	}
+	h.ch = ch
 	h.ch.Watch(h.wireHook)
 	h.ev.Figure("service replicas", s.Workers, "sharing one data directory")
 	h.ev.Figure("service command", strings.Join(s.Args, " "), "")

@@ -17,6 +17,7 @@
 package consumer
 
 import (
+	"github.com/onceproof/tck/internal/kithooks"
 	"slices"
 	"testing"
 	"time"
@@ -72,7 +73,8 @@ func Register(target Target, opts ...Option) {
 }
 
 // newSet is the one place both entry points get their rules from.
-func newSet(t Target, _ spec.Option) *spec.Set {
+func newSet(t Target, o spec.Option) *spec.Set {
+	t.hooks = spec.HooksOf[kithooks.Consumer](o)
 	t = t.withDefaults()
 	var caps []catalog.Capability
 	if has(t.Declared.Scopes, co.ScopeIndex) && has(t.Declared.Scopes, co.ScopeNotify) {

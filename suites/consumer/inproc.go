@@ -73,7 +73,7 @@ func openInproc(r *spec.R, t Target, o openOpts) *inproc {
 	r.DeferCleanup(func() { _ = removeDir() })
 	open := t.Broker
 	if open == nil {
-		open = embeddedBroker(r) // stopped after the world's cleanup, which deletes the topic on it
+		_, open = embeddedURL(r, t) // stopped after the world's cleanup, which deletes the topic on it
 	}
 	b, err := open(r.Context())
 	if err != nil {

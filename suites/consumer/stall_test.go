@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/onceproof/tck/suites/consumer/embedded"
 	"os"
 	"os/exec"
 	"strings"
@@ -72,7 +73,7 @@ func TestStalledConsumerHelper(t *testing.T) {
 	ref := d.Factory()
 	var calls atomic.Int64
 	consumer.Check(t, consumer.Target{
-		Broker: embedded(t),
+		Broker: sharedNATS(t),
 		New: func(ctx context.Context, env co.Env) (co.Consumer, error) {
 			c, err := ref(ctx, env)
 			if err != nil {
@@ -82,7 +83,7 @@ func TestStalledConsumerHelper(t *testing.T) {
 		},
 		Declared: d.Declared(),
 		Outbox:   outbox.Factory,
-	})
+	}, embedded.NATS())
 }
 
 // hooked is a consumer whose 40th Handle call tells the parent and waits a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/onceproof/tck/suites/consumer/embedded"
 	"os"
 	"regexp"
 	"slices"
@@ -24,7 +25,7 @@ import (
 	"github.com/onceproof/tck/suites/consumer"
 )
 
-func embedded(tb testing.TB) func(context.Context) (mq.Broker, error) {
+func sharedNATS(tb testing.TB) func(context.Context) (mq.Broker, error) {
 	tb.Helper()
 	e, err := nats.StartEmbedded(context.Background())
 	if err != nil {
@@ -46,7 +47,7 @@ func factoryOf(h handler) co.Factory {
 // verdict with the panic, deadline or error in the evidence, and the run
 // goes on to the next rule.
 func TestBadConsumersGetClearVerdicts(t *testing.T) {
-	broker := embedded(t)
+	broker := sharedNATS(t)
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	timing := consumer.Timing{Settle: 1500 * time.Millisecond, HandleDeadline: 300 * time.Millisecond}
@@ -67,7 +68,7 @@ func TestBadConsumersGetClearVerdicts(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			tgt := consumer.Target{Broker: broker, New: factoryOf(c.h), Timing: timing}
-			rs := runner.Run("consumer/"+c.name, func() { consumer.Register(tgt) }, runner.Options{Rules: []string{"CO-1.1", "CO-1.2"}})
+			rs := runner.Run("consumer/"+c.name, func() { consumer.Register(tgt, embedded.NATS()) }, runner.Options{Rules: []string{"CO-1.1", "CO-1.2"}})
 			ran := 0
 			for _, r := range rs {
 				if r.Rule != "CO-1.1" && r.Rule != "CO-1.2" {
@@ -116,9 +117,9 @@ func TestCrashesInTheConsumersOwnGoroutines(t *testing.T) {
 			return <-errc
 		}), nil
 	}
-	tgt := consumer.Target{Broker: embedded(t), New: router, Declared: reference.Reference().Declared()}
+	tgt := consumer.Target{Broker: sharedNATS(t), New: router, Declared: reference.Reference().Declared()}
 	rules := []string{"CO-1.3", "CO-2.1", "CO-2.3", "CO-2.5"}
-	rs := runner.Run("consumer/router", func() { consumer.Register(tgt) }, runner.Options{Rules: rules})
+	rs := runner.Run("consumer/router", func() { consumer.Register(tgt, embedded.NATS()) }, runner.Options{Rules: rules})
 	refused := 0
 	for _, r := range rs {
 		if !slices.Contains(rules, r.Rule) {
@@ -159,8 +160,8 @@ func figure(r verdict.Result, name string) (int, bool) {
 // through the adapter's own deadline.
 func TestReferenceHasNoConsumerErrors(t *testing.T) {
 	d := reference.Reference()
-	tgt := consumer.Target{Broker: embedded(t), New: d.Factory(), Declared: d.Declared(), Outbox: outbox.Factory, Seed: 1}
-	rs := runner.Run("consumer/reference-errors", func() { consumer.Register(tgt) }, runner.Options{})
+	tgt := consumer.Target{Broker: sharedNATS(t), New: d.Factory(), Declared: d.Declared(), Outbox: outbox.Factory, Seed: 1}
+	rs := runner.Run("consumer/reference-errors", func() { consumer.Register(tgt, embedded.NATS()) }, runner.Options{})
 	for _, r := range rs {
 		n, ok := figure(r, consumer.FigureConsumerErrors)
 		if !ok {
@@ -182,12 +183,12 @@ func TestReferenceHasNoConsumerErrors(t *testing.T) {
 // CO-5.1 records the seed it picked, and a run with Target.Seed set to it
 // plays the same schedule: the same broker messages in the same order.
 func TestScheduleSeedReplays(t *testing.T) {
-	broker := embedded(t)
+	broker := sharedNATS(t)
 	d := reference.Reference()
 	play := func(seed int64) (int64, []string) {
 		t.Helper()
 		tgt := consumer.Target{Broker: broker, New: d.Factory(), Declared: d.Declared(), Seed: seed}
-		rs := runner.Run("consumer/seed", func() { consumer.Register(tgt) }, runner.Options{Rules: []string{"CO-5.1"}})
+		rs := runner.Run("consumer/seed", func() { consumer.Register(tgt, embedded.NATS()) }, runner.Options{Rules: []string{"CO-5.1"}})
 		i := slices.IndexFunc(rs, func(r verdict.Result) bool { return r.Rule == "CO-5.1" })
 		if i < 0 || rs[i].Verdict != verdict.Pass {
 			t.Fatalf("CO-5.1 did not pass: %+v", rs)
@@ -245,7 +246,7 @@ func TestCheckLeavesNoGoroutines(t *testing.T) {
 		New:      d.Factory(),
 		Declared: d.Declared(),
 		Outbox:   outbox.Factory,
-	})
+	}, embedded.NATS())
 }
 
 // BenchmarkReferenceSuite measures the wall time of the whole consumer
@@ -253,11 +254,11 @@ func TestCheckLeavesNoGoroutines(t *testing.T) {
 //
 //	go test ./suites/consumer -run '^$' -bench ReferenceSuite -benchtime 1x
 func BenchmarkReferenceSuite(b *testing.B) {
-	broker := embedded(b)
+	broker := sharedNATS(b)
 	d := reference.Reference()
 	tgt := consumer.Target{Broker: broker, New: d.Factory(), Declared: d.Declared(), Outbox: outbox.Factory, Seed: 1}
 	for i := 0; i < b.N; i++ {
-		rs := runner.Run("consumer/reference", func() { consumer.Register(tgt) }, runner.Options{})
+		rs := runner.Run("consumer/reference", func() { consumer.Register(tgt, embedded.NATS()) }, runner.Options{})
 		for _, r := range rs {
 			if r.Verdict != verdict.Pass {
 				b.Fatalf("%s: %s %s", r.Rule, r.Verdict, r.Reason)
@@ -272,7 +273,7 @@ func BenchmarkReferenceSuite(b *testing.B) {
 // consumer's error (never a crash of the test binary), the next rule runs,
 // and no rule leaves its scratch folder behind.
 func TestBadFactoriesGetClearVerdicts(t *testing.T) {
-	broker := embedded(t)
+	broker := sharedNATS(t)
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	timing := consumer.Timing{Settle: 1500 * time.Millisecond, HandleDeadline: 300 * time.Millisecond}
@@ -306,7 +307,7 @@ func TestBadFactoriesGetClearVerdicts(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			tgt := consumer.Target{Broker: broker, New: c.f, Declared: ref.Declared(), Timing: timing}
-			rs := runner.Run("consumer/factory-"+c.name, func() { consumer.Register(tgt) }, runner.Options{Rules: rules})
+			rs := runner.Run("consumer/factory-"+c.name, func() { consumer.Register(tgt, embedded.NATS()) }, runner.Options{Rules: rules})
 			ran := 0
 			for _, r := range rs {
 				if !slices.Contains(rules, r.Rule) {
@@ -339,12 +340,12 @@ func expectNoScratch(t *testing.T, dir string) {
 // Every rule draws its versions and its clock's start from the seed it
 // records: a run with Target.Seed set to it publishes the same events.
 func TestEveryRuleReplaysItsSeed(t *testing.T) {
-	broker := embedded(t)
+	broker := sharedNATS(t)
 	d := reference.Reference()
 	play := func(seed int64) (int64, []string, string) {
 		t.Helper()
 		tgt := consumer.Target{Broker: broker, New: d.Factory(), Declared: d.Declared(), Seed: seed}
-		rs := runner.Run("consumer/seed-all", func() { consumer.Register(tgt) }, runner.Options{Rules: []string{"CO-1.6"}})
+		rs := runner.Run("consumer/seed-all", func() { consumer.Register(tgt, embedded.NATS()) }, runner.Options{Rules: []string{"CO-1.6"}})
 		i := slices.IndexFunc(rs, func(r verdict.Result) bool { return r.Rule == "CO-1.6" })
 		if i < 0 || rs[i].Verdict != verdict.Pass {
 			t.Fatalf("CO-1.6 did not pass: %+v", rs)

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"github.com/onceproof/tck/internal/kithooks"
 	"time"
 
 	"github.com/onceproof/tck/co"
@@ -12,7 +13,9 @@ import (
 type Target struct {
 	// Broker opens a handle on the broker deliveries come from; the kit
 	// creates (and deletes) its own topics on it, one per rule. nil: each
-	// rule starts an embedded NATS JetStream server of its own.
+	// rule starts an embedded NATS JetStream server of its own, given by
+	// the option embedded.NATS() of suites/consumer/embedded (without it,
+	// every rule is unknown saying so).
 	Broker func(ctx context.Context) (mq.Broker, error)
 	// BrokerCaps, when set, is what that broker has; the rules that need a
 	// mechanism it lacks are not-applicable with the reason (brokers.go).
@@ -55,6 +58,8 @@ type Target struct {
 	// process and checks from outside (see Service): the same rules, with
 	// Broker, BrokerCaps, New, Outbox and Timing unused.
 	Service *Service
+
+	hooks kithooks.Consumer // the embedded broker and a Service's channels (spec.With)
 }
 
 // Timing sets the scaled clock and the broker's windows. Durations marked

@@ -6,6 +6,7 @@ package comutants_test
 
 import (
 	"context"
+	"github.com/onceproof/tck/suites/consumer/embedded"
 	"os"
 	"strconv"
 	"strings"
@@ -21,9 +22,9 @@ import (
 	"github.com/onceproof/tck/suites/consumer"
 )
 
-// embedded starts one NATS JetStream server for the test; every run makes
+// sharedNATS starts one NATS JetStream server for the test; every run makes
 // topics of its own on it.
-func embedded(t *testing.T) func(context.Context) (mq.Broker, error) {
+func sharedNATS(t *testing.T) func(context.Context) (mq.Broker, error) {
 	t.Helper()
 	e, err := nats.StartEmbedded(context.Background())
 	if err != nil {
@@ -59,14 +60,14 @@ func TestPower(t *testing.T) {
 		t.Fatalf("no mutant %q", name)
 	}
 	runs, _ := strconv.Atoi(os.Getenv("ONCEPROOF_POWER_RUNS"))
-	tgt := consumer.Target{Broker: embedded(t), New: design.Factory(), Declared: design.Declared(), Outbox: outbox.Factory}
+	tgt := consumer.Target{Broker: sharedNATS(t), New: design.Factory(), Declared: design.Declared(), Outbox: outbox.Factory}
 	for range max(runs, 1) {
 		power(t, tgt, name, rule)
 	}
 }
 
 func power(t *testing.T, tgt consumer.Target, name, rule string) {
-	rs := runner.Run("consumer/power", func() { consumer.Register(tgt) }, runner.Options{Rules: []string{rule}})
+	rs := runner.Run("consumer/power", func() { consumer.Register(tgt, embedded.NATS()) }, runner.Options{Rules: []string{rule}})
 	for _, r := range rs {
 		if r.Rule == rule {
 			verdictWord := "missed"

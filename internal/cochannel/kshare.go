@@ -1,4 +1,4 @@
-package coservice
+package cochannel
 
 import (
 	"context"
@@ -7,16 +7,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/onceproof/tck/internal/coservice"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// BrokerKafkaShare is EnvBroker for a Kafka share group (KIP-932): the
-// service reads EnvTopic as a member of the share group EnvGroup; the
-// group's lock is EnvAckWait and its delivery limit EnvMaxDeliver.
-const BrokerKafkaShare = "kafka-share"
 
 // shareState is a share-group channel's group and what the proxies saw
 // settled: an offset accepted or rejected in a forwarded acknowledgement,
@@ -36,14 +32,14 @@ type shareState struct {
 // and max deliver); limit is the delivery limit, for Outstanding. A
 // record at offset o is sequence o+1; ACCEPT is Ack, RELEASE Nak, REJECT
 // Term, RENEW Progress.
-func OpenKafkaShare(ctx context.Context, seeds []string, name string, limit int) (Channel, error) {
+func OpenKafkaShare(ctx context.Context, seeds []string, name string, limit int) (coservice.Channel, error) {
 	c, err := openKafka(ctx, seeds, name)
 	if err != nil {
 		return nil, err
 	}
 	var nb [4]byte
 	_, _ = rand.Read(nb[:])
-	c.share = &shareState{group: DurableName + "-" + hex.EncodeToString(nb[:]), limit: limit,
+	c.share = &shareState{group: coservice.DurableName + "-" + hex.EncodeToString(nb[:]), limit: limit,
 		settled: map[int64]bool{}, counts: map[int64]int16{}}
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
@@ -117,13 +113,13 @@ type shareAck struct {
 func (a shareAck) kind() string {
 	switch a.typ {
 	case 1:
-		return Ack
+		return coservice.Ack
 	case 2:
-		return Nak
+		return coservice.Nak
 	case 3:
-		return Term
+		return coservice.Term
 	case 4:
-		return Progress
+		return coservice.Progress
 	}
 	return ""
 }
@@ -168,7 +164,7 @@ func packAcks(acks []shareAck) (firsts, lasts []int64, types [][]int8) {
 // accept is one the broker never gets: the record's lock runs out and it
 // is delivered again). It returns the frame to forward, the
 // acknowledgements forwarded and whether it is a fetch (a Pull).
-func (p *kafkaProxy) shareRequest(key, ver int16, frame, body []byte, ev func(string, uint64, Stage) bool) ([]byte, []shareAck, bool) {
+func (p *kafkaProxy) shareRequest(key, ver int16, frame, body []byte, ev func(string, uint64, coservice.Stage) bool) ([]byte, []shareAck, bool) {
 	ss := p.ch.share
 	hdr := frame[:len(frame)-len(body)]
 	var (
@@ -244,7 +240,7 @@ func (p *kafkaProxy) shareRequest(key, ver int16, frame, body []byte, ev func(st
 	}
 	var kept []shareAck
 	for _, a := range acks {
-		if a.kind() == "" || ev(a.kind(), uint64(a.off)+1, BeforeForward) {
+		if a.kind() == "" || ev(a.kind(), uint64(a.off)+1, coservice.BeforeForward) {
 			kept = append(kept, a)
 		}
 	}

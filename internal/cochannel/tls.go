@@ -1,4 +1,4 @@
-package coservice
+package cochannel
 
 import (
 	"bytes"

@@ -1,7 +1,8 @@
-package coservice
+package cochannel
 
 import (
 	"errors"
+	"github.com/onceproof/tck/internal/coservice"
 	"net"
 	"sync"
 	"time"
@@ -91,13 +92,13 @@ func (r *relay) forget(cs ...net.Conn) {
 // worker, the hook they all ask, and the numbering of their connections.
 type proxies struct {
 	mu     sync.Mutex
-	hook   Hook
+	hook   coservice.Hook
 	relays map[string]*relay
 	conns  int
 }
 
 // addr is worker's proxy address, the proxy started by start on first use.
-func (p *proxies) addr(worker string, start func(hook func() Hook, nextID func() int) (*relay, error)) (string, error) {
+func (p *proxies) addr(worker string, start func(hook func() coservice.Hook, nextID func() int) (*relay, error)) (string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r, ok := p.relays[worker]
@@ -114,7 +115,7 @@ func (p *proxies) addr(worker string, start func(hook func() Hook, nextID func()
 	return r.ln.Addr().String(), nil
 }
 
-func (p *proxies) currentHook() Hook {
+func (p *proxies) currentHook() coservice.Hook {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.hook
@@ -128,7 +129,7 @@ func (p *proxies) nextConn() int {
 }
 
 // Watch installs the hook every proxy of the channel asks.
-func (p *proxies) Watch(h Hook) {
+func (p *proxies) Watch(h coservice.Hook) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.hook = h

@@ -1,7 +1,8 @@
-package coservice
+package cochannel
 
 import (
 	"bytes"
+	"github.com/onceproof/tck/internal/coservice"
 	"net"
 	"strconv"
 	"strings"
@@ -18,10 +19,10 @@ import (
 type wire struct {
 	*relay
 	worker string
-	hook   func() Hook
+	hook   func() coservice.Hook
 }
 
-func startWire(worker, target string, dial func(string) (net.Conn, error), hook func() Hook, nextID func() int) (*wire, error) {
+func startWire(worker, target string, dial func(string) (net.Conn, error), hook func() coservice.Hook, nextID func() int) (*wire, error) {
 	w := &wire{worker: worker, hook: hook}
 	r, err := startRelayDial(target, dial, nextID, func(id int, c, up net.Conn) (func(), func()) {
 		return func() { w.pipe(id, c, up, clientFrame, w.clientEvent) },
@@ -36,7 +37,7 @@ func startWire(worker, target string, dial func(string) (net.Conn, error), hook 
 
 // pipe copies src to dst frame by frame, asking the hook about each frame
 // that is an event.
-func (w *wire) pipe(id int, src, dst net.Conn, split faultproxy.Splitter, event func(frame []byte) (Event, bool)) {
+func (w *wire) pipe(id int, src, dst net.Conn, split faultproxy.Splitter, event func(frame []byte) (coservice.Event, bool)) {
 	var buf []byte
 	chunk := make([]byte, 64<<10)
 	for {
@@ -66,14 +67,14 @@ func (w *wire) pipe(id int, src, dst net.Conn, split faultproxy.Splitter, event 
 				}
 				ev.Worker, ev.Conn = w.worker, id
 				h := w.hook()
-				if h != nil && !h(ev, BeforeForward) {
+				if h != nil && !h(ev, coservice.BeforeForward) {
 					continue
 				}
 				if _, werr := dst.Write(frame); werr != nil {
 					return
 				}
 				if h != nil {
-					h(ev, AfterForward)
+					h(ev, coservice.AfterForward)
 				}
 			}
 			buf = append([]byte(nil), buf...)
@@ -118,23 +119,23 @@ func hasOp(line []byte, op string) bool {
 }
 
 // clientEvent recognises a pull request and an acknowledgement.
-func (w *wire) clientEvent(frame []byte) (Event, bool) {
+func (w *wire) clientEvent(frame []byte) (coservice.Event, bool) {
 	i := bytes.Index(frame, []byte("\r\n"))
 	line := frame[:i]
 	pub, hpub := hasOp(line, "PUB"), hasOp(line, "HPUB")
 	if !pub && !hpub {
-		return Event{}, false
+		return coservice.Event{}, false
 	}
 	f := bytes.Fields(line)
 	if len(f) < 3 {
-		return Event{}, false
+		return coservice.Event{}, false
 	}
 	subject := string(f[1])
 	if strings.HasPrefix(subject, "$JS.API.CONSUMER.MSG.NEXT.") {
-		return Event{Kind: Pull}, true
+		return coservice.Event{Kind: coservice.Pull}, true
 	}
 	if !strings.HasPrefix(subject, "$JS.ACK.") {
-		return Event{}, false
+		return coservice.Event{}, false
 	}
 	payload := bytes.TrimSuffix(frame[i+2:], []byte("\r\n"))
 	if hpub && len(f) >= 4 {
@@ -144,42 +145,42 @@ func (w *wire) clientEvent(frame []byte) (Event, bool) {
 	}
 	ev, ok := parseAckSubject(subject)
 	if !ok {
-		return Event{}, false
+		return coservice.Event{}, false
 	}
 	switch {
 	case len(payload) == 0, bytes.HasPrefix(payload, []byte("+ACK")), bytes.HasPrefix(payload, []byte("+NXT")):
-		ev.Kind = Ack
+		ev.Kind = coservice.Ack
 	case bytes.HasPrefix(payload, []byte("-NAK")):
-		ev.Kind = Nak
+		ev.Kind = coservice.Nak
 	case bytes.HasPrefix(payload, []byte("+TERM")):
-		ev.Kind = Term
+		ev.Kind = coservice.Term
 	case bytes.HasPrefix(payload, []byte("+WPI")):
-		ev.Kind = Progress
+		ev.Kind = coservice.Progress
 	default:
-		return Event{}, false
+		return coservice.Event{}, false
 	}
 	return ev, true
 }
 
 // serverEvent recognises a delivery: a MSG or HMSG whose reply subject is
 // the message's ack subject.
-func (w *wire) serverEvent(frame []byte) (Event, bool) {
+func (w *wire) serverEvent(frame []byte) (coservice.Event, bool) {
 	i := bytes.Index(frame, []byte("\r\n"))
 	if i < 0 {
-		return Event{}, false
+		return coservice.Event{}, false
 	}
 	line := frame[:i]
 	if !hasOp(line, "MSG") && !hasOp(line, "HMSG") {
-		return Event{}, false
+		return coservice.Event{}, false
 	}
 	for _, f := range bytes.Fields(line) {
 		if bytes.HasPrefix(f, []byte("$JS.ACK.")) {
 			ev, ok := parseAckSubject(string(f))
-			ev.Kind = Deliver
+			ev.Kind = coservice.Deliver
 			return ev, ok
 		}
 	}
-	return Event{}, false
+	return coservice.Event{}, false
 }
 
 // parseAckSubject reads the delivery count and the stream sequence from a
@@ -187,7 +188,7 @@ func (w *wire) serverEvent(frame []byte) (Event, bool) {
 //
 //	$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>
 //	$JS.ACK.<domain>.<account hash>.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>[.<token>]
-func parseAckSubject(s string) (Event, bool) {
+func parseAckSubject(s string) (coservice.Event, bool) {
 	t := strings.Split(s, ".")
 	var at int
 	switch {
@@ -196,12 +197,12 @@ func parseAckSubject(s string) (Event, bool) {
 	case len(t) >= 11:
 		at = 6
 	default:
-		return Event{}, false
+		return coservice.Event{}, false
 	}
 	delivered, err1 := strconv.Atoi(t[at])
 	seq, err2 := strconv.ParseUint(t[at+1], 10, 64)
 	if err1 != nil || err2 != nil {
-		return Event{}, false
+		return coservice.Event{}, false
 	}
-	return Event{Seq: seq, Delivered: delivered}, true
+	return coservice.Event{Seq: seq, Delivered: delivered}, true
 }

@@ -1,11 +1,12 @@
-package coservice
+package cochannel
 
 import (
+	"github.com/onceproof/tck/internal/coservice"
 	"testing"
 )
 
 func TestAckSubjects(t *testing.T) {
-	cases := map[string]Event{
+	cases := map[string]coservice.Event{
 		"$JS.ACK.CO_x.onceproof-service.3.17.20.1796113901850447062.0":               {Seq: 17, Delivered: 3},
 		"$JS.ACK.hub.ACCHASH.CO_x.onceproof-service.2.5.9.1796113901850447062.4.tok": {Seq: 5, Delivered: 2},
 	}
@@ -42,14 +43,14 @@ func TestClientFrames(t *testing.T) {
 			t.Fatalf("no whole frame in %q", buf)
 		}
 		if ev, ok := w.clientEvent(buf[:n]); ok {
-			if ev.Kind != Pull && ev.Seq != 7 {
+			if ev.Kind != coservice.Pull && ev.Seq != 7 {
 				t.Errorf("%s: seq %d, want 7", ev.Kind, ev.Seq)
 			}
 			kinds = append(kinds, ev.Kind)
 		}
 		buf = buf[n:]
 	}
-	want := []string{Pull, Ack, Ack, Nak, Term}
+	want := []string{coservice.Pull, coservice.Ack, coservice.Ack, coservice.Nak, coservice.Term}
 	if len(kinds) != len(want) {
 		t.Fatalf("events %v, want %v", kinds, want)
 	}
@@ -66,7 +67,7 @@ func TestClientFrames(t *testing.T) {
 func TestDeliveryFrames(t *testing.T) {
 	w := &wire{}
 	ev, ok := w.serverEvent([]byte("HMSG orders 1 $JS.ACK.S.d.2.9.9.1.0 28 31\r\nNATS/1.0\r\nNats-Msg-Id: x\r\n\r\n{}\r\n"))
-	if !ok || ev.Kind != Deliver || ev.Seq != 9 || ev.Delivered != 2 {
+	if !ok || ev.Kind != coservice.Deliver || ev.Seq != 9 || ev.Delivered != 2 {
 		t.Errorf("delivery: %+v %v", ev, ok)
 	}
 	if _, ok := w.serverEvent([]byte("HMSG _INBOX.x.1 1 28 28\r\nNATS/1.0 408 Request Timeout\r\n\r\n\r\n")); ok {

@@ -1,7 +1,8 @@
-package coservice
+package cochannel
 
 import (
 	"context"
+	"github.com/onceproof/tck/internal/coservice"
 	"sync"
 	"testing"
 	"time"
@@ -43,14 +44,14 @@ func TestKafkaShareProxy(t *testing.T) {
 	var mu sync.Mutex
 	var evs []seen
 	dropped := false
-	ch.Watch(func(ev Event, st Stage) bool {
+	ch.Watch(func(ev coservice.Event, st coservice.Stage) bool {
 		mu.Lock()
 		defer mu.Unlock()
-		if st != BeforeForward || ev.Kind == Pull {
+		if st != coservice.BeforeForward || ev.Kind == coservice.Pull {
 			return true
 		}
 		evs = append(evs, seen{ev.Kind, ev.Seq, ev.Delivered})
-		if ev.Kind == Ack && ev.Seq == 2 && !dropped {
+		if ev.Kind == coservice.Ack && ev.Seq == 2 && !dropped {
 			dropped = true
 			return false
 		}
@@ -60,8 +61,8 @@ func TestKafkaShareProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if env[EnvBroker] != BrokerKafkaShare || env[EnvGroup] == "" || env[EnvGroup] == DurableName {
-		t.Fatalf("env %v: want %s and a share group of the rule's own", env, BrokerKafkaShare)
+	if env[coservice.EnvBroker] != coservice.BrokerKafkaShare || env[coservice.EnvGroup] == "" || env[coservice.EnvGroup] == coservice.DurableName {
+		t.Fatalf("env %v: want %s and a share group of the rule's own", env, coservice.BrokerKafkaShare)
 	}
 	for i := 0; i < 3; i++ {
 		if _, _, err := ch.Publish(ctx, mq.Message{ID: "m", Payload: []byte("x")}); err != nil {
@@ -71,8 +72,8 @@ func TestKafkaShareProxy(t *testing.T) {
 	if n, err := ch.Outstanding(ctx); err != nil || n != 3 {
 		t.Errorf("outstanding %d, %v before any member joined: want 3", n, err)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(env[EnvKafkaBrokers]), kgo.ShareGroup(env[EnvGroup]),
-		kgo.ConsumeTopics(env[EnvTopic]), kgo.ShareMaxRecords(1), kgo.ShareMaxRecordsStrict(), kgo.FetchMaxWait(100*time.Millisecond))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(env[coservice.EnvKafkaBrokers]), kgo.ShareGroup(env[coservice.EnvGroup]),
+		kgo.ConsumeTopics(env[coservice.EnvTopic]), kgo.ShareMaxRecords(1), kgo.ShareMaxRecordsStrict(), kgo.FetchMaxWait(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,8 +108,8 @@ func TestKafkaShareProxy(t *testing.T) {
 		}
 		return false
 	}
-	for _, want := range []seen{{Deliver, 1, 1}, {Nak, 1, 0}, {Deliver, 1, 2}, {Ack, 1, 0},
-		{Deliver, 2, 1}, {Ack, 2, 0}, {Deliver, 2, 2}, {Deliver, 3, 1}, {Ack, 3, 0}} {
+	for _, want := range []seen{{coservice.Deliver, 1, 1}, {coservice.Nak, 1, 0}, {coservice.Deliver, 1, 2}, {coservice.Ack, 1, 0},
+		{coservice.Deliver, 2, 1}, {coservice.Ack, 2, 0}, {coservice.Deliver, 2, 2}, {coservice.Deliver, 3, 1}, {coservice.Ack, 3, 0}} {
 		if !has(want) {
 			t.Errorf("no %v among %v", want, evs)
 		}
@@ -147,7 +148,7 @@ func TestPackAcks(t *testing.T) {
 			}
 		}
 	}
-	if kinds := []string{acks[3].kind(), acks[4].kind(), acks[5].kind()}; kinds[0] != Nak || kinds[1] != Ack || kinds[2] != Term {
+	if kinds := []string{acks[3].kind(), acks[4].kind(), acks[5].kind()}; kinds[0] != coservice.Nak || kinds[1] != coservice.Ack || kinds[2] != coservice.Term {
 		t.Errorf("kinds of release, accept, reject: %v", kinds)
 	}
 }

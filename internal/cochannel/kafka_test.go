@@ -1,7 +1,8 @@
-package coservice
+package cochannel
 
 import (
 	"context"
+	"github.com/onceproof/tck/internal/coservice"
 	"sync"
 	"testing"
 	"time"
@@ -32,12 +33,12 @@ func TestKafkaProxy(t *testing.T) {
 	defer ch.Close()
 	var mu sync.Mutex
 	seen := map[string][]uint64{}
-	ch.Watch(func(ev Event, st Stage) bool {
+	ch.Watch(func(ev coservice.Event, st coservice.Stage) bool {
 		mu.Lock()
 		defer mu.Unlock()
-		if st == BeforeForward {
+		if st == coservice.BeforeForward {
 			seen[ev.Kind] = append(seen[ev.Kind], ev.Seq)
-			if ev.Kind == Ack && ev.Seq == 2 && len(seen["dropped"]) == 0 {
+			if ev.Kind == coservice.Ack && ev.Seq == 2 && len(seen["dropped"]) == 0 {
 				seen["dropped"] = append(seen["dropped"], ev.Seq)
 				return false
 			}
@@ -54,8 +55,8 @@ func TestKafkaProxy(t *testing.T) {
 			t.Fatalf("publish %d: seq %d, %v", i, seq, err)
 		}
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(env[EnvKafkaBrokers]), kgo.ConsumerGroup(env[EnvGroup]),
-		kgo.ConsumeTopics(env[EnvTopic]), kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(env[coservice.EnvKafkaBrokers]), kgo.ConsumerGroup(env[coservice.EnvGroup]),
+		kgo.ConsumeTopics(env[coservice.EnvTopic]), kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,10 +76,10 @@ func TestKafkaProxy(t *testing.T) {
 	}
 	mu.Lock()
 	t.Logf("seen %v", seen)
-	if len(seen[Pull]) == 0 || len(seen[Deliver]) < 3 {
-		t.Errorf("pulls %v, deliveries %v", seen[Pull], seen[Deliver])
+	if len(seen[coservice.Pull]) == 0 || len(seen[coservice.Deliver]) < 3 {
+		t.Errorf("pulls %v, deliveries %v", seen[coservice.Pull], seen[coservice.Deliver])
 	}
-	if acks := seen[Ack]; len(acks) < 3 || acks[0] != 1 || acks[len(acks)-1] != 3 {
+	if acks := seen[coservice.Ack]; len(acks) < 3 || acks[0] != 1 || acks[len(acks)-1] != 3 {
 		t.Errorf("acks %v: want 1, 2 (dropped), 2, 3 (the commit of 3 covers the dropped 2)", acks)
 	}
 	mu.Unlock()

@@ -1,9 +1,10 @@
-package coservice
+package cochannel
 
 import (
 	"bufio"
 	"encoding/binary"
 	"errors"
+	"github.com/onceproof/tck/internal/coservice"
 	"io"
 	"net"
 	"strconv"
@@ -26,7 +27,7 @@ import (
 type kafkaProxy struct {
 	ch     *kafkaChannel
 	worker string
-	hook   func() Hook
+	hook   func() coservice.Hook
 	nextID func() int
 }
 
@@ -49,16 +50,16 @@ func (p *kafkaProxy) serve(id int, client, up net.Conn) (func(), func()) {
 		_, err := client.Write(frame)
 		return err
 	}
-	ev := func(kind string, seq uint64, st Stage) bool {
+	ev := func(kind string, seq uint64, st coservice.Stage) bool {
 		h := p.hook()
 		if h == nil {
 			return true
 		}
-		return h(Event{Worker: p.worker, Conn: id, Kind: kind, Seq: seq}, st)
+		return h(coservice.Event{Worker: p.worker, Conn: id, Kind: kind, Seq: seq}, st)
 	}
-	evd := func(d shareDelivered, st Stage) {
+	evd := func(d shareDelivered, st coservice.Stage) {
 		if h := p.hook(); h != nil {
-			h(Event{Worker: p.worker, Conn: id, Kind: Deliver, Seq: d.seq, Delivered: int(d.count)}, st)
+			h(coservice.Event{Worker: p.worker, Conn: id, Kind: coservice.Deliver, Seq: d.seq, Delivered: int(d.count)}, st)
 		}
 	}
 	toServer := func() {
@@ -79,7 +80,7 @@ func (p *kafkaProxy) serve(id int, client, up net.Conn) (func(), func()) {
 				out, kept, pull := p.shareRequest(key, ver, frame, body, ev)
 				q.share, q.acks = pull, kept
 				if pull {
-					ev(Pull, 0, BeforeForward)
+					ev(coservice.Pull, 0, coservice.BeforeForward)
 				}
 				mu.Lock()
 				pending[corr] = q
@@ -89,11 +90,11 @@ func (p *kafkaProxy) serve(id int, client, up net.Conn) (func(), func()) {
 				}
 				for _, a := range kept {
 					if a.kind() != "" {
-						ev(a.kind(), uint64(a.off)+1, AfterForward)
+						ev(a.kind(), uint64(a.off)+1, coservice.AfterForward)
 					}
 				}
 				if pull {
-					ev(Pull, 0, AfterForward)
+					ev(coservice.Pull, 0, coservice.AfterForward)
 				}
 				continue
 			}
@@ -118,7 +119,7 @@ func (p *kafkaProxy) serve(id int, client, up net.Conn) (func(), func()) {
 			case 8: // OffsetCommit
 				req := kmsg.NewPtrOffsetCommitRequest()
 				req.SetVersion(ver)
-				if req.ReadFrom(body) == nil && req.Group == DurableName {
+				if req.ReadFrom(body) == nil && req.Group == coservice.DurableName {
 					for _, t := range req.Topics {
 						if t.Topic == p.ch.topic || (t.TopicID != [16]byte{} && t.TopicID == p.ch.topicID) {
 							for _, pt := range t.Partitions {
@@ -135,11 +136,11 @@ func (p *kafkaProxy) serve(id int, client, up net.Conn) (func(), func()) {
 				}
 			}
 			if q.fetchAt >= 0 {
-				ev(Pull, 0, BeforeForward)
+				ev(coservice.Pull, 0, coservice.BeforeForward)
 			}
 			forward := true
 			for _, s := range acks {
-				if !ev(Ack, s, BeforeForward) {
+				if !ev(coservice.Ack, s, coservice.BeforeForward) {
 					forward = false
 				}
 			}
@@ -168,12 +169,12 @@ func (p *kafkaProxy) serve(id int, client, up net.Conn) (func(), func()) {
 				return
 			}
 			if q.fetchAt >= 0 {
-				ev(Pull, 0, AfterForward)
+				ev(coservice.Pull, 0, coservice.AfterForward)
 			}
 			if commitAt >= 0 {
 				p.ch.commit(commitAt)
 				for _, s := range acks {
-					ev(Ack, s, AfterForward)
+					ev(coservice.Ack, s, coservice.AfterForward)
 				}
 			}
 		}
@@ -254,19 +255,19 @@ func (p *kafkaProxy) serve(id int, client, up net.Conn) (func(), func()) {
 				}
 			}
 			for _, s := range seqs {
-				ev(Deliver, s, BeforeForward)
+				ev(coservice.Deliver, s, coservice.BeforeForward)
 			}
 			for _, d := range shared {
-				evd(d, BeforeForward)
+				evd(d, coservice.BeforeForward)
 			}
 			if writeClient(frame) != nil {
 				return
 			}
 			for _, s := range seqs {
-				ev(Deliver, s, AfterForward)
+				ev(coservice.Deliver, s, coservice.AfterForward)
 			}
 			for _, d := range shared {
-				evd(d, AfterForward)
+				evd(d, coservice.AfterForward)
 			}
 		}
 	}

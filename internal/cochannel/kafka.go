@@ -1,4 +1,4 @@
-package coservice
+package cochannel
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/onceproof/tck/internal/coservice"
 	"sort"
 	"strings"
 	"sync"
@@ -18,14 +19,6 @@ import (
 	"github.com/onceproof/tck/mq"
 )
 
-// The values of EnvBroker, EnvKafkaBrokers and EnvTopic for Kafka.
-const (
-	BrokerKafka     = "kafka"                   // Kafka: EnvKafkaBrokers, EnvTopic (one partition), EnvGroup
-	EnvKafkaBrokers = "ONCEPROOF_KAFKA_BROKERS" // bootstrap host:port, the kit's proxy (ONCEPROOF_BROKER=kafka)
-	EnvTopic        = "ONCEPROOF_TOPIC"         // the rule's topic, one partition (ONCEPROOF_BROKER=kafka)
-	KafkaIDHeader   = "onceproof-message-id"    // the record header carrying the broker id
-)
-
 // OpenKafka creates, on the cluster at seeds, the rule's topic (one
 // partition, under broker/kafka's topic prefix so `tck clean` sees it is
 // the kit's) whose offsets the service commits under the group
@@ -33,7 +26,7 @@ const (
 // re-reads from its group's committed offset after a restart. A record at
 // offset o is sequence o+1 (Event.Seq); a commit of offset c acks every
 // sequence up to c.
-func OpenKafka(ctx context.Context, seeds []string, name string) (Channel, error) {
+func OpenKafka(ctx context.Context, seeds []string, name string) (coservice.Channel, error) {
 	c, err := openKafka(ctx, seeds, name)
 	if err != nil {
 		return nil, err
@@ -97,7 +90,7 @@ func (c *kafkaChannel) Env(worker string) (map[string]string, error) {
 	if !strings.Contains(seed, ":") {
 		seed += ":9092"
 	}
-	addr, err := c.addr(worker, func(hook func() Hook, nextID func() int) (*relay, error) {
+	addr, err := c.addr(worker, func(hook func() coservice.Hook, nextID func() int) (*relay, error) {
 		return c.nodeRelay(worker, seed, hook, nextID)
 	})
 	if err != nil {
@@ -105,23 +98,23 @@ func (c *kafkaChannel) Env(worker string) (map[string]string, error) {
 	}
 	if c.share != nil {
 		return map[string]string{
-			EnvBroker:       BrokerKafkaShare,
-			EnvKafkaBrokers: addr,
-			EnvTopic:        c.topic,
-			EnvGroup:        c.share.group,
+			coservice.EnvBroker:       coservice.BrokerKafkaShare,
+			coservice.EnvKafkaBrokers: addr,
+			coservice.EnvTopic:        c.topic,
+			coservice.EnvGroup:        c.share.group,
 		}, nil
 	}
 	return map[string]string{
-		EnvBroker:       BrokerKafka,
-		EnvKafkaBrokers: addr,
-		EnvTopic:        c.topic,
-		EnvGroup:        DurableName,
+		coservice.EnvBroker:       coservice.BrokerKafka,
+		coservice.EnvKafkaBrokers: addr,
+		coservice.EnvTopic:        c.topic,
+		coservice.EnvGroup:        coservice.DurableName,
 	}, nil
 }
 
 // nodeRelay is worker's listener for the broker at target, started on
 // first use.
-func (c *kafkaChannel) nodeRelay(worker, target string, hook func() Hook, nextID func() int) (*relay, error) {
+func (c *kafkaChannel) nodeRelay(worker, target string, hook func() coservice.Hook, nextID func() int) (*relay, error) {
 	c.mu.Lock()
 	if c.nodes == nil {
 		c.nodes = map[string]*kafkaNodes{}
@@ -151,7 +144,7 @@ func (c *kafkaChannel) nodeRelay(worker, target string, hook func() Hook, nextID
 // idempotent producer de-dupes only its own retries: dup is always false.
 func (c *kafkaChannel) Publish(ctx context.Context, m mq.Message) (uint64, bool, error) {
 	rec := &kgo.Record{Topic: c.topic, Partition: 0, Key: []byte(m.ID), Value: m.Payload,
-		Headers: []kgo.RecordHeader{{Key: KafkaIDHeader, Value: []byte(m.ID)}}}
+		Headers: []kgo.RecordHeader{{Key: coservice.KafkaIDHeader, Value: []byte(m.ID)}}}
 	keys := make([]string, 0, len(m.Headers))
 	for k := range m.Headers {
 		keys = append(keys, k)
@@ -184,7 +177,7 @@ func (c *kafkaChannel) Outstanding(ctx context.Context) (int, error) {
 	if c.share != nil {
 		return c.shareOutstanding(ictx, end.Offset)
 	}
-	offs, err := c.adm.FetchOffsets(ictx, DurableName)
+	offs, err := c.adm.FetchOffsets(ictx, coservice.DurableName)
 	if err != nil {
 		return 0, err
 	}
@@ -211,7 +204,7 @@ func (c *kafkaChannel) Close() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	group := DurableName
+	group := coservice.DurableName
 	if c.share != nil {
 		group = c.share.group
 	}

@@ -1,7 +1,8 @@
-package coservice
+package cochannel
 
 import (
 	"fmt"
+	"github.com/onceproof/tck/internal/coservice"
 	"net"
 	"reflect"
 	"strings"
@@ -115,13 +116,13 @@ func TestRESPDroppedAckAnsweredInOrder(t *testing.T) {
 	}()
 	var mu sync.Mutex
 	var events []string
-	hook := func(ev Event, st Stage) bool {
+	hook := func(ev coservice.Event, st coservice.Stage) bool {
 		mu.Lock()
 		defer mu.Unlock()
 		events = append(events, fmt.Sprintf("%s %d %d", ev.Kind, ev.Seq, st))
-		return ev.Kind != Ack // every ack is lost
+		return ev.Kind != coservice.Ack // every ack is lost
 	}
-	w, err := startRESP("W1", srv.Addr().String(), "k", nil, func() Hook { return hook }, func() int { return 1 })
+	w, err := startRESP("W1", srv.Addr().String(), "k", nil, func() coservice.Hook { return hook }, func() int { return 1 })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
-package coservice
+package cochannel
 
 import (
 	"bytes"
+	"github.com/onceproof/tck/internal/coservice"
 	"net"
 	"strconv"
 	"strings"
@@ -21,10 +22,10 @@ type respWire struct {
 	*relay
 	worker string
 	key    string
-	hook   func() Hook
+	hook   func() coservice.Hook
 }
 
-func startRESP(worker, target, key string, dial func(string) (net.Conn, error), hook func() Hook, nextID func() int) (*respWire, error) {
+func startRESP(worker, target, key string, dial func(string) (net.Conn, error), hook func() coservice.Hook, nextID func() int) (*respWire, error) {
 	w := &respWire{worker: worker, key: key, hook: hook}
 	r, err := startRelayDial(target, dial, nextID, func(id int, c, up net.Conn) (func(), func()) {
 		rc := &respConn{w: w, id: id, client: c, up: up}
@@ -54,8 +55,8 @@ type sent struct {
 	reply []byte
 }
 
-func (c *respConn) event(kind string, seq uint64) Event {
-	return Event{Worker: c.w.worker, Conn: c.id, Kind: kind, Seq: seq}
+func (c *respConn) event(kind string, seq uint64) coservice.Event {
+	return coservice.Event{Worker: c.w.worker, Conn: c.id, Kind: kind, Seq: seq}
 }
 
 // commands reads the client's commands and forwards them, asking the hook
@@ -92,21 +93,21 @@ func (c *respConn) command(args []string, frame []byte) bool {
 	if len(args) > 0 {
 		name = strings.ToUpper(args[0])
 	}
-	var evs []Event
+	var evs []coservice.Event
 	switch {
 	case (name == "XREADGROUP" && readsKey(args, c.w.key)) || (name == "XAUTOCLAIM" && len(args) > 1 && args[1] == c.w.key):
-		evs = append(evs, c.event(Pull, 0))
+		evs = append(evs, c.event(coservice.Pull, 0))
 	case name == "XACK" && len(args) > 3 && args[1] == c.w.key:
 		for _, id := range args[3:] {
 			if seq, ok := RedisSeq(id); ok {
-				evs = append(evs, c.event(Ack, seq))
+				evs = append(evs, c.event(coservice.Ack, seq))
 			}
 		}
 	}
 	h := c.w.hook()
 	if h != nil {
 		for _, ev := range evs {
-			if !h(ev, BeforeForward) {
+			if !h(ev, coservice.BeforeForward) {
 				// Dropped: the proxy answers in its place, as the server
 				// would have ("so many entries acked").
 				c.mu.Lock()
@@ -127,7 +128,7 @@ func (c *respConn) command(args []string, frame []byte) bool {
 	}
 	if h != nil {
 		for _, ev := range evs {
-			h(ev, AfterForward)
+			h(ev, coservice.AfterForward)
 		}
 	}
 	return true
@@ -180,18 +181,18 @@ func (c *respConn) reply(v respVal, frame []byte) bool {
 		cmd = c.queue[0].cmd
 	}
 	c.mu.Unlock()
-	var evs []Event
+	var evs []coservice.Event
 	if v.kind != '-' {
 		for _, id := range deliveredIDs(cmd, c.w.key, v) {
 			if seq, ok := RedisSeq(id); ok {
-				evs = append(evs, c.event(Deliver, seq))
+				evs = append(evs, c.event(coservice.Deliver, seq))
 			}
 		}
 	}
 	h := c.w.hook()
 	if h != nil {
 		for _, ev := range evs {
-			h(ev, BeforeForward) // may hold the delivery; never drops one
+			h(ev, coservice.BeforeForward) // may hold the delivery; never drops one
 		}
 	}
 	c.mu.Lock()
@@ -208,7 +209,7 @@ func (c *respConn) reply(v respVal, frame []byte) bool {
 	}
 	if h != nil {
 		for _, ev := range evs {
-			h(ev, AfterForward)
+			h(ev, coservice.AfterForward)
 		}
 	}
 	return true

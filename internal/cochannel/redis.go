@@ -1,4 +1,4 @@
-package coservice
+package cochannel
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/onceproof/tck/internal/coservice"
 	"net"
 	"net/url"
 	"sort"
@@ -20,14 +21,6 @@ import (
 	"github.com/onceproof/tck/mq"
 )
 
-// The fields of a stream entry the kit adds, as broker/redis stores a
-// message: the broker id, the payload, and each header under "h:NAME".
-const (
-	RedisFieldID      = "id"
-	RedisFieldPayload = "payload"
-	RedisHeaderPrefix = "h:"
-)
-
 // OpenRedis creates, on the Redis server at redisURL, the rule's stream key
 // (under broker/redis's key prefix, so `tck clean` and a shared server's
 // owners see it is the kit's) and the consumer group DurableName reading it
@@ -36,7 +29,7 @@ const (
 // broker/redis does; nor a max deliver. On a rediss:// URL the kit's client
 // and the proxies speak TLS to the server with tlsCfg (nil: the system's
 // roots), the proxies plain text to the service (tls.go).
-func OpenRedis(ctx context.Context, redisURL, name string, tlsCfg *tls.Config) (Channel, error) {
+func OpenRedis(ctx context.Context, redisURL, name string, tlsCfg *tls.Config) (coservice.Channel, error) {
 	o, err := goredis.ParseURL(redisURL)
 	if err != nil {
 		return nil, errors.New("not a Redis URL (want redis:// or rediss://[user:password@]host:port/db)")
@@ -63,9 +56,9 @@ func OpenRedis(ctx context.Context, redisURL, name string, tlsCfg *tls.Config) (
 	c := &redisChannel{url: u, tls: o.TLSConfig, rdb: rdb, key: redis.KeyPrefix + "co-" + hex.EncodeToString(nb[:]) + ":" + safe}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := rdb.XGroupCreateMkStream(cctx, c.key, DurableName, "0").Err(); err != nil {
+	if err := rdb.XGroupCreateMkStream(cctx, c.key, coservice.DurableName, "0").Err(); err != nil {
 		_ = rdb.Close()
-		return nil, fmt.Errorf("XGROUP CREATE %s %s 0 MKSTREAM on %s: %s", c.key, DurableName, o.Addr, scrub(err.Error(), o.Password))
+		return nil, fmt.Errorf("XGROUP CREATE %s %s 0 MKSTREAM on %s: %s", c.key, coservice.DurableName, o.Addr, scrub(err.Error(), o.Password))
 	}
 	return c, nil
 }
@@ -87,7 +80,7 @@ type redisChannel struct {
 }
 
 func (c *redisChannel) Env(worker string) (map[string]string, error) {
-	addr, err := c.addr(worker, func(hook func() Hook, nextID func() int) (*relay, error) {
+	addr, err := c.addr(worker, func(hook func() coservice.Hook, nextID func() int) (*relay, error) {
 		var dial func(string) (net.Conn, error)
 		if c.tls != nil {
 			dial = tlsDial(c.tls)
@@ -105,24 +98,24 @@ func (c *redisChannel) Env(worker string) (map[string]string, error) {
 	pu.Host = addr
 	pu.Scheme = "redis" // the proxy speaks plain text to the service (tls.go)
 	return map[string]string{
-		EnvBroker:   BrokerRedis,
-		EnvRedisURL: pu.String(),
-		EnvStream:   c.key,
-		EnvGroup:    DurableName,
+		coservice.EnvBroker:   coservice.BrokerRedis,
+		coservice.EnvRedisURL: pu.String(),
+		coservice.EnvStream:   c.key,
+		coservice.EnvGroup:    coservice.DurableName,
 	}, nil
 }
 
 // Publish is an XADD of the message's fields; the entry id is the sequence
 // (RedisSeq). Redis has no de-dupe here: dup is always false.
 func (c *redisChannel) Publish(ctx context.Context, m mq.Message) (uint64, bool, error) {
-	vals := []any{RedisFieldID, m.ID, RedisFieldPayload, string(m.Payload)}
+	vals := []any{coservice.RedisFieldID, m.ID, coservice.RedisFieldPayload, string(m.Payload)}
 	keys := make([]string, 0, len(m.Headers))
 	for k := range m.Headers {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		vals = append(vals, RedisHeaderPrefix+k, m.Headers[k])
+		vals = append(vals, coservice.RedisHeaderPrefix+k, m.Headers[k])
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -142,7 +135,7 @@ func (c *redisChannel) Publish(ctx context.Context, m mq.Message) (uint64, bool,
 func (c *redisChannel) Outstanding(ctx context.Context) (int, error) {
 	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	p, err := c.rdb.XPending(ictx, c.key, DurableName).Result()
+	p, err := c.rdb.XPending(ictx, c.key, coservice.DurableName).Result()
 	if err != nil {
 		return 0, err
 	}
@@ -152,7 +145,7 @@ func (c *redisChannel) Outstanding(ctx context.Context) (int, error) {
 	}
 	last := "0-0"
 	for _, g := range groups {
-		if g.Name == DurableName {
+		if g.Name == coservice.DurableName {
 			last = g.LastDeliveredID
 		}
 	}

@@ -29,9 +29,9 @@ import (
 	"github.com/onceproof/tck/internal/precheck"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/spec"
-	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
+	"github.com/onceproof/tck/suites/broker"
 	"github.com/onceproof/tck/suites/eventstore"
 )
 
@@ -79,12 +79,14 @@ func (c natsRun) run(t *testing.T) map[string]verdict.Result {
 		budget = 90 * time.Second
 	}
 	tg := broker.Target{
-		Open:    func(ctx context.Context) (mq.Broker, error) { return client.Open(ctx, n.URL) },
-		Caps:    caps,
-		Windows: broker.Windows{Messages: queueMessages},
-		Budget:  budget,
+		Open:   func(ctx context.Context) (mq.Broker, error) { return client.Open(ctx, n.URL) },
+		Caps:   caps,
+		Budget: budget,
+	}
+	h := kithooks.Broker{
+		Windows: kithooks.Windows{Messages: queueMessages},
 		// BR-3.1's fault is its own restart of a server of its own.
-		Private: func(ctx context.Context) (broker.Server, error) {
+		Private: func(ctx context.Context) (kithooks.Server, error) {
 			s, err := nats.StartContainerServer(ctx, client, o...)
 			if err != nil {
 				return nil, err
@@ -93,19 +95,19 @@ func (c natsRun) run(t *testing.T) map[string]verdict.Result {
 		},
 	}
 	if c.fault != "" {
-		tg.Disrupt = func(ctx context.Context, rule, topic string, log broker.Log) error {
+		h.Disrupt = func(ctx context.Context, rule, topic string, log verdict.Log) error {
 			return n.Disrupt(ctx, string(c.fault), hold, log)
 		}
 	}
-	return byRule(runner.Run("broker/nats=container", func() { broker.Register(tg) }, runner.Options{Rules: c.rules}))
+	return byRule(runner.Run("broker/nats=container", func() { broker.Register(tg, spec.With(h)) }, runner.Options{Rules: c.rules}))
 }
 
 // restartable is a NATS server of a rule's own as the broker suite
 // restarts it.
 type restartable struct{ nats.Server }
 
-func (s restartable) Restart(ctx context.Context, how broker.Restart) error {
-	return s.Server.Restart(ctx, how == broker.Abrupt)
+func (s restartable) Restart(ctx context.Context, how kithooks.Restart) error {
+	return s.Server.Restart(ctx, how == kithooks.Abrupt)
 }
 
 func byRule(rs []verdict.Result) map[string]verdict.Result {
@@ -200,9 +202,9 @@ func TestNATSRestartRule(t *testing.T) {
 		name := map[bool]string{false: "file", true: "memory (mutant)"}[memory]
 		t.Run(name, func(t *testing.T) {
 			r := natsRun{memory: memory, rules: []string{"BR-3.1"}}.run(t)["BR-3.1"]
-			for _, how := range []broker.Restart{broker.Graceful, broker.Abrupt} {
+			for _, how := range []kithooks.Restart{kithooks.Graceful, kithooks.Abrupt} {
 				acked, missing := intFigure(r, string(how)+" restart: acked"), intFigure(r, string(how)+" restart: missing")
-				fault := map[broker.Restart]nemesis.Kind{broker.Graceful: nemesis.Restart, broker.Abrupt: nemesis.Kill}[how]
+				fault := map[kithooks.Restart]nemesis.Kind{kithooks.Graceful: nemesis.Restart, kithooks.Abrupt: nemesis.Kill}[how]
 				if acked < 0 {
 					// The judge stopped at the round before: not measured.
 					continue

@@ -10,10 +10,13 @@ import (
 
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/mutants/natsmutants"
-	"github.com/onceproof/tck/internal/suites/broker"
+	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
+	"github.com/onceproof/tck/suites/broker"
 )
 
 const natsNeeds = "Docker and the image " + nats.DefaultImage + " (" + nats.ImageEnv + "; `make images` builds it)"
@@ -102,28 +105,43 @@ func natsBroker(startNATS func(ctx context.Context, ref target.Ref) (*nats.Targe
 		}
 		return &target.Started{
 			Info:     info,
-			Rules:    func() target.RuleSet { return broker.NewSet(t) },
-			Register: func() { broker.Register(t) },
+			Rules:    func() target.RuleSet { return spec.Collect(broker.Register, t.Target, t.Hooks()) },
+			Register: func() { broker.Register(t.Target, t.Hooks()) },
 			Broker:   t.Open,
 			Stop:     nt.Stop,
 		}, nil
 	}
 }
 
+// BrokerBinding is a broker target bound to the broker suite: the
+// author's fields (broker.Target) and the kit's hooks (kithooks.Broker),
+// which reach the rules as the option Hooks. The registry's Rules and
+// Register pass the same hooks, so the engine and the Ginkgo driver give
+// the same verdicts; a test runs it as broker.Check(t, b.Target, b.Hooks()).
+type BrokerBinding struct {
+	broker.Target
+	kithooks.Broker
+}
+
+// Hooks is the kit's hooks as an option of broker.Check and broker.Register.
+func (b BrokerBinding) Hooks() spec.Option { return spec.With(b.Broker) }
+
 // BrokerTarget is the broker suite's view of a NATS target, however it was
 // started; tests that start a target themselves bind it with this too.
-func BrokerTarget(nt *nats.Target) broker.Target {
+func BrokerTarget(nt *nats.Target) BrokerBinding {
 	client, url := nt.Client, nt.URL
-	t := broker.Target{
-		Open:   func(ctx context.Context) (mq.Broker, error) { return client.Open(ctx, url) },
-		Caps:   nt.Caps,
-		Budget: nt.Budget,
+	t := BrokerBinding{
+		Target: broker.Target{
+			Open:   func(ctx context.Context) (mq.Broker, error) { return client.Open(ctx, url) },
+			Caps:   nt.Caps,
+			Budget: nt.Budget,
+		},
 		// Read past the client under test (a mutant's wrap): the server's
 		// own settings.
-		Inspect: func(ctx context.Context) (mq.Inspector, error) { return nats.Inspect(ctx, url, client.Options) },
+		Broker: kithooks.Broker{Inspect: func(ctx context.Context) (mq.Inspector, error) { return nats.Inspect(ctx, url, client.Options) }},
 	}
 	if p := nt.Proxy; p != nil {
-		t.Fault = &broker.Fault{
+		t.Fault = &kithooks.Fault{
 			Addr: p.Addr, OpenVia: p.OpenVia, Split: p.Split,
 			PublishReply: p.PublishReply,
 		}
@@ -132,10 +150,10 @@ func BrokerTarget(nt *nats.Target) broker.Target {
 	if disrupt := nt.Disrupt; disrupt != nil {
 		// A violation the fault's probe saw fails the rule; a probe that
 		// could not run leaves it unknown.
-		t.Disrupt = func(ctx context.Context, rule, topic string, log broker.Log) error {
+		t.Disrupt = func(ctx context.Context, rule, topic string, log verdict.Log) error {
 			err := disrupt(ctx, rule, topic, log)
 			if errors.Is(err, nats.ErrProbe) {
-				return fmt.Errorf("%w: %w", broker.ErrViolation, err)
+				return fmt.Errorf("%w: %w", kithooks.ErrViolation, err)
 			}
 			return err
 		}
@@ -153,7 +171,7 @@ func BrokerTarget(nt *nats.Target) broker.Target {
 
 // BrokerServer is a NATS server of a rule's own as the broker suite
 // restarts it.
-func BrokerServer(s nats.Server) broker.Server { return restartable{s} }
+func BrokerServer(s nats.Server) kithooks.Server { return restartable{s} }
 
 // adapterServer is a broker server of a rule's own as every broker adapter
 // offers it (NATS, Redis, Kafka): restarted gracefully or abruptly by a
@@ -168,18 +186,18 @@ type adapterServer interface {
 // restartable is an adapter's server as the broker suite restarts it.
 type restartable struct{ adapterServer }
 
-func (s restartable) Restart(ctx context.Context, how broker.Restart) error {
-	return s.adapterServer.Restart(ctx, how == broker.Abrupt)
+func (s restartable) Restart(ctx context.Context, how kithooks.Restart) error {
+	return s.adapterServer.Restart(ctx, how == kithooks.Abrupt)
 }
 
 // privateOf binds an adapter's start of a rule's own server to the broker
-// suite's Target.Private: the one binding for every broker (nil: the
+// suite's hook Private: the one binding for every broker (nil: the
 // target has none).
-func privateOf[S adapterServer](start func(context.Context) (S, error)) func(context.Context) (broker.Server, error) {
+func privateOf[S adapterServer](start func(context.Context) (S, error)) func(context.Context) (kithooks.Server, error) {
 	if start == nil {
 		return nil
 	}
-	return func(ctx context.Context) (broker.Server, error) {
+	return func(ctx context.Context) (kithooks.Server, error) {
 		s, err := start(ctx)
 		if err != nil {
 			return nil, err
@@ -190,7 +208,7 @@ func privateOf[S adapterServer](start func(context.Context) (S, error)) func(con
 
 // brokerConfig is what the target declares, in real units, for the report.
 func brokerConfig(nt *nats.Target) map[string]string {
-	c, w := nt.Caps, broker.DefaultWindows()
+	c, w := nt.Caps, kithooks.DefaultWindows()
 	var rs, rr []string
 	for _, r := range c.Retentions {
 		rs = append(rs, string(r))

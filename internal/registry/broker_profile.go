@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/profile"
-	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
 )
@@ -23,7 +23,7 @@ const DefaultMaxWait = 10 * time.Minute
 // the streams live on the target's server (a URL: the team's own). A
 // profile with no NATS stream, or with several NATS brokers (which of them
 // is this server?), is refused.
-func DeclaredNATS(p *profile.Profile, onServer bool) (*broker.Declared, error) {
+func DeclaredNATS(p *profile.Profile, onServer bool) (*kithooks.Declared, error) {
 	var nb []profile.Broker
 	for _, b := range p.Brokers {
 		if b.Kind == profile.KindNATS {
@@ -40,7 +40,7 @@ func DeclaredNATS(p *profile.Profile, onServer bool) (*broker.Declared, error) {
 		}
 		return nil, fmt.Errorf("profile %s declares %d NATS brokers (%s); a run certifies one server: keep one NATS broker in the profile", p.File(), len(nb), strings.Join(names, ", "))
 	}
-	d := &broker.Declared{Source: fmt.Sprintf("%s (profile %s, broker %s)", p.File(), p.Name, nb[0].Name), OnServer: onServer, Workers: natsWorkers(p, nb[0])}
+	d := &kithooks.Declared{Source: fmt.Sprintf("%s (profile %s, broker %s)", p.File(), p.Name, nb[0].Name), OnServer: onServer, Workers: natsWorkers(p, nb[0])}
 	if b := nb[0]; onServer && (b.NATS != nil || b.Durability != nil) {
 		// The sync settings, compared where the server tells them (the
 		// system account's VARZ, or /varz at nats.monitoringUrl); only
@@ -53,11 +53,11 @@ func DeclaredNATS(p *profile.Profile, onServer bool) (*broker.Declared, error) {
 	}
 	for _, pr := range p.Producers {
 		if pr.Broker == nb[0].Name {
-			d.Producers = append(d.Producers, broker.DeclaredProducer{Name: pr.Name, Stream: pr.Stream, KeepsID: pr.KeepsMessageID, Subject: pr.Subject})
+			d.Producers = append(d.Producers, kithooks.DeclaredProducer{Name: pr.Name, Stream: pr.Stream, KeepsID: pr.KeepsMessageID, Subject: pr.Subject})
 		}
 	}
 	for _, s := range nb[0].Streams {
-		ds := broker.DeclaredStream{Topic: mq.TopicInfo{Name: s.Name, Subjects: s.Subjects, Config: mq.TopicConfig{
+		ds := kithooks.DeclaredStream{Topic: mq.TopicInfo{Name: s.Name, Subjects: s.Subjects, Config: mq.TopicConfig{
 			DedupeWindow: profile.NATSDuplicates(s.Duplicates.D(), s.MaxAge.D()), // the server's: min(2m, maxAge) when unset
 			Retention:    mq.Retention(orS(string(s.Retention), string(profile.RetentionLimits))),
 			MaxAge:       s.MaxAge.D(),
@@ -117,7 +117,7 @@ func orS(s, def string) string {
 // bindProfile applies the run's profile, limit and progress to a NATS
 // target: the declared streams, the team's declared settings as the
 // target's configuration, and the server's version and settings as read.
-func bindProfile(ctx context.Context, nt *nats.Target, ref target.Ref, t *broker.Target, info *target.Info) error {
+func bindProfile(ctx context.Context, nt *nats.Target, ref target.Ref, t *BrokerBinding, info *target.Info) error {
 	t.Progress = ref.Opts.Progress
 	if ref.Opts.MaxWait > 0 {
 		t.Budget = ref.Opts.MaxWait
@@ -157,7 +157,7 @@ func bindProfile(ctx context.Context, nt *nats.Target, ref target.Ref, t *broker
 	// The declared configuration is the team's, not the kit's scratch
 	// settings; what the kit adds of its own is a note.
 	info.Config = declaredConfig(d)
-	w := broker.DefaultWindows()
+	w := kithooks.DefaultWindows()
 	info.Notes = append(info.Notes, fmt.Sprintf("the kit's own test settings: tolerance %s, nak delay %s (BR-2.4), %d messages (BR-2.9); the rules' waits at the declared durations are bounded by %s (--max-wait)",
 		w.Tolerance, w.NakDelay, w.Messages, t.Budget))
 	if !d.OnServer {
@@ -167,7 +167,7 @@ func bindProfile(ctx context.Context, nt *nats.Target, ref target.Ref, t *broker
 }
 
 // declaredConfig is the declaration as the report's configuration.
-func declaredConfig(d *broker.Declared) map[string]string {
+func declaredConfig(d *kithooks.Declared) map[string]string {
 	cfg := map[string]string{"profile": d.Source}
 	for k, v := range d.Server {
 		cfg["declared "+k] = v

@@ -13,12 +13,14 @@ import (
 	"github.com/onceproof/tck/adapters/broker/kafka"
 	"github.com/onceproof/tck/adapters/broker/redis"
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/mutants/kafkamutants"
 	"github.com/onceproof/tck/internal/mutants/redismutants"
 	"github.com/onceproof/tck/internal/profile"
-	"github.com/onceproof/tck/internal/suites/broker"
+	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
+	"github.com/onceproof/tck/suites/broker"
 )
 
 // The certification references and mutants (issue 38): Kafka and Redis
@@ -143,8 +145,8 @@ func kafkaCertify(drift kafkamutants.Drift) start {
 		}
 		return &target.Started{
 			Info:     info,
-			Rules:    func() target.RuleSet { return broker.NewSet(t) },
-			Register: func() { broker.Register(t) },
+			Rules:    func() target.RuleSet { return spec.Collect(broker.Register, t.Target, t.Hooks()) },
+			Register: func() { broker.Register(t.Target, t.Hooks()) },
 			Broker:   t.Open,
 			Stop:     kt.Stop,
 		}, nil
@@ -154,7 +156,7 @@ func kafkaCertify(drift kafkamutants.Drift) start {
 // seedKafka creates s's topic with its declared configs and commits each
 // declared group at offset 0 (the log start: nothing passed over), as a
 // team's pipeline would have them, then applies drift.
-func seedKafka(ctx context.Context, seeds []string, s broker.DeclaredStream, drift kafkamutants.Drift) error {
+func seedKafka(ctx context.Context, seeds []string, s kithooks.DeclaredStream, drift kafkamutants.Drift) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
 		return err
@@ -266,8 +268,8 @@ func redisCertify(drift redismutants.Drift) start {
 		}
 		return &target.Started{
 			Info:     info,
-			Rules:    func() target.RuleSet { return broker.NewSet(t) },
-			Register: func() { broker.Register(t) },
+			Rules:    func() target.RuleSet { return spec.Collect(broker.Register, t.Target, t.Hooks()) },
+			Register: func() { broker.Register(t.Target, t.Hooks()) },
 			Broker:   t.Open,
 			Stop:     rt.Stop,
 		}, nil
@@ -277,7 +279,7 @@ func redisCertify(drift redismutants.Drift) start {
 // seedRedis creates s's stream key with three entries and each declared
 // group at 0, whose declared consumers read one entry (the group's read
 // counter says 1 of 3), then applies drift.
-func seedRedis(ctx context.Context, url string, s broker.DeclaredStream, drift redismutants.Drift) error {
+func seedRedis(ctx context.Context, url string, s kithooks.DeclaredStream, drift redismutants.Drift) error {
 	o, err := goredis.ParseURL(url)
 	if err != nil {
 		return err

@@ -7,10 +7,12 @@ import (
 
 	"github.com/onceproof/tck/adapters/broker/kafka"
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/kithooks"
 	kafkamutants "github.com/onceproof/tck/internal/mutants/kafkamutants"
-	"github.com/onceproof/tck/internal/suites/broker"
+	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
+	"github.com/onceproof/tck/suites/broker"
 )
 
 const kafkaNeeds = "nothing (embedded kfake, an emulator); a Kafka cluster at kafka://[user:password@]host:port[?bootstrap=host:port,...] for a URL; a local image named by " + kafka.ImageEnv + " for =container"
@@ -70,7 +72,7 @@ func kafkaBroker(startKafka func(ctx context.Context, ref target.Ref) (*kafka.Ta
 		t := KafkaBrokerTarget(kt)
 		t.Seed = ref.Opts.Seed
 		cfg := map[string]string{"redeliveryBound": t.Windows.AckWait.String() + " (a bound on a rebalance, not an ack wait)",
-			"totalQueueMessages": fmt.Sprint(broker.DefaultWindows().Messages), "retentions": "limits"}
+			"totalQueueMessages": fmt.Sprint(kithooks.DefaultWindows().Messages), "retentions": "limits"}
 		for k, v := range kt.Config {
 			cfg[k] = v
 		}
@@ -87,8 +89,8 @@ func kafkaBroker(startKafka func(ctx context.Context, ref target.Ref) (*kafka.Ta
 		}
 		return &target.Started{
 			Info:     info,
-			Rules:    func() target.RuleSet { return broker.NewSet(t) },
-			Register: func() { broker.Register(t) },
+			Rules:    func() target.RuleSet { return spec.Collect(broker.Register, t.Target, t.Hooks()) },
+			Register: func() { broker.Register(t.Target, t.Hooks()) },
 			Broker:   t.Open,
 			Stop:     kt.Stop,
 		}, nil
@@ -114,16 +116,15 @@ var kafkaLacks = map[string]string{
 
 // KafkaBrokerTarget is the broker suite's view of a Kafka target, however
 // it was started.
-func KafkaBrokerTarget(kt *kafka.Target) broker.Target {
+func KafkaBrokerTarget(kt *kafka.Target) BrokerBinding {
 	client := kt.Client
-	t := broker.Target{
-		Open:    client.Open,
-		Caps:    kt.Caps,
-		Windows: broker.Windows{AckWait: kafkaRedeliveryBound},
+	t := BrokerBinding{
+		Target: broker.Target{Open: client.Open, Caps: kt.Caps},
+		Broker: kithooks.Broker{Windows: kithooks.Windows{AckWait: kafkaRedeliveryBound}},
 	}
 	t.Private = privateOf(kt.Private)
 	e := kt.Embedded
-	t.LoseProduceReply = func(ctx context.Context, topic string) (mq.Producer, broker.LostReply, error) {
+	t.LoseProduceReply = func(ctx context.Context, topic string) (mq.Producer, kithooks.LostReply, error) {
 		if e == nil {
 			// Any cluster: the reply is swallowed in the kit's own client.
 			d, err := kafka.DropNextProduceReply(ctx, client.Options)

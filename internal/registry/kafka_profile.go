@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/broker/kafka"
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/profile"
-	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
 )
@@ -23,7 +23,7 @@ func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10)
 // by Kafka's names, each left out filled with Kafka's default so that it
 // is compared too. A profile with no Kafka topic gives nil; one with
 // several Kafka brokers is refused.
-func DeclaredKafka(p *profile.Profile, onServer bool) (*broker.Declared, error) {
+func DeclaredKafka(p *profile.Profile, onServer bool) (*kithooks.Declared, error) {
 	var kb []profile.Broker
 	for _, b := range p.Brokers {
 		if b.Kind == profile.KindKafka {
@@ -41,7 +41,7 @@ func DeclaredKafka(p *profile.Profile, onServer bool) (*broker.Declared, error) 
 	if kc == nil {
 		kc = &profile.KafkaBroker{}
 	}
-	d := &broker.Declared{
+	d := &kithooks.Declared{
 		Source: fmt.Sprintf("%s (profile %s, broker %s)", p.File(), p.Name, b.Name), OnServer: onServer,
 		Server: map[string]string{
 			"producer.id.expiration.ms":      ms(cmp.Or(kc.ProducerIDExpiration.D(), profile.KafkaDefaultPIDExpiration)),
@@ -53,7 +53,7 @@ func DeclaredKafka(p *profile.Profile, onServer bool) (*broker.Declared, error) 
 			continue
 		}
 		h, _ := pr.Kafka.Horizon() // the client's own retries: a re-send is a new record
-		d.Producers = append(d.Producers, broker.DeclaredProducer{Name: pr.Name, Stream: pr.Stream, KeepsID: pr.KeepsMessageID, RetryHorizon: h})
+		d.Producers = append(d.Producers, kithooks.DeclaredProducer{Name: pr.Name, Stream: pr.Stream, KeepsID: pr.KeepsMessageID, RetryHorizon: h})
 	}
 	for _, s := range b.Streams {
 		t := s.Kafka
@@ -83,7 +83,7 @@ func DeclaredKafka(p *profile.Profile, onServer bool) (*broker.Declared, error) 
 		if t.Partitions > 0 {
 			set["partitions"] = fmt.Sprint(t.Partitions)
 		}
-		ds := broker.DeclaredStream{ClientSide: true, Noun: "topic", Topic: mq.TopicInfo{Name: s.Name, Settings: set,
+		ds := kithooks.DeclaredStream{ClientSide: true, Noun: "topic", Topic: mq.TopicInfo{Name: s.Name, Settings: set,
 			Config: mq.TopicConfig{Retention: mq.Limits, MaxAge: s.MaxAge.D(), Replicas: s.Replicas}}}
 		for _, c := range s.Consumers {
 			ds.Consumers = append(ds.Consumers, mq.ConsumerInfo{Config: mq.ConsumerConfig{Group: c.Name, AckWait: kafkaRedeliveryBound}})
@@ -97,7 +97,7 @@ func DeclaredKafka(p *profile.Profile, onServer bool) (*broker.Declared, error) 
 // address: BR-6.1 reads the declared topics, groups and broker configs
 // (read only, kafka.Inspect). The kit's own cluster does not hold them: a
 // note says so and nothing is bound.
-func bindKafkaProfile(kt *kafka.Target, ref target.Ref, t *broker.Target, info *target.Info) error {
+func bindKafkaProfile(kt *kafka.Target, ref target.Ref, t *BrokerBinding, info *target.Info) error {
 	p := ref.Opts.Profile
 	if p == nil {
 		return nil

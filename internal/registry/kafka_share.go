@@ -9,10 +9,12 @@ import (
 
 	"github.com/onceproof/tck/adapters/broker/kafka"
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/kithooks"
 	kafkamutants "github.com/onceproof/tck/internal/mutants/kafkamutants"
 	"github.com/onceproof/tck/internal/redact"
-	"github.com/onceproof/tck/internal/suites/broker"
+	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/target"
+	"github.com/onceproof/tck/suites/broker"
 )
 
 const kafkaShareNeeds = "nothing (embedded kfake with share groups, an emulator); a Kafka 4.1+ cluster with share groups enabled at kafka://[user:password@]host:port[?lock=30s&deliveries=5] (lock and deliveries: the group.share.record.lock.duration.ms and group.share.delivery.count.limit the team's groups run with; Kafka's defaults when absent)"
@@ -91,7 +93,7 @@ func kafkaShareBroker(startKafka func(ctx context.Context, ref target.Ref) (*kaf
 		t := KafkaShareBrokerTarget(kt)
 		t.Seed = ref.Opts.Seed
 		cfg := map[string]string{"ackWait": t.Windows.AckWait.String() + " (the acquisition lock)", "maxDeliver": fmt.Sprint(t.Windows.MaxDeliver) + " (the delivery count limit)",
-			"totalQueueMessages": fmt.Sprint(broker.DefaultWindows().Messages), "retentions": "limits"}
+			"totalQueueMessages": fmt.Sprint(kithooks.DefaultWindows().Messages), "retentions": "limits"}
 		for k, v := range kt.Config {
 			cfg[k] = v
 		}
@@ -105,8 +107,8 @@ func kafkaShareBroker(startKafka func(ctx context.Context, ref target.Ref) (*kaf
 		}
 		return &target.Started{
 			Info:     info,
-			Rules:    func() target.RuleSet { return broker.NewSet(t) },
-			Register: func() { broker.Register(t) },
+			Rules:    func() target.RuleSet { return spec.Collect(broker.Register, t.Target, t.Hooks()) },
+			Register: func() { broker.Register(t.Target, t.Hooks()) },
 			Broker:   t.Open,
 			Stop:     kt.Stop,
 		}, nil
@@ -125,13 +127,13 @@ var kafkaShareLacks = map[string]string{
 // KafkaShareBrokerTarget is the broker suite's view of a share-group
 // target: Kafka's, with the lock as the ack wait and the delivery limit as
 // max-deliver.
-func KafkaShareBrokerTarget(kt *kafka.Target) broker.Target {
+func KafkaShareBrokerTarget(kt *kafka.Target) BrokerBinding {
 	t := KafkaBrokerTarget(kt)
 	s := kafka.KitShare
 	if kt.Client.Options.Share != nil {
 		s = *kt.Client.Options.Share
 	}
-	t.Windows = broker.Windows{AckWait: s.LockDuration, MaxDeliver: s.DeliveryLimit, Tolerance: shareTolerance(s.LockDuration)}
+	t.Windows = kithooks.Windows{AckWait: s.LockDuration, MaxDeliver: s.DeliveryLimit, Tolerance: shareTolerance(s.LockDuration)}
 	t.Private = nil
 	t.Lacks = kafkaShareLacks
 	return t

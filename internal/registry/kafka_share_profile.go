@@ -7,7 +7,6 @@ import (
 
 	"github.com/onceproof/tck/adapters/broker/kafka"
 	"github.com/onceproof/tck/internal/profile"
-	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
 )
@@ -68,7 +67,7 @@ func profileShare(p *profile.Profile, s kafka.Share) (kafka.Share, bool) {
 // group.share.delivery.count.limit (Kafka's 30000 and 5 where the profile
 // leaves them out). The kit's own kfake holds none of the team's groups: a
 // note and BR-6.1's reason say so.
-func bindKafkaShareProfile(kt *kafka.Target, ref target.Ref, t *broker.Target, info *target.Info) error {
+func bindKafkaShareProfile(kt *kafka.Target, ref target.Ref, t *BrokerBinding, info *target.Info) error {
 	p := ref.Opts.Profile
 	if p == nil {
 		return nil

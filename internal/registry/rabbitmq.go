@@ -9,10 +9,12 @@ import (
 
 	"github.com/onceproof/tck/adapters/broker/rabbitmq"
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/mutants/rabbitmutants"
-	"github.com/onceproof/tck/internal/suites/broker"
+	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
+	"github.com/onceproof/tck/suites/broker"
 )
 
 // RabbitMQURLEnv names the variable holding the RabbitMQ the RabbitMQ
@@ -65,7 +67,7 @@ func rabbitBrokers() []row {
 func rabbitAt(client rabbitmq.Client) func(ctx context.Context, ref target.Ref) (*rabbitmq.Target, error) {
 	return func(ctx context.Context, ref target.Ref) (*rabbitmq.Target, error) {
 		if ref.Address == "" {
-			return rabbitmq.LocalTarget(ctx, client, broker.DefaultWindows().AckWait)
+			return rabbitmq.LocalTarget(ctx, client, kithooks.DefaultWindows().AckWait)
 		}
 		// The run's material, for an amqps:// address (docs/tls.md).
 		cfg, err := ref.Opts.TLS.Config()
@@ -125,8 +127,8 @@ func rabbitBroker(startRabbit func(ctx context.Context, ref target.Ref) (*rabbit
 		}
 		return &target.Started{
 			Info:     info,
-			Rules:    func() target.RuleSet { return broker.NewSet(t) },
-			Register: func() { broker.Register(t) },
+			Rules:    func() target.RuleSet { return spec.Collect(broker.Register, t.Target, t.Hooks()) },
+			Register: func() { broker.Register(t.Target, t.Hooks()) },
 			Broker:   t.Open,
 			Stop:     rt.Stop,
 		}, nil
@@ -137,12 +139,12 @@ func rabbitBroker(startRabbit func(ctx context.Context, ref target.Ref) (*rabbit
 // that start one themselves bind it with this too. The rules' ack wait is
 // the node's consumer_timeout where the kit set it. A rule that needs a
 // capability RabbitMQ lacks is not-applicable with RabbitMQ's own reason.
-func RabbitBrokerTarget(rt *rabbitmq.Target) broker.Target {
+func RabbitBrokerTarget(rt *rabbitmq.Target) BrokerBinding {
 	client, url := rt.Client, rt.URL
-	t := broker.Target{
+	t := BrokerBinding{Target: broker.Target{
 		Open: func(ctx context.Context) (mq.Broker, error) { return client.Open(ctx, url) },
 		Caps: rt.Caps,
-	}
+	}}
 	if rt.ConsumerTimeout > 0 {
 		t.Windows.AckWait = rt.ConsumerTimeout
 	}
@@ -158,8 +160,8 @@ func RabbitBrokerTarget(rt *rabbitmq.Target) broker.Target {
 }
 
 // rabbitConfig is what the target declares, for the report.
-func rabbitConfig(rt *rabbitmq.Target, t broker.Target) map[string]string {
-	w := broker.DefaultWindows()
+func rabbitConfig(rt *rabbitmq.Target, t BrokerBinding) map[string]string {
+	w := kithooks.DefaultWindows()
 	cfg := map[string]string{
 		"maxDeliver":         fmt.Sprint(w.MaxDeliver),
 		"tolerance":          w.Tolerance.String(),

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/onceproof/tck/adapters/broker/rabbitmq"
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/profile"
-	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
 )
@@ -19,7 +19,7 @@ import (
 // declared version where it changed) so that it is compared too, and the
 // node's consumer_timeout where declared. A profile with no RabbitMQ queue
 // gives nil; one with several RabbitMQ brokers is refused.
-func DeclaredRabbitMQ(p *profile.Profile, onServer bool) (*broker.Declared, error) {
+func DeclaredRabbitMQ(p *profile.Profile, onServer bool) (*kithooks.Declared, error) {
 	var rb []profile.Broker
 	for _, b := range p.Brokers {
 		if b.Kind == profile.KindRabbitMQ {
@@ -37,7 +37,7 @@ func DeclaredRabbitMQ(p *profile.Profile, onServer bool) (*broker.Declared, erro
 	if srv == nil {
 		srv = &profile.RabbitMQServer{}
 	}
-	d := &broker.Declared{Source: fmt.Sprintf("%s (profile %s, broker %s)", p.File(), p.Name, b.Name), OnServer: onServer}
+	d := &kithooks.Declared{Source: fmt.Sprintf("%s (profile %s, broker %s)", p.File(), p.Name, b.Name), OnServer: onServer}
 	// consumer_timeout is compared when declared: RabbitMQ does not report
 	// it, so an undeclared one would only ever be unknown.
 	if srv.ConsumerTimeout > 0 {
@@ -45,11 +45,11 @@ func DeclaredRabbitMQ(p *profile.Profile, onServer bool) (*broker.Declared, erro
 	}
 	for _, pr := range p.Producers {
 		if pr.Broker == b.Name {
-			d.Producers = append(d.Producers, broker.DeclaredProducer{Name: pr.Name, Stream: pr.Stream, KeepsID: pr.KeepsMessageID})
+			d.Producers = append(d.Producers, kithooks.DeclaredProducer{Name: pr.Name, Stream: pr.Stream, KeepsID: pr.KeepsMessageID})
 		}
 	}
 	for _, s := range b.Streams {
-		d.Streams = append(d.Streams, broker.DeclaredStream{ClientSide: true, Noun: "queue",
+		d.Streams = append(d.Streams, kithooks.DeclaredStream{ClientSide: true, Noun: "queue",
 			Topic: mq.TopicInfo{Name: s.Name, Settings: RabbitQueueSettings(s.RabbitMQ, srv.Version), Config: mq.TopicConfig{Retention: mq.Limits}}})
 	}
 	return d, nil
@@ -105,7 +105,7 @@ const inspectRabbitLack = "certification (BR-6.1) reads a team's own RabbitMQ re
 // name the team's server. Without a profile the kit's own server keeps
 // its scratch copy (RabbitBrokerTarget); a server at an address has
 // nothing of the team's to compare, and says so.
-func bindRabbitProfile(rt *rabbitmq.Target, ref target.Ref, t *broker.Target, info *target.Info) error {
+func bindRabbitProfile(rt *rabbitmq.Target, ref target.Ref, t *BrokerBinding, info *target.Info) error {
 	own := ref.Address == ""
 	p := ref.Opts.Profile
 	lacks := map[string]string{}

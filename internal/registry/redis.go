@@ -7,10 +7,12 @@ import (
 	"os"
 
 	"github.com/onceproof/tck/adapters/broker/redis"
+	"github.com/onceproof/tck/internal/kithooks"
 	redismutants "github.com/onceproof/tck/internal/mutants/redismutants"
-	"github.com/onceproof/tck/internal/suites/broker"
+	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
+	"github.com/onceproof/tck/suites/broker"
 )
 
 // RedisURLEnv names the variable holding the Redis server the Redis
@@ -111,8 +113,8 @@ func redisBroker(startRedis func(ctx context.Context, ref target.Ref) (*redis.Ta
 		}
 		return &target.Started{
 			Info:     info,
-			Rules:    func() target.RuleSet { return broker.NewSet(t) },
-			Register: func() { broker.Register(t) },
+			Rules:    func() target.RuleSet { return spec.Collect(broker.Register, t.Target, t.Hooks()) },
+			Register: func() { broker.Register(t.Target, t.Hooks()) },
 			Broker:   t.Open,
 			Stop:     rt.Stop,
 		}, nil
@@ -122,12 +124,12 @@ func redisBroker(startRedis func(ctx context.Context, ref target.Ref) (*redis.Ta
 // RedisBrokerTarget is the broker suite's view of a Redis target; tests
 // that start one themselves bind it with this too. A rule that needs a
 // capability Redis lacks is not-applicable with Redis's own reason.
-func RedisBrokerTarget(rt *redis.Target) broker.Target {
+func RedisBrokerTarget(rt *redis.Target) BrokerBinding {
 	client, url := rt.Client, rt.URL
-	t := broker.Target{
+	t := BrokerBinding{Target: broker.Target{
 		Open: func(ctx context.Context) (mq.Broker, error) { return client.Open(ctx, url) },
 		Caps: rt.Caps,
-	}
+	}}
 	t.Private = privateOf(rt.Private)
 	t.Lacks = rt.Lacks
 	return t
@@ -135,7 +137,7 @@ func RedisBrokerTarget(rt *redis.Target) broker.Target {
 
 // redisConfig is what the target declares and the server is set to.
 func redisConfig(rt *redis.Target) map[string]string {
-	c, w := rt.Caps, broker.DefaultWindows()
+	c, w := rt.Caps, kithooks.DefaultWindows()
 	cfg := map[string]string{
 		"dedupeWindow":       c.DedupeWindow.String(),
 		"ackWait":            w.AckWait.String() + " (XAUTOCLAIM min-idle-time)",

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/onceproof/tck/adapters/broker/redis"
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/profile"
-	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
 )
@@ -19,7 +19,7 @@ import (
 // compared too. A profile with no Redis stream gives nil (nothing to
 // certify: the run uses the kit's settings); one with several Redis
 // brokers is refused.
-func DeclaredRedis(p *profile.Profile, onServer bool) (*broker.Declared, error) {
+func DeclaredRedis(p *profile.Profile, onServer bool) (*kithooks.Declared, error) {
 	var rb []profile.Broker
 	for _, b := range p.Brokers {
 		if b.Kind == profile.KindRedis {
@@ -41,7 +41,7 @@ func DeclaredRedis(p *profile.Profile, onServer bool) (*broker.Declared, error) 
 	if srv.AppendOnly {
 		ao = "yes"
 	}
-	d := &broker.Declared{
+	d := &kithooks.Declared{
 		Source: fmt.Sprintf("%s (profile %s, broker %s)", p.File(), p.Name, b.Name), OnServer: onServer,
 		Server: map[string]string{
 			"appendonly":       ao,
@@ -53,17 +53,17 @@ func DeclaredRedis(p *profile.Profile, onServer bool) (*broker.Declared, error) 
 	}
 	for _, pr := range p.Producers {
 		if pr.Broker == b.Name {
-			d.Producers = append(d.Producers, broker.DeclaredProducer{Name: pr.Name, Stream: pr.Stream, KeepsID: pr.KeepsMessageID})
+			d.Producers = append(d.Producers, kithooks.DeclaredProducer{Name: pr.Name, Stream: pr.Stream, KeepsID: pr.KeepsMessageID})
 		}
 	}
-	kit := broker.DefaultWindows()
+	kit := kithooks.DefaultWindows()
 	for _, s := range b.Streams {
 		var groups []string
 		for _, c := range s.Consumers {
 			groups = append(groups, c.Name)
 		}
 		sort.Strings(groups)
-		ds := broker.DeclaredStream{ClientSide: true, Topic: mq.TopicInfo{Name: s.Name, Settings: map[string]string{
+		ds := kithooks.DeclaredStream{ClientSide: true, Topic: mq.TopicInfo{Name: s.Name, Settings: map[string]string{
 			"type": "stream", "groups": strings.Join(groups, ", "), "ttl": "none",
 		}}}
 		if s.Redis != nil && s.Redis.Trim != "" {
@@ -96,7 +96,7 @@ func DeclaredRedis(p *profile.Profile, onServer bool) (*broker.Declared, error) 
 // (read only, redis.Inspect) and the timed rules run on scratch keys at
 // the declared claim time. On a server of the kit's own the declared keys
 // are not there: a note says so and nothing is bound.
-func bindRedisProfile(rt *redis.Target, ref target.Ref, t *broker.Target, info *target.Info) error {
+func bindRedisProfile(rt *redis.Target, ref target.Ref, t *BrokerBinding, info *target.Info) error {
 	p := ref.Opts.Profile
 	if p == nil {
 		return nil

@@ -32,7 +32,6 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/internal/spec"
-	kit "github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -71,22 +70,6 @@ type Target struct {
 	// long is left.
 	Progress func(line string)
 }
-
-// kit is the suite's whole target with only the author's fields set.
-func (t Target) kit() kit.Target {
-	return kit.Target{
-		Open:          kit.Factory(t.Open),
-		Caps:          t.Caps,
-		Budget:        t.Budget,
-		Timeout:       t.Timeout,
-		Seed:          t.Seed,
-		Lacks:         t.Lacks,
-		NotApplicable: t.NotApplicable,
-		Progress:      t.Progress,
-	}
-}
-
-func newSet(t Target, _ spec.Option) *spec.Set { return kit.NewSet(t.kit()) }
 
 // Check runs every BR rule against target as a subtest of t named by its id,
 // so `go test -run 'TestMyBroker/BR-2.1'` runs one rule. A fail or unknown

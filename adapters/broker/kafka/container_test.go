@@ -11,9 +11,9 @@ import (
 	"github.com/onceproof/tck/internal/containers"
 	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/runner"
-	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
+	"github.com/onceproof/tck/suites/broker"
 )
 
 // startContainer starts broker/kafka=container through the registry, as
@@ -102,7 +102,8 @@ func TestContainerCheck(t *testing.T) {
 			t.Errorf("stop: %v", err)
 		}
 	})
-	broker.Check(t, registry.KafkaBrokerTarget(kt))
+	tg := registry.KafkaBrokerTarget(kt)
+	broker.Check(t, tg.Target, tg.Hooks())
 }
 
 // An image that is not on the host is an unavailable target in one line:

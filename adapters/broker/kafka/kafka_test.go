@@ -17,9 +17,9 @@ import (
 	"github.com/onceproof/tck/adapters/broker/kafka"
 	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/runner"
-	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
+	"github.com/onceproof/tck/suites/broker"
 )
 
 // TestEmbedded runs every BR rule against an embedded kfake cluster: the
@@ -31,7 +31,8 @@ func TestEmbedded(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = kt.Stop() })
-	broker.Check(t, registry.KafkaBrokerTarget(kt))
+	tg := registry.KafkaBrokerTarget(kt)
+	broker.Check(t, tg.Target, tg.Hooks())
 }
 
 // start starts broker/kafka at addr as the CLI does.
@@ -162,7 +163,8 @@ func TestExternal(t *testing.T) {
 			t.Errorf("left behind on the cluster: %v", names)
 		}
 	})
-	broker.Check(t, registry.KafkaBrokerTarget(kt))
+	tg := registry.KafkaBrokerTarget(kt)
+	broker.Check(t, tg.Target, tg.Hooks())
 }
 
 func TestParseURL(t *testing.T) {
@@ -203,7 +205,7 @@ func TestExternalLostReply(t *testing.T) {
 			t.Fatal(err)
 		}
 		tg := registry.KafkaBrokerTarget(kt)
-		res := runner.Run("broker/kafka", func() { broker.Register(tg) }, runner.Options{Rules: []string{"BR-5.1"}})
+		res := runner.Run("broker/kafka", func() { broker.Register(tg.Target, tg.Hooks()) }, runner.Options{Rules: []string{"BR-5.1"}})
 		for _, r := range res {
 			if r.Rule != "BR-5.1" {
 				continue

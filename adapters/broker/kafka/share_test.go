@@ -9,10 +9,10 @@ import (
 
 	"github.com/onceproof/tck/adapters/broker/kafka"
 	"github.com/onceproof/tck/internal/registry"
-	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
+	"github.com/onceproof/tck/suites/broker"
 )
 
 // shareNext fetches until a delivery comes or the wait ends.
@@ -111,7 +111,8 @@ func TestShareEmbedded(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = kt.Stop() })
-	broker.Check(t, registry.KafkaShareBrokerTarget(kt))
+	tg := registry.KafkaShareBrokerTarget(kt)
+	broker.Check(t, tg.Target, tg.Hooks())
 }
 
 // TestShareAtAddress: broker/kafka-share at a kafka:// address whose groups

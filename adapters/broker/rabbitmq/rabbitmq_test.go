@@ -12,8 +12,8 @@ import (
 	"github.com/onceproof/tck/internal/leftovers"
 	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/runner/runnertest"
-	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/mq"
+	"github.com/onceproof/tck/suites/broker"
 )
 
 // needServer skips, saying why, when no rabbitmq-server is on PATH; with
@@ -59,7 +59,7 @@ func TestLocalServerPassesBrokerSuite(t *testing.T) {
 	tg := registry.RabbitBrokerTarget(rt)
 	// As tck run runs it, an undecided rule once more (a loaded host can
 	// take longer than BR-3.1's deadline to restart a rule's own server).
-	runnertest.Passes(t, "broker/rabbitmq", func() { broker.Register(tg) })
+	runnertest.Passes(t, "broker/rabbitmq", func() { broker.Register(tg.Target, tg.Hooks()) })
 	if err := rt.Stop(); err != nil {
 		t.Errorf("stop: %v", err)
 	}

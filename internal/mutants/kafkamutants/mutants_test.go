@@ -11,8 +11,8 @@ import (
 	"github.com/onceproof/tck/internal/mutants/kafkamutants"
 	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/runner/runnertest"
-	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/verdict"
+	"github.com/onceproof/tck/suites/broker"
 )
 
 // run starts an embedded kfake target reached through client and runs the
@@ -27,7 +27,7 @@ func run(t *testing.T, name string, client kafka.Client, mustFail []string, only
 	}
 	defer kt.Stop()
 	tg := registry.KafkaBrokerTarget(kt)
-	return runnertest.Killed(name, func() { broker.Register(tg) }, only, mustFail, t.Logf)
+	return runnertest.Killed(name, func() { broker.Register(tg.Target, tg.Hooks()) }, only, mustFail, t.Logf)
 }
 
 // TestMutants: the reference passes every BR rule that applies to Kafka,
@@ -92,7 +92,7 @@ func runShare(t *testing.T, name string, client kafka.Client, mustFail []string,
 	}
 	defer kt.Stop()
 	tg := registry.KafkaShareBrokerTarget(kt)
-	return runnertest.Killed(name, func() { broker.Register(tg) }, only, mustFail, t.Logf)
+	return runnertest.Killed(name, func() { broker.Register(tg.Target, tg.Hooks()) }, only, mustFail, t.Logf)
 }
 
 // TestShareMutants: the share-group reference passes the BR-9 rules, each

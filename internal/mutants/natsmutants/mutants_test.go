@@ -13,8 +13,8 @@ import (
 	"github.com/onceproof/tck/internal/containers"
 	"github.com/onceproof/tck/internal/mutants/natsmutants"
 	"github.com/onceproof/tck/internal/runner/runnertest"
-	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/verdict"
+	"github.com/onceproof/tck/suites/broker"
 )
 
 // run starts an embedded NATS target reached through client and runs the
@@ -29,7 +29,7 @@ func run(t *testing.T, name string, client nats.Client, mustFail []string, only 
 	}
 	defer nt.Stop()
 	tg := registry.BrokerTarget(nt)
-	return runnertest.Killed(name, func() { broker.Register(tg) }, only, mustFail, t.Logf)
+	return runnertest.Killed(name, func() { broker.Register(tg.Target, tg.Hooks()) }, only, mustFail, t.Logf)
 }
 
 // TestMutants runs the reference and every broker mutant through the suite
@@ -154,7 +154,7 @@ func TestBatchRulesOnContainers(t *testing.T) {
 			}
 			defer nt.Stop()
 			tg := registry.BrokerTarget(nt)
-			res := runnertest.Killed(c.name, func() { broker.Register(tg) }, batch, nil, t.Logf)
+			res := runnertest.Killed(c.name, func() { broker.Register(tg.Target, tg.Hooks()) }, batch, nil, t.Logf)
 			for _, id := range batch {
 				r, ok := res[id]
 				if !ok {

@@ -9,14 +9,15 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/internal/history"
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/mq"
 )
 
-// RestartFactor is BR-1.7's margin over one measured restart when it
+// restartFactor is BR-1.7's margin over one measured restart when it
 // chooses its test window: restarts vary (a container's took 1.5-2.1 s in
 // a row), and the retry also waits for a publish and a consume.
-const RestartFactor = 3.0
+const restartFactor = 3.0
 
 // durableBatch is how many acknowledged publishes BR-3.1 checks per restart.
 const durableBatch = 100
@@ -29,7 +30,7 @@ const durableBatch = 100
 const ownServerSetUp = 2 * time.Minute
 
 func registerDurability(p *plan) {
-	none := func(Windows, mq.Capabilities) time.Duration { return 0 }
+	none := func(kithooks.Windows, mq.Capabilities) time.Duration { return 0 }
 	if p.set.SetUp == nil {
 		p.set.SetUp = map[string]time.Duration{}
 	}
@@ -41,8 +42,8 @@ func registerDurability(p *plan) {
 // private starts the rule's own server and opens a handle on it.
 // Starting it, opening a handle on it and restarting it are the kit's
 // set-up: their errors make the rule unknown (see setupError).
-func (f *fixture) private() (Server, mq.Broker, error) {
-	var srv Server
+func (f *fixture) private() (kithooks.Server, mq.Broker, error) {
+	var srv kithooks.Server
 	if err := f.kitStep("start-server", "a broker of the rule's own", func() (err error) {
 		srv, err = f.t.Private(f.ctx)
 		return err
@@ -64,7 +65,7 @@ func (f *fixture) private() (Server, mq.Broker, error) {
 // restart restarts the rule's own server and returns how long it took. An
 // unsupported kind is returned as is (wrapping mq.ErrUnsupported), any
 // other failure as the kit's (setupError).
-func (f *fixture) restart(srv Server, how Restart) (time.Duration, error) {
+func (f *fixture) restart(srv kithooks.Server, how kithooks.Restart) (time.Duration, error) {
 	t0 := time.Now()
 	var unsupported error
 	err := f.kitStep("restart", string(how)+" restart of the rule's own server", func() error {
@@ -86,7 +87,7 @@ func (f *fixture) restart(srv Server, how Restart) (time.Duration, error) {
 //
 // The retry must come inside the window, and a restart can take seconds (a
 // container: 1.5-2.1 s), so the window is chosen, not fixed: the run's
-// Windows.RestartWindow when set, else max(declared window, RestartFactor x
+// Windows.RestartWindow when set, else max(declared window, restartFactor x
 // one restart of the rule's own server measured first, on an empty
 // server). The evidence gives the figures and which choice was made.
 func dedupeAfterRestart(f *fixture) judge {
@@ -98,13 +99,13 @@ func dedupeAfterRestart(f *fixture) judge {
 	}
 	W, why := f.w.RestartWindow, "set by the run (Windows.RestartWindow)"
 	if W <= 0 {
-		d, err := f.restart(srv, Graceful)
+		d, err := f.restart(srv, kithooks.Graceful)
 		if err != nil {
 			return f.failed(err, "measuring one restart of the rule's own server, to choose the window")
 		}
 		f.ev.Figure("measured restart (before the test)", d.Seconds(), "s")
-		W = max(window(f.t.Caps), time.Duration(RestartFactor*float64(d)).Round(100*time.Millisecond))
-		why = fmt.Sprintf("max(declared window %s, %g x measured restart %.2fs)", window(f.t.Caps), RestartFactor, d.Seconds())
+		W = max(window(f.t.Caps), time.Duration(restartFactor*float64(d)).Round(100*time.Millisecond))
+		why = fmt.Sprintf("max(declared window %s, %g x measured restart %.2fs)", window(f.t.Caps), restartFactor, d.Seconds())
 	}
 	f.ev.Figure("chosen window", W.Seconds(), "s")
 	f.ev.Notef("test window %s: %s", W, why)
@@ -147,7 +148,7 @@ func dedupeAfterRestart(f *fixture) judge {
 			_ = c.Close()
 		}
 	}
-	took, err := f.restart(srv, Graceful)
+	took, err := f.restart(srv, kithooks.Graceful)
 	if err != nil {
 		return f.failed(err, "restarting the broker")
 	}
@@ -225,7 +226,7 @@ func survivesRestart(f *fixture) judge {
 	// history a failure's smallest history is cut from.
 	pubs := history.New()
 	type round struct {
-		how     Restart
+		how     kithooks.Restart
 		acked   []string
 		missing []string
 		err     error
@@ -234,7 +235,7 @@ func survivesRestart(f *fixture) judge {
 		pubErr  error // the publish that ended the batch early
 	}
 	var rounds []*round
-	for _, how := range []Restart{Graceful, Abrupt} {
+	for _, how := range []kithooks.Restart{kithooks.Graceful, kithooks.Abrupt} {
 		rd := &round{how: how}
 		rounds = append(rounds, rd)
 		for i := 0; i < durableBatch; i++ {

@@ -10,6 +10,7 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/internal/faultproxy"
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/mq"
 )
@@ -33,7 +34,7 @@ const batchLacks = "the broker has no atomic batch publish the kit can drive (mq
 // absent or false): such a pipeline publishes no atomic batch, and its
 // server would refuse one. A declaration without the setting (another
 // broker) changes nothing.
-func (d *Declared) batchesDeclared(t Target) Target {
+func batchesDeclared(d *kithooks.Declared, t target) target {
 	said := false
 	for _, s := range d.Streams {
 		switch s.Topic.Settings["allow_atomic"] {
@@ -70,9 +71,9 @@ const batchAbandonWait = 10 * time.Second
 const batchWindow = time.Minute
 
 func registerBatch(p *plan) {
-	zero := func(Windows, mq.Capabilities) time.Duration { return 0 }
+	zero := func(kithooks.Windows, mq.Capabilities) time.Duration { return 0 }
 	p.set.Background("BR-8.1", p.workload("BR-8.1", zero, batchWholeOnce))
-	p.set.Background("BR-8.2", p.workload("BR-8.2", func(w Windows, _ mq.Capabilities) time.Duration { return batchAbandonWait + w.Tolerance }, batchAbandoned))
+	p.set.Background("BR-8.2", p.workload("BR-8.2", func(w kithooks.Windows, _ mq.Capabilities) time.Duration { return batchAbandonWait + w.Tolerance }, batchAbandoned))
 	p.set.Background("BR-8.3", p.workload("BR-8.3", zero, batchLimit))
 }
 

@@ -6,72 +6,34 @@ import (
 	"math/rand/v2"
 	"runtime/debug"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/stall"
 	"github.com/onceproof/tck/mq"
 )
 
-// Check runs every BR rule against target as a subtest of t named by its id,
-// so `go test -run 'TestMyBroker/BR-2.1'` runs one rule. A fail or unknown
-// verdict fails the subtest with its reason; not-applicable and skipped
-// verdicts skip it with theirs. The subtests run in parallel, each starting
-// its own workload, so the rules' waits overlap. Check touches no Ginkgo
-// state.
-//
-// With the environment variable TCK_REPORT_DIR set (or the ReportTo
-// option) it also writes the report bundle `tck run` writes (results.json,
-// report.md, report.html, junit.xml, histories) into that folder; every
-// Check and Register of one test binary goes into the one report there.
-func Check(t *testing.T, target Target, opts ...Option) {
-	t.Helper()
-	spec.Entry[Target](newSet).Check(t, target, opts...)
+// target is what the rules run against: the author's Target and the kit's
+// hooks, which reach the rules through the options (spec.With; zero
+// under an author's Check or Register).
+type target struct {
+	Target
+	kithooks.Broker
+	// dedupeNote says where Windows.DedupeWindow came from, or why the
+	// server's window could not be read (then the declared one is used).
+	dedupeNote string
 }
 
-// Option tunes Check and Register.
-type Option = spec.Option
-
-// RegisterOption is the name Register's options had first.
-type RegisterOption = Option
-
-// ReportTo writes the report bundle of Check or Register into dir, as the
-// environment variable TCK_REPORT_DIR does without a code change. The
-// folder must be new, empty or one the kit wrote before (it is cleared
-// first); every Check and Register of one test binary adds to one report
-// in it.
-func ReportTo(dir string) Option { return spec.ReportTo(dir) }
-
-// UnknownIsSkip makes Check and Register report an undecided rule as a
-// skip instead of a failure. The verdict stays unknown in a report; without
-// this option an undecided rule fails the author's test.
-func UnknownIsSkip() Option { return spec.UnknownIsSkip() }
-
-// Register registers every BR rule against target as Ginkgo specs, one It
-// per rule labelled with its id, "broker" and its level. Call it inside a
-// Ginkgo suite, before RunSpecs, once per target.
-//
-// The first rule to run starts the workload of every rule the label filter
-// selected, each in its own goroutine on its own topics, so the waits
-// overlap; each spec then waits for its own workload and judges it. A rule
-// that was filtered out, or needs a capability the target lacks, starts
-// nothing. After the last rule, anything still running is stopped.
-//
-// TCK_REPORT_DIR (or ReportTo) writes the report bundle as Check does,
-// after each rule, the target named by the containers around the call.
-func Register(target Target, opts ...RegisterOption) {
-	spec.Entry[Target](newSet).Register(target, opts...)
-}
-
-// newSet builds the suite's rules against t: the one set both entry points
-// run.
-func newSet(t Target, _ spec.Option) *spec.Set {
+// newSet builds the suite's rules against the author's target and the
+// kit's hooks among o: the one set both entry points run.
+func newSet(author Target, o spec.Option) *spec.Set {
+	t := target{Target: author, Broker: spec.HooksOf[kithooks.Broker](o)}
 	if t.Declared != nil {
-		t = t.Declared.apply(t)
+		t = applyDeclared(t)
 	}
-	t.Windows = t.Windows.withDefaults()
+	t.Windows = t.Windows.WithDefaults()
 	if t.Budget <= 0 {
 		t.Budget = 60 * time.Second
 	}
@@ -115,7 +77,7 @@ func newSet(t Target, _ spec.Option) *spec.Set {
 }
 
 // capsOf maps what the target declares to catalog capabilities.
-func capsOf(t Target) []catalog.Capability {
+func capsOf(t target) []catalog.Capability {
 	c := t.Caps
 	var out []catalog.Capability
 	add := func(ok bool, cp catalog.Capability) {
@@ -153,7 +115,7 @@ type (
 // plan is the suite's context over one set of rules: every workload's
 // context derives from it, and the set's finish cancels it.
 type plan struct {
-	t      Target
+	t      target
 	set    *spec.Set
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -168,7 +130,7 @@ type plan struct {
 // workload is rule id's spec.Workload: wait is its waiting by definition
 // (the denominator of the overhead ratio), work what runs in the
 // background on a fixture of its own.
-func (p *plan) workload(id string, wait func(w Windows, c mq.Capabilities) time.Duration, work workload) spec.Workload {
+func (p *plan) workload(id string, wait func(w kithooks.Windows, c mq.Capabilities) time.Duration, work workload) spec.Workload {
 	waits := func() time.Duration {
 		p.readLive()
 		return wait(p.t.Windows, p.t.Caps)
@@ -213,18 +175,18 @@ func (p *plan) readLive() {
 		defer cancel()
 		in, err := p.t.Inspect(ctx)
 		if err != nil {
-			p.t.Windows.dedupeNote = fmt.Sprintf("the server's window of stream %s could not be read (%v): the scratch topic has the declared window", name, err)
+			p.t.dedupeNote = fmt.Sprintf("the server's window of stream %s could not be read (%v): the scratch topic has the declared window", name, err)
 			return
 		}
 		defer in.Close()
 		ti, err := in.Topic(ctx, name)
 		if err != nil {
-			p.t.Windows.dedupeNote = fmt.Sprintf("the server's window of stream %s could not be read (%v): the scratch topic has the declared window", name, err)
+			p.t.dedupeNote = fmt.Sprintf("the server's window of stream %s could not be read (%v): the scratch topic has the declared window", name, err)
 			return
 		}
 		if w := ti.Config.DedupeWindow; w > 0 && w != p.t.Caps.DedupeWindow {
 			p.t.Windows.DedupeWindow = w
-			p.t.Windows.dedupeNote = fmt.Sprintf("the team's stream %s has a de-dupe window of %s on the server, not the declared %s: the scratch topic was created with the server's window and judged against the declaration", name, w, p.t.Caps.DedupeWindow)
+			p.t.dedupeNote = fmt.Sprintf("the team's stream %s has a de-dupe window of %s on the server, not the declared %s: the scratch topic was created with the server's window and judged against the declaration", name, w, p.t.Caps.DedupeWindow)
 		}
 	})
 }
@@ -264,6 +226,23 @@ func (p *plan) start(id string, work workload) spec.Job {
 	return spec.Job{Judged: judged, End: f.end, Stop: f.stop}
 }
 
+// ageTooShort: a max age under what a rule may hold a message (its judge
+// reads back after the run's waits, up to the run's limit) would expire the
+// rules' messages before they are judged; the timed rules' scratch topics
+// then keep messages without an age limit (BR-6.1's copy keeps the age).
+func ageTooShort(w kithooks.Windows, budget time.Duration) bool {
+	return w.MaxAge > 0 && w.MaxAge < budget+time.Minute
+}
+
+// firstRedelivery is when an unacked first delivery comes back: the first
+// back-off step, else the ack wait.
+func firstRedelivery(w kithooks.Windows) time.Duration {
+	if len(w.Backoff) > 0 {
+		return w.Backoff[0]
+	}
+	return w.AckWait
+}
+
 // runSafely runs a workload; a panic in it (the target's code panicked)
 // becomes a judge that panics the same way in the spec, so the verdict is
 // the one a panicking body gets.
@@ -282,7 +261,3 @@ func runSafely(f *fixture, work workload) (j judge) {
 	}
 	return f.stallAware(work(f))
 }
-
-// NewSet is newSet for the public suites/broker, whose Check and Register
-// pass it to spec.Entry themselves so Ginkgo's locations stay the author's.
-func NewSet(t Target) *spec.Set { return newSet(t, spec.Option{}) }

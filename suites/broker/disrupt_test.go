@@ -9,15 +9,17 @@ import (
 	"testing"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
+	"github.com/onceproof/tck/internal/kithooks"
+	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/runner"
-	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/verdict"
+	"github.com/onceproof/tck/suites/broker"
 )
 
 // queueRun runs BR-2.9 alone against tg through Register.
-func queueRun(t *testing.T, tg broker.Target, opts ...broker.RegisterOption) verdict.Result {
+func queueRun(t *testing.T, tg registry.BrokerBinding, opts ...broker.Option) verdict.Result {
 	t.Helper()
-	res := runner.Run("broker/nats", func() { broker.Register(tg, opts...) }, runner.Options{Rules: []string{"BR-2.9"}})
+	res := runner.Run("broker/nats", func() { broker.Register(tg.Target, append([]broker.Option{tg.Hooks()}, opts...)...) }, runner.Options{Rules: []string{"BR-2.9"}})
 	i := slices.IndexFunc(res, func(r verdict.Result) bool { return r.Rule == "BR-2.9" })
 	if i < 0 {
 		t.Fatalf("no BR-2.9 in %+v", res)
@@ -41,17 +43,17 @@ func figure(r verdict.Result, name string) (any, bool) {
 // evidence.
 func TestDisruptVerdicts(t *testing.T) {
 	tg := embedded(t, nats.Client{})
-	tg.Windows = broker.Windows{Messages: 60}
+	tg.Windows = kithooks.Windows{Messages: 60}
 	for _, tc := range []struct {
 		name string
 		err  error
 		want verdict.Verdict
 	}{
-		{"violation", fmt.Errorf("%w: two copies of a retried id", broker.ErrViolation), verdict.Fail},
+		{"violation", fmt.Errorf("%w: two copies of a retried id", kithooks.ErrViolation), verdict.Fail},
 		{"not applied", errors.New("no leader to kill"), verdict.Unknown},
 		{"clean", nil, verdict.Pass},
 	} {
-		tg.Disrupt = func(ctx context.Context, rule, topic string, log broker.Log) error {
+		tg.Disrupt = func(ctx context.Context, rule, topic string, log verdict.Log) error {
 			log.Step("nemesis", "kill", "n1", nil)
 			log.Step("nemesis", "restart", "n1", errors.New("refused"))
 			log.Note("observer", "leader", topic, "n1 -> n2")
@@ -88,9 +90,9 @@ func TestDisruptVerdicts(t *testing.T) {
 // without the opt-out (the opt-out only makes it a Ginkgo skip).
 func TestUnknownIsSkip(t *testing.T) {
 	tg := embedded(t, nats.Client{})
-	tg.Windows = broker.Windows{Messages: 30}
-	tg.Disrupt = func(context.Context, string, string, broker.Log) error { return errors.New("no leader to kill") }
-	for _, opts := range [][]broker.RegisterOption{nil, {broker.UnknownIsSkip()}} {
+	tg.Windows = kithooks.Windows{Messages: 30}
+	tg.Disrupt = func(context.Context, string, string, verdict.Log) error { return errors.New("no leader to kill") }
+	for _, opts := range [][]broker.Option{nil, {broker.UnknownIsSkip()}} {
 		if r := queueRun(t, tg, opts...); r.Verdict != verdict.Unknown {
 			t.Errorf("options %v: BR-2.9 %s (%s), want unknown", opts, r.Verdict, r.Reason)
 		}
@@ -101,7 +103,7 @@ func TestUnknownIsSkip(t *testing.T) {
 // one it picked (a number that survives a JSON round trip).
 func TestSeed(t *testing.T) {
 	tg := embedded(t, nats.Client{})
-	tg.Windows = broker.Windows{Messages: 30}
+	tg.Windows = kithooks.Windows{Messages: 30}
 	tg.Seed = 42
 	if v, _ := figure(queueRun(t, tg), "seed"); v != int64(42) {
 		t.Errorf("seed figure %v (%T), want 42", v, v)

@@ -1,18 +1,4 @@
-// Package broker is the BR rules behind the public suites/broker, with the
-// whole Target the kit's own adapters fill (fault proxy, private servers,
-// disruptions, lost replies, inspectors, a declared profile). An outside
-// author uses suites/broker; internal/registry and the kit's tests use this.
-//
-// Every rule creates its own topics and consumer groups, named after the rule
-// and a nonce, and deletes them afterwards, so a shared server needs no
-// cleaning and is otherwise untouched.
-//
-// Most rules must wait (a window to pass, an ack wait to end). The waits are
-// independent, so they overlap: under Register the first rule to run starts
-// the workload of every rule the label filter selected, each on its own
-// topics, and each spec then awaits and judges its own; under Check the rules
-// run as parallel subtests, each starting its own workload.
-package broker
+package kithooks
 
 import (
 	"context"
@@ -23,16 +9,9 @@ import (
 	"github.com/onceproof/tck/mq"
 )
 
-// Factory opens a handle on the broker under test. Handles opened by one
-// factory see the same topics.
-type Factory func(ctx context.Context) (mq.Broker, error)
-
-// Target is the broker under test and what the kit may do to it.
-type Target struct {
-	// Open opens a handle on the broker; each rule opens its own.
-	Open Factory
-	// Caps is what the broker declares (normally Open(...).Capabilities()).
-	Caps mq.Capabilities
+// Broker is the kit's hooks for the broker suite: what the kit may do to
+// the broker under test beyond the author's suites/broker.Target.
+type Broker struct {
 	// Fault, when set, lets the kit put a fault proxy between a client and
 	// the broker (BR-1.6).
 	Fault *Fault
@@ -41,16 +20,6 @@ type Target struct {
 	Private func(ctx context.Context) (Server, error)
 	// Windows are the test windows; zero values take the defaults.
 	Windows Windows
-	// Budget is the run's time budget: a rule whose declared window does not
-	// fit in it is skipped with that reason, never shortened (default 60s).
-	Budget time.Duration
-	// Timeout bounds each rule (default: Budget plus a margin).
-	Timeout time.Duration
-	// Seed seeds the random choices of the randomized rules (BR-2.9: which
-	// deliveries are nak'd and where members crash). 0 picks one. Either way
-	// the seed is the figure "seed" in those rules' evidence, and a run with
-	// the same seed makes the same random choices.
-	Seed int64
 	// Disrupt, when set, is a fault the target injects during BR-2.9 (a
 	// cluster target kills and restarts the stream leader). The workload
 	// calls it once, in its own goroutine, after a third of its publishes
@@ -63,17 +32,7 @@ type Target struct {
 	// across the fault): the rule fails with it.
 	//
 	// BR-3.1's fault is the restart of the rule's own server (Private).
-	Disrupt func(ctx context.Context, rule, topic string, log Log) error
-	// Lacks gives, for a capability the broker does not have, the broker's
-	// own reason, keyed by the capability's name as the catalog spells it
-	// (docs/RULES.md, "needs"): every rule needing it is not-applicable with
-	// that reason.
-	Lacks map[string]string
-	// NotApplicable lists rules this target cannot run for a reason other
-	// than a capability (a target that runs some rules only), each with the
-	// reason; they are reported not-applicable with it and start no
-	// workload.
-	NotApplicable map[string]string
+	Disrupt func(ctx context.Context, rule, topic string, log verdict.Log) error
 	// LoseProduceReply, when set, starts a producer session whose next
 	// produce to topic the broker stores while its reply is lost, so the
 	// client retries (BR-5.1; Kafka: kfake's request controls embedded, the
@@ -86,22 +45,13 @@ type Target struct {
 	// Declared, when set, is a team's configuration to certify (tck run
 	// --profile): BR-6.1 compares it with the server's, and the other rules
 	// run on scratch topics with its settings at their real durations (see
-	// Declared). A rule whose wait by definition exceeds Budget is then
-	// unknown, naming the wait and the limit, never skipped or shortened.
+	// Declared). A rule whose wait by definition exceeds the Target's Budget
+	// is then unknown, naming the wait and the limit, never skipped or
+	// shortened.
 	Declared *Declared
-	// Progress, when set, receives a line now and then while rules wait
-	// longer than a few seconds: which rules are waiting and about how
-	// long is left.
-	Progress func(line string)
 }
 
-// Log is where a fault writes what it did while a rule ran: Step (a step on
-// the rule's timeline, failed when err is not nil), Note (an informational
-// step), Figure (a measured value in the evidence) and Notef (a line of
-// explanation). Every suite's and adapter's fault takes this one interface.
-type Log = verdict.Log
-
-// ErrViolation marks an error of Target.Disrupt that is a breach of the
+// ErrViolation marks an error of Broker.Disrupt that is a breach of the
 // rule seen while the fault ran, not a fault that failed to apply.
 var ErrViolation = errors.New("violation seen during the fault")
 
@@ -156,7 +106,7 @@ type Windows struct {
 	Messages int
 	// RestartWindow is the de-dupe window BR-1.7 tests across a restart of
 	// the rule's own server. 0 (the default) chooses it from a restart
-	// measured first: max(declared window, RestartFactor x that restart).
+	// measured first: max(declared window, 3 x that restart).
 	RestartWindow time.Duration
 	// Backoff is the consumers' back-off list (nil: none): the wait after
 	// delivery k is Backoff[min(k-1, len-1)], and it overrides AckWait.
@@ -174,29 +124,10 @@ type Windows struct {
 	// the window the team's stream really has there, so the BR-1 rules
 	// measure the real behaviour and judge it against the declaration.
 	DedupeWindow time.Duration
-	// dedupeNote says where DedupeWindow came from, or why the server's
-	// window could not be read (then the declared one is used).
-	dedupeNote string
 }
 
-// ageTooShort: a max age under what a rule may hold a message (its judge
-// reads back after the run's waits, up to the run's limit) would expire the
-// rules' messages before they are judged; the timed rules' scratch topics
-// then keep messages without an age limit (BR-6.1's copy keeps the age).
-func (w Windows) ageTooShort(budget time.Duration) bool {
-	return w.MaxAge > 0 && w.MaxAge < budget+time.Minute
-}
-
-// firstRedelivery is when an unacked first delivery comes back: the first
-// back-off step, else the ack wait.
-func (w Windows) firstRedelivery() time.Duration {
-	if len(w.Backoff) > 0 {
-		return w.Backoff[0]
-	}
-	return w.AckWait
-}
-
-func (w Windows) withDefaults() Windows {
+// WithDefaults is w with every zero duration and count set to its default.
+func (w Windows) WithDefaults() Windows {
 	if w.AckWait <= 0 {
 		w.AckWait = time.Second
 	}
@@ -216,4 +147,80 @@ func (w Windows) withDefaults() Windows {
 }
 
 // DefaultWindows are the test windows a zero Windows takes.
-func DefaultWindows() Windows { return Windows{}.withDefaults() }
+func DefaultWindows() Windows { return Windows{}.WithDefaults() }
+
+// LostReply is an armed lost-reply fault (Broker.LoseProduceReply).
+type LostReply interface {
+	// Fired says whether the fault took a produce.
+	Fired() bool
+	// Seen describes each produce request that reached the broker for the
+	// topic since the fault was armed (the producer session and sequence
+	// it carried, where the broker shows them).
+	Seen() []string
+	// Remove disarms it.
+	Remove()
+}
+
+// Declared is a team's broker configuration to certify, as a pipeline
+// profile declares it (tck run --profile): its streams and their consumers
+// by the names the server knows them, every setting given (the registry
+// fills in the broker's defaults for what the profile leaves out).
+//
+// It does two things to a run. BR-6.1 reads each declared stream and
+// consumer from the server (Broker.Inspect, read only) and compares every
+// setting with the declared one. And every other rule runs on scratch
+// topics of its own created with the first stream's settings (de-dupe
+// window, max age, storage, replicas where the server is the team's) and
+// consumers with its first consumer's (ack wait, back-off, max deliver), at
+// their real durations: a 60 s window is measured as a 60 s window. The
+// team's own streams are only ever read.
+type Declared struct {
+	// Source names the declaration (the profile's file and name).
+	Source string
+	// Streams are the declared streams, each with its consumers.
+	Streams []DeclaredStream
+	// OnServer: the declared streams live on the target's server (the
+	// team's own, reached by URL), so BR-6.1 reads them. Otherwise the
+	// server is the kit's own and BR-6.1 checks a scratch copy with the
+	// declared settings instead.
+	OnServer bool
+	// SetupHazards are what the kit's scratch topics cannot reproduce of
+	// the declaration (replicas on a single server, an unlimited max
+	// deliver); they are recorded as the kit's, not the team's.
+	SetupHazards []string
+	// Producers are the declared producers publishing to these streams:
+	// BR-1.6's fresh-id copy is a hazard of the team's only where one of
+	// them mints a fresh id per retry.
+	Producers []DeclaredProducer
+	// Workers are the declared application consumers' workers per broker
+	// consumer ("stream/consumer"): a max_ack_pending below it stalls them.
+	Workers map[string]int
+	// Server are the declared server-wide settings by the server's names
+	// (Redis: appendonly, appendfsync, maxmemory-policy, role,
+	// connected_slaves), compared with what Inspector.Server reads.
+	Server map[string]string
+}
+
+// DeclaredProducer is a producer as a profile declares it.
+type DeclaredProducer struct {
+	Name    string // the producer's name in the profile
+	Stream  string // the stream it publishes to
+	KeepsID bool   // every retry carries the first attempt's message id
+	Subject string // the NATS subject it publishes to ("": not declared)
+	// RetryHorizon is how long after its first attempt it may still retry
+	// (Kafka: delivery.timeout.ms or its last declared retry; 0: none).
+	RetryHorizon time.Duration
+}
+
+// DeclaredStream is one declared stream and its consumers.
+type DeclaredStream struct {
+	Topic     mq.TopicInfo      // the stream's declared settings
+	Consumers []mq.ConsumerInfo // its declared consumer groups
+	// ClientSide: the consumers' ack wait, back-off and max deliver are
+	// the workers' own settings (Redis: XAUTOCLAIM's min-idle time), not
+	// the server's, so only Settings are compared (Redis stream keys).
+	ClientSide bool
+	// Noun names the stream in the product's word ("stream key", "topic";
+	// "": "stream key").
+	Noun string
+}

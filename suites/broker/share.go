@@ -7,6 +7,7 @@ import (
 
 	"github.com/onsi/gomega"
 
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
@@ -38,11 +39,13 @@ func registerShare(p *plan) {
 	maps.Copy(reasons, shareOnly)
 	maps.Copy(reasons, p.set.Reasons)
 	p.set.Reasons = reasons
-	limitWaits := func(w Windows, _ mq.Capabilities) time.Duration { return time.Duration(w.MaxDeliver+1) * w.AckWait }
+	limitWaits := func(w kithooks.Windows, _ mq.Capabilities) time.Duration {
+		return time.Duration(w.MaxDeliver+1) * w.AckWait
+	}
 	p.set.Background("BR-9.1", p.workload("BR-9.1", limitWaits, releaseCount))
-	p.set.Background("BR-9.2", p.workload("BR-9.2", func(w Windows, c mq.Capabilities) time.Duration { return limitWaits(w, c) + 2*w.AckWait }, archivedGone))
-	p.set.Background("BR-9.3", p.workload("BR-9.3", func(w Windows, _ mq.Capabilities) time.Duration { return w.AckWait }, hungMember))
-	p.set.Background("BR-9.4", p.workload("BR-9.4", func(Windows, mq.Capabilities) time.Duration { return 0 }, acceptNotDelete))
+	p.set.Background("BR-9.2", p.workload("BR-9.2", func(w kithooks.Windows, c mq.Capabilities) time.Duration { return limitWaits(w, c) + 2*w.AckWait }, archivedGone))
+	p.set.Background("BR-9.3", p.workload("BR-9.3", func(w kithooks.Windows, _ mq.Capabilities) time.Duration { return w.AckWait }, hungMember))
+	p.set.Background("BR-9.4", p.workload("BR-9.4", func(kithooks.Windows, mq.Capabilities) time.Duration { return 0 }, acceptNotDelete))
 }
 
 // released is one record released until the broker stopped delivering it.

@@ -3,6 +3,7 @@ package broker
 import (
 	"testing"
 
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -10,8 +11,8 @@ import (
 // all say allow_atomic false make them not-applicable, one that allows it
 // (or a declaration without the setting, another broker's) leaves them.
 func TestBatchRulesFollowTheDeclaration(t *testing.T) {
-	stream := func(allow string) DeclaredStream {
-		s := DeclaredStream{Topic: mq.TopicInfo{Name: "orders", Settings: map[string]string{}}}
+	stream := func(allow string) kithooks.DeclaredStream {
+		s := kithooks.DeclaredStream{Topic: mq.TopicInfo{Name: "orders", Settings: map[string]string{}}}
 		if allow != "" {
 			s.Topic.Settings["allow_atomic"] = allow
 		}
@@ -19,15 +20,15 @@ func TestBatchRulesFollowTheDeclaration(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name    string
-		streams []DeclaredStream
+		streams []kithooks.DeclaredStream
 		na      bool
 	}{
-		{"none allows", []DeclaredStream{stream("false"), stream("false")}, true},
-		{"one allows", []DeclaredStream{stream("false"), stream("true")}, false},
-		{"not said", []DeclaredStream{stream("")}, false},
+		{"none allows", []kithooks.DeclaredStream{stream("false"), stream("false")}, true},
+		{"one allows", []kithooks.DeclaredStream{stream("false"), stream("true")}, false},
+		{"not said", []kithooks.DeclaredStream{stream("")}, false},
 	} {
 		kept := map[string]string{"BR-2.9": "the target's own reason"}
-		got := (&Declared{Streams: tc.streams}).batchesDeclared(Target{NotApplicable: kept})
+		got := batchesDeclared(&kithooks.Declared{Streams: tc.streams}, target{Target: Target{NotApplicable: kept}})
 		for _, id := range []string{"BR-8.1", "BR-8.2", "BR-8.3"} {
 			if _, na := got.NotApplicable[id]; na != tc.na {
 				t.Errorf("%s: %s not-applicable %v, want %v", tc.name, id, na, tc.na)

@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
+	"github.com/onceproof/tck/internal/kithooks"
+	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/runner"
-	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
+	"github.com/onceproof/tck/suites/broker"
 )
 
 // TestIndeterminateIsUnknown: an operation of the kit's whose outcome it
@@ -24,15 +26,15 @@ import (
 // was lost is no loss either.
 func TestIndeterminateIsUnknown(t *testing.T) {
 	ref := embedded(t, nats.Client{})
-	wrap := func(w func(mq.Broker) mq.Broker) func() broker.Target {
-		return func() broker.Target { return wrapped(ref, w) }
+	wrap := func(w func(mq.Broker) mq.Broker) func() registry.BrokerBinding {
+		return func() registry.BrokerBinding { return wrapped(ref, w) }
 	}
 	errEOF := errors.New("read tcp 127.0.0.1:4222: EOF")
 	errNotPending := fmt.Errorf("XACK k g 1-0 removed 0 entries: %w", mq.ErrNotPending)
 	for _, tc := range []struct {
 		name    string
 		rule    string
-		target  func() broker.Target
+		target  func() registry.BrokerBinding
 		verdict verdict.Verdict
 		want    []string // in the reason
 	}{
@@ -53,10 +55,10 @@ func TestIndeterminateIsUnknown(t *testing.T) {
 		},
 		{
 			name: "read-back after a restart timed out", rule: "BR-3.1", verdict: verdict.Unknown,
-			target: func() broker.Target {
+			target: func() registry.BrokerBinding {
 				tg := ref
 				private := ref.Private
-				tg.Private = func(ctx context.Context) (broker.Server, error) {
+				tg.Private = func(ctx context.Context) (kithooks.Server, error) {
 					srv, err := private(ctx)
 					if err != nil {
 						return nil, err
@@ -69,7 +71,7 @@ func TestIndeterminateIsUnknown(t *testing.T) {
 		},
 		{
 			name: "total queue cut by its deadline", rule: "BR-2.9", verdict: verdict.Unknown,
-			target: func() broker.Target {
+			target: func() registry.BrokerBinding {
 				tg := ref
 				tg.Budget = 2 * time.Second
 				tg.Windows.Messages = 300000 // far more than the budget and its margin allow
@@ -79,7 +81,7 @@ func TestIndeterminateIsUnknown(t *testing.T) {
 		},
 		{
 			name: "ack replies lost, acks applied", rule: "BR-2.9", verdict: verdict.Unknown,
-			target: func() broker.Target {
+			target: func() registry.BrokerBinding {
 				tg := wrap(func(b mq.Broker) mq.Broker { return flaky{Broker: b, ackReply: errEOF} })()
 				tg.Windows.Messages = 30
 				return tg
@@ -108,7 +110,7 @@ func TestIndeterminateIsUnknown(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tg := tc.target()
-			res := runner.Run("broker/indeterminate", func() { broker.Register(tg) }, runner.Options{Rules: []string{tc.rule}})
+			res := runner.Run("broker/indeterminate", func() { broker.Register(tg.Target, tg.Hooks()) }, runner.Options{Rules: []string{tc.rule}})
 			i := slices.IndexFunc(res, func(r verdict.Result) bool { return r.Rule == tc.rule })
 			if i < 0 {
 				t.Fatalf("no %s in %+v", tc.rule, res)
@@ -162,7 +164,7 @@ func (f flaky) Consumer(ctx context.Context, topic string, cfg mq.ConsumerConfig
 }
 
 // wrapped is ref with every handle it opens wrapped by w.
-func wrapped(ref broker.Target, w func(mq.Broker) mq.Broker) broker.Target {
+func wrapped(ref registry.BrokerBinding, w func(mq.Broker) mq.Broker) registry.BrokerBinding {
 	open := ref.Open
 	ref.Open = func(ctx context.Context) (mq.Broker, error) {
 		b, err := open(ctx)
@@ -201,7 +203,7 @@ func (d lostAckReply) Ack(ctx context.Context) error {
 }
 
 // flakyServer is a rule's own server whose handles cannot read back.
-type flakyServer struct{ broker.Server }
+type flakyServer struct{ kithooks.Server }
 
 func (s flakyServer) Open(ctx context.Context) (mq.Broker, error) {
 	b, err := s.Server.Open(ctx)
@@ -228,7 +230,7 @@ func TestLateLookIsUnknown(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tg := wrapped(ref, func(b mq.Broker) mq.Broker { return lateLooks{Broker: b, inTime: tc.inTime} })
-			res := runner.Run("broker/late-look", func() { broker.Register(tg) }, runner.Options{Rules: []string{"BR-2.1"}})
+			res := runner.Run("broker/late-look", func() { broker.Register(tg.Target, tg.Hooks()) }, runner.Options{Rules: []string{"BR-2.1"}})
 			i := slices.IndexFunc(res, func(r verdict.Result) bool { return r.Rule == "BR-2.1" })
 			if i < 0 {
 				t.Fatalf("no BR-2.1 in %+v", res)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/onceproof/tck/internal/checker"
 	"github.com/onceproof/tck/internal/history"
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/stall"
 	"github.com/onceproof/tck/mq"
@@ -45,7 +46,7 @@ const (
 const settleTimeout = 2 * time.Second
 
 func registerQueue(p *plan) {
-	p.set.Background("BR-2.9", p.workload("BR-2.9", func(w Windows, _ mq.Capabilities) time.Duration { return w.AckWait }, totalQueue))
+	p.set.Background("BR-2.9", p.workload("BR-2.9", func(w kithooks.Windows, _ mq.Capabilities) time.Duration { return w.AckWait }, totalQueue))
 }
 
 // totalQueue is BR-2.9's workload.
@@ -422,7 +423,7 @@ func (mb *member) ack(d mq.Delivery) bool {
 }
 
 // disruption is the target's fault: started once, in a goroutine of the
-// rule's, healed when Target.Disrupt returns.
+// rule's, healed when the kit's Disrupt hook returns.
 type disruption struct {
 	f     *fixture
 	topic string
@@ -581,7 +582,7 @@ func (j *queueJudge) judge(r *spec.R) {
 	}
 	r.Ev.Notef("total queue: %d published (%d acked, %d unknown), %d acked deliveries of %d distinct; %d naks, %d crashes, %d members reopened after an error; lost %d (and %d delivered whose ack was never confirmed), unexpected %d, duplicated %d, recovered %d",
 		res.Attempted, res.Acked, res.Info, res.Dequeued, res.Distinct, j.naks, j.crashes, j.reopens, len(j.lost), len(j.unconf), len(res.Unexpected), res.Duplicates, len(res.Recovered))
-	if errors.Is(j.faultErr, ErrViolation) {
+	if errors.Is(j.faultErr, kithooks.ErrViolation) {
 		r.Expect(j.faultErr).To(succeeded(), "the target's fault exposed a violation")
 	}
 	if res.Acked == 0 {

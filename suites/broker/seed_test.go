@@ -12,7 +12,7 @@ func TestSeedReproduces(t *testing.T) {
 	draws := func(seed int64) [queueMembers][]float64 {
 		var out [queueMembers][]float64
 		for m := range queueMembers {
-			mb := newMember(&queue{f: &fixture{t: Target{Seed: seed}}}, m)
+			mb := newMember(&queue{f: &fixture{t: target{Target: Target{Seed: seed}}}}, m)
 			for range 200 {
 				out[m] = append(out[m], mb.rng.Float64())
 			}

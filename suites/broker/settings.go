@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
@@ -133,7 +134,7 @@ func (f *fixture) natsConsumerHazards(stream, name string, c map[string]string) 
 // workers' own (a Redis stream key): the key and each declared group as
 // the server holds them, by the server's names, and what the group's
 // pending list says about a trim.
-func (f *fixture) compareClientSide(in mq.Inspector, s DeclaredStream, got mq.TopicInfo) ([]string, error) {
+func (f *fixture) compareClientSide(in mq.Inspector, s kithooks.DeclaredStream, got mq.TopicInfo) ([]string, error) {
 	name, noun := s.Topic.Name, s.Noun
 	if noun == "" {
 		noun = "stream key"
@@ -254,7 +255,7 @@ func (f *fixture) kafkaGroupPosition(topic, g string, s map[string]string) []str
 // server's and names the server's hazards whether declared or not. It
 // returns the differences and the declared settings the server would not
 // tell (the kit's unknown, never a fail).
-func (f *fixture) compareServer(d *Declared, server map[string]string) (diffs, unreadable []string) {
+func (f *fixture) compareServer(d *kithooks.Declared, server map[string]string) (diffs, unreadable []string) {
 	if d != nil && d.Server != nil {
 		keys := make([]string, 0, len(d.Server))
 		for k := range d.Server {

@@ -10,67 +10,17 @@ import (
 
 	"github.com/onsi/gomega"
 
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
 )
 
-// Declared is a team's broker configuration to certify, as a pipeline
-// profile declares it (tck run --profile): its streams and their consumers
-// by the names the server knows them, every setting given (the registry
-// fills in the broker's defaults for what the profile leaves out).
-//
-// It does two things to a run. BR-6.1 reads each declared stream and
-// consumer from the server (Target.Inspect, read only) and compares every
-// setting with the declared one. And every other rule runs on scratch
-// topics of its own created with the first stream's settings (de-dupe
-// window, max age, storage, replicas where the server is the team's) and
-// consumers with its first consumer's (ack wait, back-off, max deliver), at
-// their real durations: a 60 s window is measured as a 60 s window. The
-// team's own streams are only ever read.
-type Declared struct {
-	// Source names the declaration (the profile's file and name).
-	Source string
-	// Streams are the declared streams, each with its consumers.
-	Streams []DeclaredStream
-	// OnServer: the declared streams live on the target's server (the
-	// team's own, reached by URL), so BR-6.1 reads them. Otherwise the
-	// server is the kit's own and BR-6.1 checks a scratch copy with the
-	// declared settings instead.
-	OnServer bool
-	// SetupHazards are what the kit's scratch topics cannot reproduce of
-	// the declaration (replicas on a single server, an unlimited max
-	// deliver); they are recorded as the kit's, not the team's.
-	SetupHazards []string
-	// Producers are the declared producers publishing to these streams:
-	// BR-1.6's fresh-id copy is a hazard of the team's only where one of
-	// them mints a fresh id per retry.
-	Producers []DeclaredProducer
-	// Workers are the declared application consumers' workers per broker
-	// consumer ("stream/consumer"): a max_ack_pending below it stalls them.
-	Workers map[string]int
-	// Server are the declared server-wide settings by the server's names
-	// (Redis: appendonly, appendfsync, maxmemory-policy, role,
-	// connected_slaves), compared with what Inspector.Server reads.
-	Server map[string]string
-}
-
-// DeclaredProducer is a producer as a profile declares it.
-type DeclaredProducer struct {
-	Name    string // the producer's name in the profile
-	Stream  string // the stream it publishes to
-	KeepsID bool   // every retry carries the first attempt's message id
-	Subject string // the NATS subject it publishes to ("": not declared)
-	// RetryHorizon is how long after its first attempt it may still retry
-	// (Kafka: delivery.timeout.ms or its last declared retry; 0: none).
-	RetryHorizon time.Duration
-}
-
 // freshIDHazard records what BR-1.6's staged fresh-id retry showed: a
 // hazard for any producer that retries with fresh ids, unless the
 // declaration says every producer keeps its id, which makes it a note (the
 // kit's own demonstration, not the team's finding).
-func (d *Declared) freshIDHazard(r *spec.R, copies int) {
+func freshIDHazard(d *kithooks.Declared, r *spec.R, copies int) {
 	if d == nil || len(d.Producers) == 0 {
 		r.Ev.Hazard("a producer that retries a lost publish ack with a fresh message id stores the same intent twice (%d copies): keep the id stable across retries (seed 002, 二)", copies)
 		return
@@ -88,26 +38,14 @@ func (d *Declared) freshIDHazard(r *spec.R, copies int) {
 	r.Ev.Notef("the kit's staged fresh-id retry stored the intent twice (%d copies), as expected; every declared producer keeps its message id across retries, so this is no hazard of the declared pipeline", copies)
 }
 
-// DeclaredStream is one declared stream and its consumers.
-type DeclaredStream struct {
-	Topic     mq.TopicInfo      // the stream's declared settings
-	Consumers []mq.ConsumerInfo // its declared consumer groups
-	// ClientSide: the consumers' ack wait, back-off and max deliver are
-	// the workers' own settings (Redis: XAUTOCLAIM's min-idle time), not
-	// the server's, so only Settings are compared (Redis stream keys).
-	ClientSide bool
-	// Noun names the stream in the product's word ("stream key", "topic";
-	// "": "stream key").
-	Noun string
-}
-
-// apply gives t the declaration's settings: the windows the rules use are
-// the team's.
-func (d *Declared) apply(t Target) Target {
+// applyDeclared gives t its declaration's settings: the windows the rules
+// use are the team's.
+func applyDeclared(t target) target {
+	d := t.Declared
 	if len(d.Streams) == 0 {
 		return t
 	}
-	t = d.batchesDeclared(t)
+	t = batchesDeclared(d, t)
 	s := d.Streams[0]
 	if w := s.Topic.Config.DedupeWindow; w > 0 && t.Caps.DedupeWindow > 0 {
 		t.Caps.DedupeWindow = w
@@ -130,7 +68,7 @@ func (d *Declared) apply(t Target) Target {
 
 // setupHazards are the differences between what the rules run with and
 // the declaration that come from the kit's set-up.
-func (d *Declared) setupHazards(t Target) []string {
+func setupHazards(d *kithooks.Declared, t target) []string {
 	out := append([]string(nil), d.SetupHazards...)
 	if len(d.Streams) == 0 {
 		return out
@@ -139,7 +77,7 @@ func (d *Declared) setupHazards(t Target) []string {
 	if len(d.Streams) > 1 || len(s.Consumers) > 1 {
 		out = append(out, fmt.Sprintf("the timed rules' scratch topics use the settings of the first declared stream %s and its first consumer; the others are compared with the server (BR-6.1) but not measured", s.Topic.Name))
 	}
-	if t.Windows.ageTooShort(t.Budget) {
+	if ageTooShort(t.Windows, t.Budget) {
 		out = append(out, fmt.Sprintf("the declared maxAge %s is shorter than a rule may hold a message (its read-back comes after the run's waits, up to the limit %s): the timed rules' scratch topics keep messages without an age limit, or they would expire before being judged; BR-6.1's scratch copy has the declared maxAge", t.Windows.MaxAge, t.Budget))
 	}
 	if !d.OnServer && s.Topic.Config.Replicas > 1 {
@@ -154,7 +92,7 @@ func (d *Declared) setupHazards(t Target) []string {
 }
 
 // describe is the declaration's waits in one phrase, for a reason.
-func (t Target) declaredWaits() string {
+func (t target) declaredWaits() string {
 	w := t.Windows
 	parts := []string{}
 	if t.Caps.DedupeWindow > 0 {
@@ -180,7 +118,7 @@ func durations(ds []time.Duration) string {
 }
 
 func registerProfile(p *plan) {
-	p.set.Background("BR-6.1", p.workload("BR-6.1", func(Windows, mq.Capabilities) time.Duration { return 0 }, certify))
+	p.set.Background("BR-6.1", p.workload("BR-6.1", func(kithooks.Windows, mq.Capabilities) time.Duration { return 0 }, certify))
 }
 
 // certify is BR-6.1: read the declared streams and consumers from the
@@ -198,10 +136,10 @@ func certify(f *fixture) judge {
 	}
 	f.defer_(func() { _ = in.Close() })
 	d := f.t.Declared
-	for _, h := range d.setupHazardsOrNil(f.t) {
+	for _, h := range setupHazardsOrNil(d, f.t) {
 		f.ev.SetupHazard("%s", h)
 	}
-	var streams []DeclaredStream
+	var streams []kithooks.DeclaredStream
 	if d != nil && d.OnServer {
 		streams = d.Streams
 		f.ev.Notef("the declared streams of %s, read by name from the server (read only: nothing is created, changed or deleted)", d.Source)
@@ -210,7 +148,7 @@ func certify(f *fixture) judge {
 		if err != nil {
 			return f.failed(err, "creating the scratch copy")
 		}
-		streams = []DeclaredStream{s}
+		streams = []kithooks.DeclaredStream{s}
 	}
 	var diffs []string
 	for _, s := range streams {
@@ -254,19 +192,19 @@ func certify(f *fixture) judge {
 	}
 }
 
-// setupHazardsOrNil is d.setupHazards, nil without a declaration.
-func (d *Declared) setupHazardsOrNil(t Target) []string {
+// setupHazardsOrNil is setupHazards, nil without a declaration.
+func setupHazardsOrNil(d *kithooks.Declared, t target) []string {
 	if d == nil {
 		return nil
 	}
-	return d.setupHazards(t)
+	return setupHazards(d, t)
 }
 
 // scratchCopy creates, through the client under test, a topic and a
 // consumer with the settings the rules use (the declared ones under a
 // profile, else the kit's), and returns them as declared under the
 // server's names.
-func (f *fixture) scratchCopy() (DeclaredStream, error) {
+func (f *fixture) scratchCopy() (kithooks.DeclaredStream, error) {
 	// The declared max age, however short: this copy holds no message.
 	cfg := mq.TopicConfig{DedupeWindow: window(f.t.Caps), Retention: mq.Limits, MaxAge: f.w.MaxAge}
 	if d := f.t.Declared; d != nil && len(d.Streams) > 0 && d.Streams[0].Topic.Config.Retention != "" {
@@ -274,7 +212,7 @@ func (f *fixture) scratchCopy() (DeclaredStream, error) {
 	}
 	topic, err := f.topic("t", cfg)
 	if err != nil {
-		return DeclaredStream{}, err
+		return kithooks.DeclaredStream{}, err
 	}
 	// What topicOn added of the run's own settings is declared too.
 	if cfg.Storage == "" {
@@ -294,7 +232,7 @@ func (f *fixture) scratchCopy() (DeclaredStream, error) {
 		cc.MaxDeliver = d.Streams[0].Consumers[0].Config.MaxDeliver
 	}
 	if _, err := f.consumer(topic, group, cc); err != nil {
-		return DeclaredStream{}, err
+		return kithooks.DeclaredStream{}, err
 	}
 	cc.Group = group
 	if len(cc.Backoff) > 0 {
@@ -302,14 +240,14 @@ func (f *fixture) scratchCopy() (DeclaredStream, error) {
 		cc.AckWait = cc.Backoff[0]
 	}
 	f.ev.Notef("no declared stream on this server: a scratch stream %s and consumer %s were created through the client under test with the settings the rules use, and read back from the server", topic, group)
-	return DeclaredStream{Topic: mq.TopicInfo{Name: topic, Config: cfg}, Consumers: []mq.ConsumerInfo{{Config: cc, AckPolicy: mq.AckExplicit}}}, nil
+	return kithooks.DeclaredStream{Topic: mq.TopicInfo{Name: topic, Config: cfg}, Consumers: []mq.ConsumerInfo{{Config: cc, AckPolicy: mq.AckExplicit}}}, nil
 }
 
 // compareStream reads one declared stream and its consumers and records a
 // comparison per setting; it returns the differences. A stream or consumer
 // the server does not have is a difference; an error reading it is the
 // kit's.
-func (f *fixture) compareStream(in mq.Inspector, s DeclaredStream) ([]string, error) {
+func (f *fixture) compareStream(in mq.Inspector, s kithooks.DeclaredStream) ([]string, error) {
 	var diffs []string
 	cmp := func(setting, declared, actual string) {
 		ok := declared == actual

@@ -9,6 +9,7 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/internal/faultproxy"
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/stall"
 	"github.com/onceproof/tck/internal/verdict"
@@ -27,7 +28,7 @@ func window(c mq.Capabilities) time.Duration { return c.DedupeWindow }
 
 // applied is the window the rules' scratch topics are created with: the
 // server's own where Windows.DedupeWindow says so, else the declared one.
-func applied(w Windows, c mq.Capabilities) time.Duration {
+func applied(w kithooks.Windows, c mq.Capabilities) time.Duration {
 	if w.DedupeWindow > 0 && c.DedupeWindow > 0 {
 		return w.DedupeWindow
 	}
@@ -36,13 +37,13 @@ func applied(w Windows, c mq.Capabilities) time.Duration {
 
 // span is the longer of the declared and the applied window: what a rule
 // that waits past a window must wait.
-func span(w Windows, c mq.Capabilities) time.Duration { return max(window(c), applied(w, c)) }
+func span(w kithooks.Windows, c mq.Capabilities) time.Duration { return max(window(c), applied(w, c)) }
 
 // appliedNote records on a rule that its scratch topic has the server's
 // window, not the declared one.
 func (f *fixture) appliedNote() {
-	if f.w.dedupeNote != "" {
-		f.ev.Notef("%s", f.w.dedupeNote)
+	if f.t.dedupeNote != "" {
+		f.ev.Notef("%s", f.t.dedupeNote)
 	}
 	if a := applied(f.w, f.t.Caps); a != window(f.t.Caps) {
 		f.ev.Figure("scratch topic window (the server's)", a.Seconds(), "s")
@@ -50,7 +51,7 @@ func (f *fixture) appliedNote() {
 }
 
 func registerDedupe(p *plan) {
-	none := func(Windows, mq.Capabilities) time.Duration { return 0 }
+	none := func(kithooks.Windows, mq.Capabilities) time.Duration { return 0 }
 
 	p.set.Background("BR-1.1", p.workload("BR-1.1", none, func(f *fixture) judge {
 		f.appliedNote()
@@ -76,9 +77,9 @@ func registerDedupe(p *plan) {
 		}
 	}))
 
-	p.set.Background("BR-1.2", p.workload("BR-1.2", func(w Windows, c mq.Capabilities) time.Duration { return span(w, c) + 2*w.Tolerance }, measureWindow))
+	p.set.Background("BR-1.2", p.workload("BR-1.2", func(w kithooks.Windows, c mq.Capabilities) time.Duration { return span(w, c) + 2*w.Tolerance }, measureWindow))
 
-	p.set.Background("BR-1.3", p.workload("BR-1.3", func(w Windows, c mq.Capabilities) time.Duration { return span(w, c) * 12 / 10 }, func(f *fixture) judge {
+	p.set.Background("BR-1.3", p.workload("BR-1.3", func(w kithooks.Windows, c mq.Capabilities) time.Duration { return span(w, c) * 12 / 10 }, func(f *fixture) judge {
 		W := window(f.t.Caps)
 		f.appliedNote()
 		topic, err := f.topic("t", mq.TopicConfig{DedupeWindow: applied(f.w, f.t.Caps)})
@@ -122,7 +123,7 @@ func registerDedupe(p *plan) {
 		}
 	}))
 
-	p.set.Background("BR-1.4", p.workload("BR-1.4", func(w Windows, c mq.Capabilities) time.Duration { return span(w, c) * 12 / 10 }, func(f *fixture) judge {
+	p.set.Background("BR-1.4", p.workload("BR-1.4", func(w kithooks.Windows, c mq.Capabilities) time.Duration { return span(w, c) * 12 / 10 }, func(f *fixture) judge {
 		W := window(f.t.Caps)
 		f.appliedNote()
 		topic, err := f.topic("t", mq.TopicConfig{DedupeWindow: applied(f.w, f.t.Caps)})
@@ -198,7 +199,7 @@ func registerDedupe(p *plan) {
 		}
 	}))
 
-	p.set.Background("BR-1.6", p.workload("BR-1.6", func(Windows, mq.Capabilities) time.Duration { return 2 * replyTimeout }, lostPublishAck))
+	p.set.Background("BR-1.6", p.workload("BR-1.6", func(kithooks.Windows, mq.Capabilities) time.Duration { return 2 * replyTimeout }, lostPublishAck))
 }
 
 // controlDropped is BR-1.4's reason when its control id, never hit, was
@@ -493,6 +494,6 @@ func lostPublishAck(f *fixture) judge {
 			f.unknown(r, "the publish whose ack was lost was not stored (%d copies of the fresh-id intent), so the lost-ack case did not happen as staged", byPayload["intent-2"])
 		}
 		r.Expect(byPayload["intent-2"]).To(gomega.Equal(2), "a retry with a fresh id after a lost ack leaves two copies")
-		f.t.Declared.freshIDHazard(r, byPayload["intent-2"])
+		freshIDHazard(f.t.Declared, r, byPayload["intent-2"])
 	}
 }

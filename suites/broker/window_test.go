@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/registry"
 
 	"github.com/moby/moby/client"
@@ -14,13 +15,13 @@ import (
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/containers"
 	"github.com/onceproof/tck/internal/runner"
-	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/verdict"
+	"github.com/onceproof/tck/suites/broker"
 )
 
-func br17(t *testing.T, tg broker.Target) verdict.Result {
+func br17(t *testing.T, tg registry.BrokerBinding) verdict.Result {
 	t.Helper()
-	res := runner.Run("broker/window", func() { broker.Register(tg) }, runner.Options{Rules: []string{"BR-1.7"}})
+	res := runner.Run("broker/window", func() { broker.Register(tg.Target, tg.Hooks()) }, runner.Options{Rules: []string{"BR-1.7"}})
 	i := slices.IndexFunc(res, func(r verdict.Result) bool { return r.Rule == "BR-1.7" })
 	if i < 0 {
 		t.Fatalf("no BR-1.7 in %+v", res)
@@ -70,7 +71,7 @@ func TestRestartWindow(t *testing.T) {
 func TestRestartWindowContainer(t *testing.T) {
 	containers.Need(t, nats.Image())
 	tg := embedded(t, nats.Client{})
-	tg.Private = func(ctx context.Context) (broker.Server, error) {
+	tg.Private = func(ctx context.Context) (kithooks.Server, error) {
 		s, err := nats.StartContainerServer(ctx, nats.Client{})
 		if err != nil {
 			return nil, err

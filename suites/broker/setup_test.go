@@ -12,10 +12,12 @@ import (
 
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/history"
+	"github.com/onceproof/tck/internal/kithooks"
+	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/runner"
-	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
+	"github.com/onceproof/tck/suites/broker"
 )
 
 // TestSetupErrorsAreUnknown forces each kind of failure of the kit's own
@@ -31,13 +33,13 @@ func TestSetupErrorsAreUnknown(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		rule   string
-		target func() broker.Target
+		target func() registry.BrokerBinding
 		step   string   // the failed step on the timeline (action)
 		want   []string // in the reason
 	}{
 		{
 			name: "connection refused", rule: "BR-1.1", step: "open-broker",
-			target: func() broker.Target {
+			target: func() registry.BrokerBinding {
 				tg := ref
 				tg.Open = func(ctx context.Context) (mq.Broker, error) {
 					return nats.Connect(ctx, "nats://127.0.0.1:1", nats.Options{Timeout: time.Second})
@@ -48,7 +50,7 @@ func TestSetupErrorsAreUnknown(t *testing.T) {
 		},
 		{
 			name: "topic creation refused", rule: "BR-1.1", step: "create-topic",
-			target: func() broker.Target {
+			target: func() registry.BrokerBinding {
 				tg := ref
 				open := ref.Open
 				tg.Open = func(ctx context.Context) (mq.Broker, error) {
@@ -61,9 +63,9 @@ func TestSetupErrorsAreUnknown(t *testing.T) {
 		},
 		{
 			name: "server that never listens", rule: "BR-3.1", step: "start-server",
-			target: func() broker.Target {
+			target: func() registry.BrokerBinding {
 				tg := ref
-				tg.Private = func(ctx context.Context) (broker.Server, error) {
+				tg.Private = func(ctx context.Context) (kithooks.Server, error) {
 					ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 					defer cancel()
 					_, err := nats.StartProcess(ctx, neverListens, nats.Sync{})
@@ -78,10 +80,10 @@ func TestSetupErrorsAreUnknown(t *testing.T) {
 		},
 		{
 			name: "docker unavailable", rule: "BR-1.7", step: "start-server",
-			target: func() broker.Target {
+			target: func() registry.BrokerBinding {
 				t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "dead.sock"))
 				tg := ref
-				tg.Private = func(ctx context.Context) (broker.Server, error) {
+				tg.Private = func(ctx context.Context) (kithooks.Server, error) {
 					_, err := nats.StartContainerServer(ctx, nats.Client{})
 					if err == nil {
 						return nil, errors.New("a container started without Docker")
@@ -95,7 +97,7 @@ func TestSetupErrorsAreUnknown(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tg := tc.target()
-			res := runner.Run("broker/setup", func() { broker.Register(tg) }, runner.Options{Rules: []string{tc.rule}})
+			res := runner.Run("broker/setup", func() { broker.Register(tg.Target, tg.Hooks()) }, runner.Options{Rules: []string{tc.rule}})
 			i := slices.IndexFunc(res, func(r verdict.Result) bool { return r.Rule == tc.rule })
 			if i < 0 {
 				t.Fatalf("no %s in %+v", tc.rule, res)

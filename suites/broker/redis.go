@@ -8,6 +8,7 @@ import (
 
 	"github.com/onsi/gomega"
 
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/mq"
 )
@@ -22,9 +23,9 @@ import (
 // does not do.
 
 func registerRedis(p *plan) {
-	p.set.Background("BR-4.1", p.workload("BR-4.1", func(Windows, mq.Capabilities) time.Duration { return 0 }, ackLeavesEntry))
-	p.set.Background("BR-4.2", p.workload("BR-4.2", func(w Windows, _ mq.Capabilities) time.Duration { return w.AckWait + w.Tolerance }, idleClaim))
-	p.set.Background("BR-4.3", p.workload("BR-4.3", func(w Windows, _ mq.Capabilities) time.Duration { return w.AckWait + w.Tolerance }, trimDropsPending))
+	p.set.Background("BR-4.1", p.workload("BR-4.1", func(kithooks.Windows, mq.Capabilities) time.Duration { return 0 }, ackLeavesEntry))
+	p.set.Background("BR-4.2", p.workload("BR-4.2", func(w kithooks.Windows, _ mq.Capabilities) time.Duration { return w.AckWait + w.Tolerance }, idleClaim))
+	p.set.Background("BR-4.3", p.workload("BR-4.3", func(w kithooks.Windows, _ mq.Capabilities) time.Duration { return w.AckWait + w.Tolerance }, trimDropsPending))
 }
 
 // pendingOf reads group's pending list on topic and records the read.

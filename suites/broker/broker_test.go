@@ -8,15 +8,16 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
+	"github.com/onceproof/tck/internal/registry"
 	"github.com/onceproof/tck/internal/runner"
-	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/verdict"
+	"github.com/onceproof/tck/suites/broker"
 )
 
 // register runs the suite's Ginkgo entry point against tg, as the CLI does.
-func register(tg broker.Target, rules ...string) map[string]verdict.Result {
+func register(tg registry.BrokerBinding, rules ...string) map[string]verdict.Result {
 	out := map[string]verdict.Result{}
-	for _, r := range runner.Run("broker/nats", func() { broker.Register(tg) }, runner.Options{Rules: rules}) {
+	for _, r := range runner.Run("broker/nats", func() { broker.Register(tg.Target, tg.Hooks()) }, runner.Options{Rules: rules}) {
 		out[r.Rule] = r
 	}
 	return out
@@ -30,7 +31,7 @@ func TestCheck(t *testing.T) {
 	current := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, current) })
 	tg := embedded(t, nats.Client{})
-	t.Run("nats", func(t *testing.T) { broker.Check(t, tg) })
+	t.Run("nats", func(t *testing.T) { broker.Check(t, tg.Target, tg.Hooks()) })
 }
 
 // TestRegister: embedded NATS passes every BR rule through Register, with

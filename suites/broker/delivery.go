@@ -8,6 +8,7 @@ import (
 
 	"github.com/onsi/gomega"
 
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/stall"
 	"github.com/onceproof/tck/internal/verdict"
@@ -41,9 +42,9 @@ func (f *fixture) setup(cfg mq.ConsumerConfig, ids ...string) (string, string, m
 type lookedBefore interface{ LookedBefore() time.Time }
 
 func registerDelivery(p *plan) {
-	p.set.Background("BR-2.1", p.workload("BR-2.1", func(w Windows, _ mq.Capabilities) time.Duration { return w.firstRedelivery() + w.Tolerance }, func(f *fixture) judge {
+	p.set.Background("BR-2.1", p.workload("BR-2.1", func(w kithooks.Windows, _ mq.Capabilities) time.Duration { return firstRedelivery(w) + w.Tolerance }, func(f *fixture) judge {
 
-		aw, tol := f.w.firstRedelivery(), f.w.Tolerance
+		aw, tol := firstRedelivery(f.w), f.w.Tolerance
 		setting := "ack wait (first redelivery)"
 		if len(f.w.Backoff) > 0 {
 			setting = "back-off[0] (first redelivery)"
@@ -94,12 +95,12 @@ func registerDelivery(p *plan) {
 		}
 	}))
 
-	p.set.Background("BR-2.2", p.workload("BR-2.2", func(w Windows, _ mq.Capabilities) time.Duration { return 3 * w.AckWait }, func(f *fixture) judge {
+	p.set.Background("BR-2.2", p.workload("BR-2.2", func(w kithooks.Windows, _ mq.Capabilities) time.Duration { return 3 * w.AckWait }, func(f *fixture) judge {
 		return settledStaysSettled(f, "ack", func(d mq.Delivery) func(context.Context) error { return d.Ack }, 3,
 			"the ack must be confirmed", "a confirmed ack must stop redelivery", "three ack waits", "a confirmed ack")
 	}))
 
-	p.set.Background("BR-2.3", p.workload("BR-2.3", func(w Windows, _ mq.Capabilities) time.Duration { return w.AckWait }, func(f *fixture) judge {
+	p.set.Background("BR-2.3", p.workload("BR-2.3", func(w kithooks.Windows, _ mq.Capabilities) time.Duration { return w.AckWait }, func(f *fixture) judge {
 		aw, tol := f.w.AckWait, f.w.Tolerance
 		id := f.name("m")
 		topic, group, c1, err := f.setup(mq.ConsumerConfig{AckWait: aw}, id)
@@ -143,7 +144,7 @@ func registerDelivery(p *plan) {
 		}
 	}))
 
-	p.set.Background("BR-2.4", p.workload("BR-2.4", func(w Windows, _ mq.Capabilities) time.Duration { return w.NakDelay }, func(f *fixture) judge {
+	p.set.Background("BR-2.4", p.workload("BR-2.4", func(w kithooks.Windows, _ mq.Capabilities) time.Duration { return w.NakDelay }, func(f *fixture) judge {
 		aw, nd, tol := f.w.AckWait, f.w.NakDelay, f.w.Tolerance
 		plain, delayed := f.name("plain"), f.name("delayed")
 		topic, group, c, err := f.setup(mq.ConsumerConfig{AckWait: aw}, plain, delayed)
@@ -197,12 +198,12 @@ func registerDelivery(p *plan) {
 		}
 	}))
 
-	p.set.Background("BR-2.5", p.workload("BR-2.5", func(w Windows, _ mq.Capabilities) time.Duration { return 2 * w.AckWait }, func(f *fixture) judge {
+	p.set.Background("BR-2.5", p.workload("BR-2.5", func(w kithooks.Windows, _ mq.Capabilities) time.Duration { return 2 * w.AckWait }, func(f *fixture) judge {
 		return settledStaysSettled(f, "term", func(d mq.Delivery) func(context.Context) error { return d.Term }, 2,
 			"term", "term must stop redelivery for good", "two ack waits", "term")
 	}))
 
-	p.set.Background("BR-2.6", p.workload("BR-2.6", func(w Windows, _ mq.Capabilities) time.Duration { return w.AckWait }, func(f *fixture) judge {
+	p.set.Background("BR-2.6", p.workload("BR-2.6", func(w kithooks.Windows, _ mq.Capabilities) time.Duration { return w.AckWait }, func(f *fixture) judge {
 		aw, max := f.w.AckWait, f.w.MaxDeliver
 		id := f.name("m")
 		topic, group, c, err := f.setup(mq.ConsumerConfig{AckWait: aw, MaxDeliver: max}, id)
@@ -271,7 +272,7 @@ func registerDelivery(p *plan) {
 		}
 	}))
 
-	p.set.Background("BR-2.7", p.workload("BR-2.7", func(w Windows, _ mq.Capabilities) time.Duration { return w.AckWait * 16 / 10 }, func(f *fixture) judge {
+	p.set.Background("BR-2.7", p.workload("BR-2.7", func(w kithooks.Windows, _ mq.Capabilities) time.Duration { return w.AckWait * 16 / 10 }, func(f *fixture) judge {
 		aw, tol := f.w.AckWait, f.w.Tolerance
 		id := f.name("m")
 		_, _, c, err := f.setup(mq.ConsumerConfig{AckWait: aw}, id)
@@ -317,7 +318,7 @@ func registerDelivery(p *plan) {
 		}
 	}))
 
-	p.set.Background("BR-2.8", p.workload("BR-2.8", func(Windows, mq.Capabilities) time.Duration { return 0 }, func(f *fixture) judge {
+	p.set.Background("BR-2.8", p.workload("BR-2.8", func(kithooks.Windows, mq.Capabilities) time.Duration { return 0 }, func(f *fixture) judge {
 		var acked []*ackedOne
 		for _, r := range []mq.Retention{mq.Limits, mq.WorkQueue} {
 			if !slices.Contains(f.t.Caps.Retentions, r) {

@@ -15,7 +15,6 @@ import (
 	"github.com/onceproof/tck/adapters/broker/nats"
 	"github.com/onceproof/tck/internal/profile"
 	"github.com/onceproof/tck/internal/registry"
-	"github.com/onceproof/tck/internal/suites/broker"
 	"github.com/onceproof/tck/internal/verdict"
 )
 
@@ -91,7 +90,7 @@ func teamServer(t *testing.T) (url string, js jetstream.JetStream) {
 
 // certified binds the broker suite to the team's server with the profile
 // (window as declared), as `tck run --profile` does.
-func certified(t *testing.T, url, window string) broker.Target {
+func certified(t *testing.T, url, window string) registry.BrokerBinding {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "p.yaml")
 	if err := os.WriteFile(file, []byte(strings.ReplaceAll(teamProfile, "%WINDOW%", window)), 0o644); err != nil {

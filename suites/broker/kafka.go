@@ -9,6 +9,7 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
@@ -21,21 +22,9 @@ import (
 // capabilities only such a broker declares (producer sessions, group
 // offsets), so they are not-applicable on NATS and Redis, with the reason.
 
-// LostReply is an armed lost-reply fault (Target.LoseProduceReply).
-type LostReply interface {
-	// Fired says whether the fault took a produce.
-	Fired() bool
-	// Seen describes each produce request that reached the broker for the
-	// topic since the fault was armed (the producer session and sequence
-	// it carried, where the broker shows them).
-	Seen() []string
-	// Remove disarms it.
-	Remove()
-}
-
 // kafkaCaps maps what a Kafka-like target declares to catalog
 // capabilities.
-func kafkaCaps(t Target) []catalog.Capability {
+func kafkaCaps(t target) []catalog.Capability {
 	c := t.Caps
 	var out []catalog.Capability
 	if c.AckWait || c.RebalanceRedelivery {
@@ -70,7 +59,7 @@ func registerKafka(p *plan) {
 	maps.Copy(reasons, kafkaOnly)
 	maps.Copy(reasons, p.set.Reasons)
 	p.set.Reasons = reasons
-	none := func(Windows, mq.Capabilities) time.Duration { return 0 }
+	none := func(kithooks.Windows, mq.Capabilities) time.Duration { return 0 }
 	p.set.Background("BR-5.1", p.workload("BR-5.1", none, idempotentRetry))
 	p.set.Background("BR-5.2", p.workload("BR-5.2", none, resendAfterRestart))
 	p.set.Background("BR-5.3", p.workload("BR-5.3", none, commitOrder))
@@ -129,7 +118,7 @@ func idempotentRetry(f *fixture) judge {
 		return f.failed(err, "creating the topic")
 	}
 	var p mq.Producer
-	var lr LostReply
+	var lr kithooks.LostReply
 	if err := f.kitStep("lose-produce-reply", topic+": a producer session whose next produce is stored and its reply lost", func() (err error) {
 		p, lr, err = f.t.LoseProduceReply(f.ctx, topic)
 		return err

@@ -10,6 +10,7 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/internal/catalog"
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/stall"
 	"github.com/onceproof/tck/mq"
@@ -27,16 +28,16 @@ import (
 // does not do.
 
 func registerRabbit(p *plan) {
-	zero := func(Windows, mq.Capabilities) time.Duration { return 0 }
+	zero := func(kithooks.Windows, mq.Capabilities) time.Duration { return 0 }
 	p.set.Background("BR-7.1", p.workload("BR-7.1", zero, mandatoryReturned))
 	p.set.Background("BR-7.2", p.workload("BR-7.2", zero, nackNotStored))
-	p.set.Background("BR-7.3", p.workload("BR-7.3", func(w Windows, _ mq.Capabilities) time.Duration { return w.AckWait }, deadLettered))
-	p.set.Background("BR-7.4", p.workload("BR-7.4", func(w Windows, _ mq.Capabilities) time.Duration { return 2*w.AckWait + 3*w.Tolerance }, heldPastTimeout))
+	p.set.Background("BR-7.3", p.workload("BR-7.3", func(w kithooks.Windows, _ mq.Capabilities) time.Duration { return w.AckWait }, deadLettered))
+	p.set.Background("BR-7.4", p.workload("BR-7.4", func(w kithooks.Windows, _ mq.Capabilities) time.Duration { return 2*w.AckWait + 3*w.Tolerance }, heldPastTimeout))
 	p.set.Background("BR-7.5", p.workload("BR-7.5", zero, namedProducerDedupe))
 }
 
 // rabbitCaps maps what the target declares to the BR-7 capabilities.
-func rabbitCaps(t Target) []catalog.Capability {
+func rabbitCaps(t target) []catalog.Capability {
 	c := t.Caps
 	var out []catalog.Capability
 	for _, x := range []struct {

@@ -7,12 +7,11 @@ import (
 	"github.com/onceproof/tck/internal/registry"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
-	"github.com/onceproof/tck/internal/suites/broker"
 )
 
 // embedded starts the kit's embedded NATS target with client and binds the
 // suite to it, as the registry does; the server stops when t ends.
-func embedded(t testing.TB, client nats.Client) broker.Target {
+func embedded(t testing.TB, client nats.Client) registry.BrokerBinding {
 	t.Helper()
 	nt, err := nats.EmbeddedTarget(context.Background(), client)
 	if err != nil {

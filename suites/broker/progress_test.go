@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/mq"
 )
@@ -27,20 +28,20 @@ func TestProgress(t *testing.T) {
 	defer cancel()
 	var mu sync.Mutex
 	var lines []string
-	minute := func(Windows, mq.Capabilities) time.Duration { return time.Minute }
-	none := func(Windows, mq.Capabilities) time.Duration { return 0 }
-	set := func(t Target, waits map[string]func(Windows, mq.Capabilities) time.Duration) *plan {
-		p := &plan{t: t, set: spec.New("broker"), ctx: ctx, cancel: cancel}
+	minute := func(kithooks.Windows, mq.Capabilities) time.Duration { return time.Minute }
+	none := func(kithooks.Windows, mq.Capabilities) time.Duration { return 0 }
+	set := func(t Target, waits map[string]func(kithooks.Windows, mq.Capabilities) time.Duration) *plan {
+		p := &plan{t: target{Target: t, Broker: kithooks.Broker{Windows: kithooks.DefaultWindows()}}, set: spec.New("broker"), ctx: ctx, cancel: cancel}
 		for id, w := range waits {
 			p.set.Background(id, p.workload(id, w, nil))
 		}
 		return p
 	}
-	p := set(Target{Windows: DefaultWindows(), Budget: 10 * time.Minute, Progress: func(l string) {
+	p := set(Target{Budget: 10 * time.Minute, Progress: func(l string) {
 		mu.Lock()
 		defer mu.Unlock()
 		lines = append(lines, l)
-	}}, map[string]func(Windows, mq.Capabilities) time.Duration{"BR-1.1": none, "BR-1.2": minute})
+	}}, map[string]func(kithooks.Windows, mq.Capabilities) time.Duration{"BR-1.1": none, "BR-1.2": minute})
 	p.reportProgress([]string{"BR-1.1", "BR-1.2"})
 	cancel()
 	<-p.progressDone
@@ -48,8 +49,8 @@ func TestProgress(t *testing.T) {
 		t.Errorf("announcement %q", lines)
 	}
 
-	quiet := set(Target{Windows: DefaultWindows(), Budget: time.Minute, Progress: func(l string) { t.Errorf("a short run said %q", l) }},
-		map[string]func(Windows, mq.Capabilities) time.Duration{"BR-1.1": none})
+	quiet := set(Target{Budget: time.Minute, Progress: func(l string) { t.Errorf("a short run said %q", l) }},
+		map[string]func(kithooks.Windows, mq.Capabilities) time.Duration{"BR-1.1": none})
 	quiet.reportProgress([]string{"BR-1.1"})
 	if quiet.progressDone != nil {
 		t.Errorf("a short run started a reporter")

@@ -13,6 +13,7 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/onceproof/tck/internal/history"
+	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/leftovers"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/stall"
@@ -27,8 +28,8 @@ import (
 type fixture struct {
 	ctx    context.Context // derived from the suite's; cancelled by stop
 	cancel context.CancelFunc
-	t      Target
-	w      Windows
+	t      target
+	w      kithooks.Windows
 	rule   string
 	b      mq.Broker
 	rec    *history.Recorder
@@ -73,7 +74,7 @@ type fixture struct {
 	proofs    []string            // positive evidence against the target (see prove)
 }
 
-func newFixture(ctx context.Context, cancel context.CancelFunc, t Target, rule string) *fixture {
+func newFixture(ctx context.Context, cancel context.CancelFunc, t target, rule string) *fixture {
 	return &fixture{ctx: ctx, cancel: cancel, t: t, w: t.Windows, rule: rule, rec: history.New(), ev: &verdict.Evidence{}, started: time.Now(), unwatch: stall.Hold()}
 }
 
@@ -316,7 +317,7 @@ func (f *fixture) topicOn(b mq.Broker, label string, cfg mq.TopicConfig) (string
 	if cfg.Storage == "" {
 		cfg.Storage = f.w.Storage
 	}
-	if cfg.MaxAge == 0 && !f.t.Windows.ageTooShort(f.t.Budget) {
+	if cfg.MaxAge == 0 && !ageTooShort(f.t.Windows, f.t.Budget) {
 		cfg.MaxAge = f.w.MaxAge
 	}
 	if cfg.Replicas == 0 {

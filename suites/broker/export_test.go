@@ -1,0 +1,4 @@
+package broker
+
+// RestartFactor is restartFactor for the external tests.
+const RestartFactor = restartFactor

@@ -2,8 +2,9 @@
 # verdict-diff.sh OLD NEW
 #
 # Compares two sets of `tck run` / `tck selftest` results per (target,
-# rule): OLD and NEW are each a results.json or a folder searched for
-# results.json files (the --out folders of several runs). Prints every
+# rule): OLD and NEW are each a results.json or selftest.json, or a folder
+# searched for both (the --out folders of several runs and of
+# `tck selftest --out`, whose rows are the mutants and references). Prints every
 # (target, rule) whose verdict differs, and those found on one side only,
 # then a one-line summary.
 #
@@ -31,13 +32,13 @@ def files(p):
         return [p]
     out = []
     for d, _, fs in os.walk(p):
-        out += [os.path.join(d, f) for f in fs if f == "results.json"]
+        out += [os.path.join(d, f) for f in fs if f in ("results.json", "selftest.json")]
     return sorted(out)
 
 def load(p):
     fs = files(p)
     if not fs:
-        print(f"verdict-diff: no results.json in {p}", file=sys.stderr)
+        print(f"verdict-diff: no results.json or selftest.json in {p}", file=sys.stderr)
         sys.exit(3)
     got = {}
     for f in fs:
@@ -45,8 +46,14 @@ def load(p):
             with open(f, "rb") as fh:
                 d = json.loads(fh.read(64 << 20))
         except (OSError, ValueError) as e:
-            print(f"verdict-diff: {f}: not a results.json ({type(e).__name__})", file=sys.stderr)
+            print(f"verdict-diff: {f}: not JSON ({type(e).__name__})", file=sys.stderr)
             sys.exit(3)
+        if isinstance(d, list):  # selftest.json: one matrix per suite
+            for m in d:
+                for row in (m.get("rows") or []) if isinstance(m, dict) else []:
+                    for rule, v in (row.get("verdicts") or {}).items():
+                        got.setdefault(("selftest:" + str(row.get("target", "")), str(rule)), set()).add(str(v))
+            continue
         for r in d.get("results", []) if isinstance(d, dict) else []:
             key = (str(r.get("target", "")), str(r.get("rule", "")))
             v = str(r.get("verdict", ""))

@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"time"
 
+	"github.com/onceproof/tck/co"
 	"github.com/onceproof/tck/internal/coservice"
+	"github.com/onceproof/tck/internal/sinks"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -22,6 +24,10 @@ type Consumer struct {
 	// is a coservice.Broker* value, url the server (NATS, Redis) or the
 	// comma-separated seeds (Kafka).
 	Channel func(ctx context.Context, kind, url, name string, ackWait time.Duration, maxDeliver int, tlsCfg *tls.Config) (coservice.Channel, error)
+	// Store opens a handle on the durable de-dupe store in the file at
+	// path, one per in-process consumer instance (internal/sqlstore). nil:
+	// the store is in memory (sinks.MemStore), which links no SQLite.
+	Store func(path string, clock co.Clock) (sinks.Store, error)
 }
 
 // EmbeddedNATS is a rule's own NATS server.

@@ -15,7 +15,7 @@ import (
 	"fmt"
 
 	"github.com/onceproof/tck/co"
-	"github.com/onceproof/tck/internal/sinks"
+	"github.com/onceproof/tck/internal/sqlstore"
 )
 
 // Schema is the local database of the writer and the relay.
@@ -26,7 +26,7 @@ CREATE TABLE IF NOT EXISTS outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, event_
 
 // Open opens (creating if needed) the local database at path.
 func Open(path string) (*sql.DB, error) {
-	db, err := sinks.OpenSQLite(path)
+	db, err := sqlstore.OpenSQLite(path)
 	if err != nil {
 		return nil, err
 	}

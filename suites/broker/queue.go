@@ -13,6 +13,7 @@ import (
 	"github.com/onceproof/tck/internal/checker"
 	"github.com/onceproof/tck/internal/history"
 	"github.com/onceproof/tck/internal/kithooks"
+	"github.com/onceproof/tck/internal/leftovers"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/stall"
 	"github.com/onceproof/tck/mq"
@@ -549,7 +550,13 @@ func newQueueJudge(q *queue, faultErr error) *queueJudge {
 // lacks is lost for certain. A read-back that fails leaves all of them
 // indeterminate.
 func (j *queueJudge) readBack(q *queue) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	// An interrupted run has stopped the servers it started: a read-back
+	// from one would wait out its whole bound for no answer.
+	wait := 15 * time.Second
+	if leftovers.Closing() {
+		wait = 500 * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	all, err := q.f.b.ReadAll(ctx, q.topic)
 	if err != nil && !errors.Is(err, mq.ErrNotFound) {

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/onceproof/tck/adapters/consumer/reference"
 	"github.com/onceproof/tck/co"
+	"github.com/onceproof/tck/internal/mutants/comutants"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/suites/consumer"
@@ -29,13 +31,50 @@ func TestSuiteLinksNoBroker(t *testing.T) {
 		mods[m] = true
 	}
 	for m := range mods {
-		for _, heavy := range []string{"github.com/nats-io/", "github.com/twmb/franz-go", "github.com/redis/go-redis", "github.com/testcontainers/", "github.com/jackc/pgx", "github.com/docker/"} {
+		for _, heavy := range []string{"github.com/nats-io/", "github.com/twmb/franz-go", "github.com/redis/go-redis", "github.com/testcontainers/", "github.com/jackc/pgx", "github.com/docker/", "modernc.org/"} {
 			if strings.HasPrefix(m, heavy) {
 				t.Errorf("suites/consumer links %s", m)
 			}
 		}
 	}
+	if len(mods) > 20 {
+		t.Errorf("suites/consumer links %d modules, more than 20: %v", len(mods), mods)
+	}
 	t.Logf("suites/consumer links %d modules", len(mods))
+}
+
+// A Target that names its own broker and passes no option gets the kit's
+// de-dupe store in memory (no SQLite linked): the reference still passes
+// CO-1.5, and a consumer that reads its record, does the effect, then
+// writes the record still fails it, as it does on the SQLite store.
+func TestOwnBrokerWithoutOptionKeepsTheStoreRules(t *testing.T) {
+	broker := sharedNATS(t)
+	var ctw reference.Design
+	for _, m := range comutants.All() {
+		if m.Name == "check-then-write" {
+			ctw = m.Build.Design
+		}
+	}
+	for _, c := range []struct {
+		name string
+		d    reference.Design
+		want verdict.Verdict
+	}{{"reference", reference.Reference(), verdict.Pass}, {"check-then-write", ctw, verdict.Fail}} {
+		tgt := consumer.Target{Broker: broker, New: c.d.Factory(), Declared: c.d.Declared()}
+		rs := runner.Run("consumer/"+c.name, func() { consumer.Register(tgt) }, runner.Options{Rules: []string{"CO-1.5"}})
+		found := false
+		for _, r := range rs {
+			if r.Rule == "CO-1.5" {
+				found = true
+				if r.Verdict != c.want {
+					t.Errorf("%s CO-1.5: %s %q, want %s", c.name, r.Verdict, r.Reason, c.want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: no result for CO-1.5", c.name)
+		}
+	}
 }
 
 // Without a broker and without the embedded option, every rule is unknown

@@ -42,6 +42,7 @@ type inproc struct {
 	notifier  *sinks.MemNotifier
 	dir       string
 	storePath string
+	openStore func(path string, clock co.Clock) (sinks.Store, error)
 
 	reconciled int // crashes already followed by a Reconcile
 
@@ -89,6 +90,10 @@ func openInproc(r *spec.R, t Target, o openOpts) *inproc {
 		dir:   dir, storePath: filepath.Join(dir, "consumer-store.db"),
 	}
 	h.now = w.startClock(clock, o.midnight)
+	if h.openStore = t.hooks.Store; h.openStore == nil {
+		mem := sinks.NewMemStore(h.now)
+		h.openStore = func(string, co.Clock) (sinks.Store, error) { return mem, nil }
+	}
 	w.clockNow, w.scale = h.now.Now, tm.Scale
 	latency := tm.NotifyLatency
 	if o.quickNotify {
@@ -245,7 +250,7 @@ type instance struct {
 	name   string
 	c      co.Consumer
 	mc     mq.Consumer
-	store  *sinks.SQLStore
+	store  sinks.Store
 	ctx    context.Context // the factory's and every Handle's; cancelled when the instance ends
 	cancel context.CancelFunc
 	gone   chan struct{} // closed when the instance ends
@@ -364,7 +369,7 @@ func (h *inproc) startInstance(worker string) (*instance, error) {
 	name := fmt.Sprintf("%s#%d", worker, h.instances.Add(1))
 	h.starting.Add(1)
 	defer func() { h.sawCall(); h.starting.Add(-1) }()
-	store, err := sinks.OpenStore(h.storePath, h.now)
+	store, err := h.openStore(h.storePath, h.now)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/onceproof/tck/internal/leftovers"
 )
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
@@ -45,7 +47,8 @@ type Embedded struct {
 	dir  string
 	url  string
 
-	rmDir func() error
+	rmDir   func() error
+	untrack func()
 }
 
 // EmbeddedOptions tune StartEmbedded.
@@ -84,6 +87,10 @@ func StartEmbeddedWith(ctx context.Context, o EmbeddedOptions) (*Embedded, error
 		_ = rmDir()
 		return nil, err
 	}
+	// Tracked after its directory: an interrupt's clean-up removes the most
+	// recent first, so the server stops before its store is removed (it
+	// would otherwise still be writing into it).
+	e.untrack = leftovers.Track("embedded nats-server "+e.url, e.shutdown)
 	// Restarts must come back on the same port so clients reconnect.
 	if a, ok := e.srv.Addr().(*net.TCPAddr); ok {
 		e.opts.Port = a.Port
@@ -132,6 +139,9 @@ func (e *Embedded) Dir() string { return e.dir }
 func (e *Embedded) Sync() Sync {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.srv == nil {
+		return Sync{Interval: e.opts.SyncInterval, Always: e.opts.SyncAlways}
+	}
 	if cfg := e.srv.JetStreamConfig(); cfg != nil {
 		return Sync{Interval: cfg.SyncInterval, Always: cfg.SyncAlways}
 	}
@@ -143,19 +153,31 @@ func (e *Embedded) Sync() Sync {
 func (e *Embedded) Restart(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.srv == nil {
+		return fmt.Errorf("embedded nats-server: stopped")
+	}
 	e.srv.Shutdown()
 	e.srv.WaitForShutdown()
 	return e.start(ctx)
 }
 
+// shutdown stops the server; the lock is not held while it drains, so a
+// concurrent URL or Sync call does not wait on it.
+func (e *Embedded) shutdown() error {
+	e.mu.Lock()
+	srv := e.srv
+	e.srv = nil
+	e.mu.Unlock()
+	if srv != nil {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	}
+	return nil
+}
+
 // Stop shuts the server down and removes its store directory.
 func (e *Embedded) Stop() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.srv != nil {
-		e.srv.Shutdown()
-		e.srv.WaitForShutdown()
-		e.srv = nil
-	}
+	_ = e.shutdown()
+	e.untrack()
 	return e.rmDir()
 }

@@ -11,9 +11,12 @@ import (
 	"context"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
+	"github.com/onceproof/tck/co"
 	"github.com/onceproof/tck/internal/cochannel"
 	"github.com/onceproof/tck/internal/kithooks"
+	"github.com/onceproof/tck/internal/sinks"
 	"github.com/onceproof/tck/internal/spec"
+	"github.com/onceproof/tck/internal/sqlstore"
 	"github.com/onceproof/tck/mq"
 	"github.com/onceproof/tck/suites/consumer"
 )
@@ -24,8 +27,12 @@ import (
 // channels to a service's broker (the embedded server, or the NATS, Redis
 // or Kafka server the Service names).
 func NATS() consumer.Option {
-	return spec.With(kithooks.Consumer{Embedded: start, Channel: cochannel.Channel})
+	return spec.With(kithooks.Consumer{Embedded: start, Channel: cochannel.Channel, Store: openStore})
 }
+
+// openStore opens the SQLite de-dupe store: a file each instance opens on
+// its own, as a consumer's database would be.
+func openStore(path string, clock co.Clock) (sinks.Store, error) { return sqlstore.OpenStore(path, clock) }
 
 func start(ctx context.Context) (kithooks.EmbeddedNATS, error) {
 	e, err := nats.StartEmbedded(ctx)

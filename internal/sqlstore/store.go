@@ -1,4 +1,4 @@
-package sinks
+package sqlstore
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func OpenStore(path string, clock co.Clock) (*SQLStore, error) {
 	}
 	if _, err := db.Exec(`CREATE TABLE IF NOT EXISTS dedupe (k TEXT PRIMARY KEY, v TEXT NOT NULL, expires INTEGER NOT NULL)`); err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("sinks: creating the store table: %w", err)
+		return nil, fmt.Errorf("sqlstore: creating the store table: %w", err)
 	}
 	st := &SQLStore{db: db, clock: clock}
 	for _, p := range []struct {
@@ -53,7 +53,7 @@ func OpenStore(path string, clock co.Clock) (*SQLStore, error) {
 	}{{&st.get, getSQL}, {&st.insert, insertSQL}, {&st.put, putSQL}, {&st.cas, casSQL}, {&st.del, delSQL}} {
 		if *p.to, err = db.Prepare(p.sql); err != nil {
 			_ = st.Close()
-			return nil, fmt.Errorf("sinks: preparing the store's statements: %w", err)
+			return nil, fmt.Errorf("sqlstore: preparing the store's statements: %w", err)
 		}
 	}
 	return st, nil

@@ -133,8 +133,15 @@ type Broker interface {
 	Close() error
 }
 
-// Capabilities is what a broker declares; rules needing a capability the
-// broker lacks are not-applicable with the capability named.
+// Capabilities is what a broker declares of its server: windows, ack
+// waits, retention and the behaviours that depend on its settings. A
+// mechanism the kit drives through an optional interface of this package
+// (DeadLetterReader, PendingInspector, Trimmer, SessionBroker,
+// GroupOffsets, UnroutablePublisher, BoundedTopics) is found by type
+// assertion on the handle, as fstest finds an fs.ReadDirFS: a handle that
+// does not implement one makes the rules needing it not-applicable, naming
+// the interface. Rules needing a capability the broker lacks are
+// not-applicable with the capability named.
 type Capabilities struct {
 	// DedupeWindow is the producer de-dupe window the broker applies to the
 	// topics the kit creates; 0 means no producer de-dupe at all.
@@ -149,32 +156,10 @@ type Capabilities struct {
 	Term          bool `json:"term"`         // stop redelivery of one message for good
 	MaxDeliver    bool `json:"maxDeliver"`   // a limit on delivery attempts
 	InProgress    bool `json:"inProgress"`   // push a delivery's deadline back
-	// PendingList: the broker keeps each group's delivered, unacknowledged
-	// messages with a delivery counter, readable through PendingInspector
-	// (Redis Streams: the pending entries list, XPENDING).
-	PendingList bool `json:"pendingList,omitempty"`
-	// Trim: the kit can cut a topic to its newest messages (Trimmer; Redis:
-	// XTRIM MAXLEN).
-	Trim bool `json:"trim,omitempty"`
 	// RebalanceRedelivery: what a member that dies before acking held goes
 	// to another member of its group when the group rebalances, with no
 	// ack wait (Kafka: uncommitted offsets are re-read by the new owner).
 	RebalanceRedelivery bool `json:"rebalanceRedelivery,omitempty"`
-	// ProducerSessions: the broker de-dupes a client's own retries inside
-	// one producer session only (SessionBroker; Kafka's idempotent producer).
-	ProducerSessions bool `json:"producerSessions,omitempty"`
-	// GroupOffsets: a group's read position can be read and reset
-	// (GroupOffsets; Kafka's committed offsets).
-	GroupOffsets bool `json:"groupOffsets,omitempty"`
-	// Mandatory: a mandatory publish nothing routes comes back to the
-	// producer (UnroutablePublisher; RabbitMQ basic.return).
-	Mandatory bool `json:"mandatory,omitempty"`
-	// PublishNack: the broker can refuse a publish with a negative confirm
-	// (BoundedTopics; RabbitMQ basic.nack).
-	PublishNack bool `json:"publishNack,omitempty"`
-	// DeadLetter: a group with a max-deliver dead-letters the message it
-	// gives up on (DeadLetterReader; RabbitMQ x-dead-letter-exchange).
-	DeadLetter bool `json:"deadLetter,omitempty"`
 	// ConsumerTimeout: the server itself ends a member that holds a
 	// delivery past the ack wait (closing its channel) and redelivers what
 	// it held; a later ack of such a delivery fails (RabbitMQ

@@ -34,7 +34,9 @@ var ErrNacked = errors.New("refused by the broker (negative publisher confirm): 
 var ErrNotPending = errors.New("the broker answered that the delivery was not pending")
 
 // UnroutablePublisher is a broker whose producer can ask for a publish to
-// come back when nothing routes it (Capabilities.Mandatory).
+// come back when nothing routes it. Like every optional interface here it
+// is found by type assertion on the handle: the rules that need it are
+// not-applicable, naming it, on a handle without it.
 type UnroutablePublisher interface {
 	// PublishUnroutable publishes m on topic, mandatory, under a routing
 	// key nothing on topic binds: a correct client returns an error
@@ -43,7 +45,7 @@ type UnroutablePublisher interface {
 }
 
 // BoundedTopics is a broker that can refuse a publish its topic has no
-// room for, with a negative confirm (Capabilities.PublishNack; RabbitMQ:
+// room for, with a negative confirm (found by type assertion; RabbitMQ:
 // x-max-length with x-overflow reject-publish).
 type BoundedTopics interface {
 	// CreateBoundedTopic creates topic name holding about max messages
@@ -54,7 +56,7 @@ type BoundedTopics interface {
 
 // DeadLetterReader is a broker whose group with a max-deliver gives up on
 // a message into a dead-letter place the kit can read
-// (Capabilities.DeadLetter; RabbitMQ: the queue's x-dead-letter-exchange).
+// (found by type assertion; RabbitMQ: the queue's x-dead-letter-exchange).
 type DeadLetterReader interface {
 	// DeadLetters returns what group on topic dead-lettered so far.
 	DeadLetters(ctx context.Context, topic, group string) ([]DeadLetter, error)
@@ -93,14 +95,14 @@ type MaxDeliverWatcher interface {
 
 // PendingInspector is implemented by brokers that keep, per consumer group,
 // the list of delivered, unacknowledged entries and let the kit read it
-// (Capabilities.PendingList).
+// (found by type assertion).
 type PendingInspector interface {
 	// Pending returns the pending list of group on topic, in position order.
 	Pending(ctx context.Context, topic, group string) ([]Pending, error)
 }
 
 // Trimmer is implemented by brokers that can cut a topic to its newest
-// messages on request (Capabilities.Trim).
+// messages on request (found by type assertion).
 type Trimmer interface {
 	// Trim keeps the newest keep messages of topic and removes the rest.
 	Trim(ctx context.Context, topic string, keep int) (Trim, error)

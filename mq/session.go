@@ -6,9 +6,9 @@ import (
 
 // This file holds the optional parts of a broker that have no NATS or Redis
 // counterpart: producer sessions and a group's stored read position. A
-// broker that has them implements the interface and declares it in
-// Capabilities (ProducerSessions, GroupOffsets); the rules that need them are
-// not-applicable elsewhere.
+// broker that has them implements SessionBroker or GroupOffsets (found by
+// type assertion); the rules that need them are not-applicable elsewhere,
+// naming the interface.
 //
 // Kafka mapping: a producer session is one idempotent producer (one producer
 // id and epoch, from InitProducerID); the broker de-dupes a retried batch by

@@ -49,12 +49,13 @@ func (s *Set) Run(ctx context.Context, o target.RunOptions) []verdict.Result {
 			}
 		}
 	}
+	s.probe(ctx)
 	var ids []string
 	for _, ru := range s.rules {
 		switch {
 		case len(o.Rules) > 0 && !slices.Contains(o.Rules, ru.id):
 			add(resultOf(ru, o.Target, outcome{v: verdict.Skipped, reason: "filtered out by --rule"}, 0))
-		case ru.notApplicable() != "":
+		case !s.applies(ru):
 			out := s.runWithin(ctx, ru)
 			add(resultOf(ru, o.Target, out, 0))
 		default:

@@ -65,6 +65,7 @@ func (s *Set) ginkgoAt(loc types.CodeLocation, o Option) {
 			decorations := []any{loc, ginkgo.Label(Labels(ru.meta)...), ginkgo.GracePeriod(Grace)}
 			ginkgo.It(ru.id+" "+ru.meta.Title, append(decorations, func(ctx ginkgo.SpecContext) {
 				once.Do(func() {
+					s.probe(ctx)
 					ids := s.selected()
 					s.prepare(ids)
 					if s.Concurrent {
@@ -146,7 +147,7 @@ func (s *Set) selected() []string {
 	}
 	var ids []string
 	for _, ru := range s.rules {
-		if ru.notApplicable() != "" {
+		if !s.applies(ru) {
 			continue
 		}
 		if filter == nil || filter(Labels(ru.meta)) {

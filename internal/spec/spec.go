@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/onsi/gomega"
@@ -218,13 +219,11 @@ func (r *R) Skipped(format string, args ...any) {
 
 // rule is one registered rule.
 type rule struct {
-	id      string
-	meta    catalog.Rule
-	missing []string
-	why     string // the target's own reason, with the missing capability
-	body    Body
-	alone   bool // runs with no other rule of the set (ItAlone)
-	race    bool // holds a share of the processors (ItRace)
+	id    string
+	meta  catalog.Rule
+	body  Body
+	alone bool // runs with no other rule of the set (ItAlone)
+	race  bool // holds a share of the processors (ItRace)
 }
 
 // Set holds the rules of one suite against one target.
@@ -270,16 +269,27 @@ type Set struct {
 	// running. The broker suite reports progress between the two.
 	Prepare func(ids []string)
 	Finish  func()
-	// Lacks, when set before It, is the target's own reason for each
-	// capability it lacks (Redis Streams, nak-delay: "has no negative
-	// acknowledgement"): a rule that needs one is not-applicable with the
-	// reasons of every capability it misses, said with their names. The
-	// capability is declared once, by the target; the rule's need is the
-	// catalog's.
+	// Whether a rule applies is decided in one place (notApplicable), when
+	// the rule is about to run, from what follows.
+	//
+	// Probe, when set, finds capabilities on the target itself, once,
+	// before the first rule is decided: the optional interfaces its handle
+	// implements (a broker's mq.DeadLetterReader), as fstest finds an
+	// fs.ReadDirFS. The capabilities New was given are declared ones.
+	Probe func(ctx context.Context) []catalog.Capability
+	// NotApplicable lists rules the target does not run, whatever its
+	// capabilities, each with the reason (a target meant for some rules).
+	NotApplicable map[string]string
+	// Lacks is the target's own reason for each capability it lacks (Redis
+	// Streams, nak-delay: "has no negative acknowledgement"): a rule that
+	// needs one is not-applicable with the reasons of every capability it
+	// misses, said with their names. The rule's need is the catalog's.
 	Lacks map[catalog.Capability]string
-	// Reasons, when set before It, are the fallback by rule id for a rule
-	// whose missing capabilities have no reason in Lacks.
+	// Reasons are the fallback by rule id for a rule whose missing
+	// capabilities have no reason in Lacks.
 	Reasons map[string]string
+
+	probeOnce sync.Once
 
 	bg background
 }
@@ -299,20 +309,7 @@ func (s *Set) It(id string, body Body) {
 	if m.Suite != s.suite {
 		panic(fmt.Sprintf("spec: rule %s belongs to suite %s, not %s", id, m.Suite, s.suite))
 	}
-	var missing, whys []string
-	for _, c := range m.Needs {
-		if !s.have[c] {
-			missing = append(missing, string(c))
-			if w, ok := s.Lacks[c]; ok && !slices.Contains(whys, w) {
-				whys = append(whys, w)
-			}
-		}
-	}
-	why := strings.Join(whys, "; ")
-	if why == "" {
-		why = s.Reasons[id]
-	}
-	s.rules = append(s.rules, rule{id: id, meta: m, missing: missing, why: why, body: body})
+	s.rules = append(s.rules, rule{id: id, meta: m, body: body})
 }
 
 // ItAlone registers rule id with body, to run with no other rule of the
@@ -335,16 +332,53 @@ func (s *Set) ItRace(id string, body Body) {
 	s.rules[len(s.rules)-1].race = true
 }
 
-// notApplicable is the reason a rule does not apply, or "".
-func (ru rule) notApplicable() string {
-	if len(ru.missing) == 0 {
-		return ""
+// probe runs Probe once; the capabilities it finds join the declared ones.
+// Every driver calls it before deciding a rule (a later call waits for the
+// first).
+func (s *Set) probe(ctx context.Context) {
+	s.probeOnce.Do(func() {
+		if s.Probe == nil {
+			return
+		}
+		for _, c := range s.Probe(ctx) {
+			s.have[c] = true
+		}
+	})
+}
+
+// applies reports whether ru applies to the target (see notApplicable).
+func (s *Set) applies(ru rule) bool {
+	why, _ := s.notApplicable(ru)
+	return why == ""
+}
+
+// notApplicable is the one place that decides whether a rule applies: the
+// reason it does not and the capabilities it misses, or "".
+func (s *Set) notApplicable(ru rule) (why string, missing []string) {
+	if why, ok := s.NotApplicable[ru.id]; ok {
+		return why, nil
 	}
-	why := "the target does not declare the capability " + strings.Join(ru.missing, ", ")
-	if ru.why != "" {
-		why = ru.why + " (" + why + ")"
+	var whys []string
+	for _, c := range ru.meta.Needs {
+		if !s.have[c] {
+			missing = append(missing, string(c))
+			if w, ok := s.Lacks[c]; ok && !slices.Contains(whys, w) {
+				whys = append(whys, w)
+			}
+		}
 	}
-	return why
+	if len(missing) == 0 {
+		return "", nil
+	}
+	own := strings.Join(whys, "; ")
+	if own == "" {
+		own = s.Reasons[ru.id]
+	}
+	why = "the target does not declare the capability " + strings.Join(missing, ", ")
+	if own != "" {
+		why = own + " (" + why + ")"
+	}
+	return why, missing
 }
 
 // Labels are the Ginkgo labels of a rule: its id, its suite and its level.

@@ -110,8 +110,9 @@ func (s *Set) runOne(ru rule, out ...func(line string)) outcome {
 // as its deadline would).
 func (s *Set) runWithin(parent context.Context, ru rule, out ...func(line string)) outcome {
 	ev := &verdict.Evidence{}
-	if why := ru.notApplicable(); why != "" {
-		return outcome{v: verdict.NotApplicable, reason: why, ev: ev, missing: ru.missing}
+	s.probe(parent)
+	if why, missing := s.notApplicable(ru); why != "" {
+		return outcome{v: verdict.NotApplicable, reason: why, ev: ev, missing: missing}
 	}
 	if ru.race {
 		release, ok := holdFor(parent, ev)

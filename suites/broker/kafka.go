@@ -30,14 +30,8 @@ func kafkaCaps(t target) []catalog.Capability {
 	if c.AckWait || c.RebalanceRedelivery {
 		out = append(out, catalog.CapBrokerCrashRedelivery)
 	}
-	if c.ProducerSessions {
-		out = append(out, catalog.CapBrokerProducerSessions)
-		if t.LoseProduceReply != nil {
-			out = append(out, catalog.CapBrokerLostProduceReply)
-		}
-	}
-	if c.GroupOffsets {
-		out = append(out, catalog.CapBrokerGroupOffsets)
+	if t.LoseProduceReply != nil {
+		out = append(out, catalog.CapBrokerLostProduceReply)
 	}
 	if c.ShareGroups {
 		out = append(out, catalog.CapBrokerShareGroups)

@@ -43,7 +43,8 @@ func newSet(author Target, o spec.Option) *spec.Set {
 		t.Seed = int64(rand.Uint64N(1<<53-1)) + 1
 	}
 	s := spec.New("broker", capsOf(t)...)
-	s.Reasons = t.NotApplicable
+	s.NotApplicable = t.NotApplicable
+	s.Reasons = map[string]string{}
 	s.Lacks = map[catalog.Capability]string{}
 	for c, why := range t.Lacks {
 		s.Lacks[catalog.Capability(c)] = why
@@ -61,6 +62,7 @@ func newSet(author Target, o spec.Option) *spec.Set {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &plan{t: t, set: s, ctx: ctx, cancel: cancel}
+	s.Probe = p.probe
 	s.Prepare = p.reportProgress
 	s.Finish = p.finish
 	registerDedupe(p)
@@ -93,8 +95,6 @@ func capsOf(t target) []catalog.Capability {
 	add(c.InProgress, catalog.CapBrokerInProgress)
 	add(t.Private != nil, catalog.CapBrokerRestart)
 	add(t.Fault != nil, catalog.CapBrokerFaultProxy)
-	add(c.PendingList, catalog.CapBrokerPendingList)
-	add(c.Trim, catalog.CapBrokerTrim)
 	add(t.Inspect != nil, catalog.CapBrokerInspect)
 	out = append(out, kafkaCaps(t)...)
 	out = append(out, rabbitCaps(t)...)
@@ -137,14 +137,9 @@ func (p *plan) workload(id string, wait func(w kithooks.Windows, c mq.Capabiliti
 	}
 	return spec.Workload{
 		Wait: waits,
-		Ready: func() bool {
-			_, na := p.t.NotApplicable[id]
-			return !na && waits() <= p.t.Budget
-		},
+		// Only rules that apply get here: the set decides (spec.Set.NotApplicable).
+		Ready: func() bool { return waits() <= p.t.Budget },
 		Gate: func(r *spec.R) {
-			if why, ok := p.t.NotApplicable[id]; ok {
-				r.NotApplicable("%s", why)
-			}
 			w := waits()
 			r.Ev.Figure("wait by definition", w.Seconds(), "s")
 			if w > p.t.Budget && p.t.Declared != nil {

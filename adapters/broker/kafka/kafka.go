@@ -163,9 +163,8 @@ func Caps() mq.Capabilities {
 	return mq.Capabilities{
 		ConfirmedAck:        true,
 		RebalanceRedelivery: true,
-		ProducerSessions:    true,
-		GroupOffsets:        true,
-		Retentions:          []mq.Retention{mq.Limits},
+
+		Retentions: []mq.Retention{mq.Limits},
 	}
 }
 

@@ -69,20 +69,23 @@ var KitShare = Share{LockDuration: 2 * time.Second, DeliveryLimit: 3}
 // and no committed offset.
 func ShareCaps() mq.Capabilities {
 	return mq.Capabilities{
-		AckWait:          true,
-		ConfirmedAck:     true,
-		Term:             true,
-		MaxDeliver:       true,
-		InProgress:       true,
-		ProducerSessions: true,
-		ShareGroups:      true,
-		Retentions:       []mq.Retention{mq.Limits},
+		AckWait:      true,
+		ConfirmedAck: true,
+		Term:         true,
+		MaxDeliver:   true,
+		InProgress:   true,
+
+		ShareGroups: true,
+		Retentions:  []mq.Retention{mq.Limits},
 	}
 }
 
-// ShareBroker is a handle whose consumers are members of share groups.
+// ShareBroker is a handle whose consumers are members of share groups. It
+// holds the Kafka handle by name, not embedded: a share group keeps no
+// committed offset, so ShareBroker must not implement mq.GroupOffsets
+// (the broker suite finds mechanisms by type assertion).
 type ShareBroker struct {
-	*Broker
+	k     *Broker
 	share Share
 
 	mu       sync.Mutex
@@ -97,6 +100,29 @@ var (
 	_ mq.AckedInspector    = (*ShareBroker)(nil)
 	_ mq.MaxDeliverWatcher = (*ShareBroker)(nil)
 )
+
+// CreateTopic implements mq.Broker.
+func (b *ShareBroker) CreateTopic(ctx context.Context, name string, cfg mq.TopicConfig) error {
+	return b.k.CreateTopic(ctx, name, cfg)
+}
+
+// DeleteTopic implements mq.Broker.
+func (b *ShareBroker) DeleteTopic(ctx context.Context, name string) error {
+	return b.k.DeleteTopic(ctx, name)
+}
+
+// Publish implements mq.Broker.
+func (b *ShareBroker) Publish(ctx context.Context, topic string, m mq.Message) (mq.PublishAck, error) {
+	return b.k.Publish(ctx, topic, m)
+}
+
+// Producer implements mq.SessionBroker: producers are Kafka's own.
+func (b *ShareBroker) Producer(ctx context.Context) (mq.Producer, error) { return b.k.Producer(ctx) }
+
+// ReadAll implements mq.Broker.
+func (b *ShareBroker) ReadAll(ctx context.Context, topic string) ([]mq.Stored, error) {
+	return b.k.ReadAll(ctx, topic)
+}
 
 // Capabilities is a share group's.
 func (b *ShareBroker) Capabilities() mq.Capabilities { return ShareCaps() }
@@ -140,9 +166,9 @@ func (b *ShareBroker) startEarliest(ctx context.Context, group string) error {
 	c.Name, c.Op, c.Value = "share.auto.offset.reset", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("earliest")
 	rr.Configs = append(rr.Configs, c)
 	req.Resources = append(req.Resources, rr)
-	actx, cancel := b.adminCtx(ctx)
+	actx, cancel := b.k.adminCtx(ctx)
 	defer cancel()
-	resp, err := req.RequestWith(actx, b.admin)
+	resp, err := req.RequestWith(actx, b.k.admin)
 	if err == nil {
 		for _, r := range resp.Resources {
 			if e := kerr.ErrorForCode(r.ErrorCode); e != nil {
@@ -172,23 +198,23 @@ func (b *ShareBroker) Consumer(ctx context.Context, topic string, cfg mq.Consume
 	if len(cfg.Backoff) > 0 {
 		return nil, fmt.Errorf("%w: KIP-932 has no back-off list: a released record is available at once, an unacknowledged one after the lock", mq.ErrUnsupported)
 	}
-	group := b.GroupName(cfg.Group)
+	group := b.k.GroupName(cfg.Group)
 	if err := b.startEarliest(ctx, group); err != nil {
 		return nil, err
 	}
-	opts, err := b.opts.baseOpts()
+	opts, err := b.k.opts.baseOpts()
 	if err != nil {
 		return nil, err
 	}
 	c := &shareConsumer{b: b, group: cfg.Group, topic: topic}
 	b.mu.Lock()
 	b.n++
-	clientID := fmt.Sprintf("onceproof-tck-%s-share-%d", b.opts.Run, b.n)
+	clientID := fmt.Sprintf("onceproof-tck-%s-share-%d", b.k.opts.Run, b.n)
 	b.mu.Unlock()
 	opts = append(opts,
 		kgo.ClientID(clientID),
 		kgo.ShareGroup(group),
-		kgo.ConsumeTopics(b.TopicName(topic)),
+		kgo.ConsumeTopics(b.k.TopicName(topic)),
 		// One record a fetch, and no fetch outside a poll: a record is
 		// acquired (its lock starts) only when the kit asks for one.
 		kgo.ShareMaxRecords(1), kgo.ShareMaxRecordsStrict(),
@@ -200,7 +226,7 @@ func (b *ShareBroker) Consumer(ctx context.Context, topic string, cfg mq.Consume
 		return nil, fmt.Errorf("kafka share consumer: %w", err)
 	}
 	c.cl = cl
-	b.usedGroup(topic, cfg.Group)
+	b.k.usedGroup(topic, cfg.Group)
 	b.mu.Lock()
 	b.members[c] = true
 	b.mu.Unlock()
@@ -217,11 +243,11 @@ func (b *ShareBroker) Consumer(ctx context.Context, topic string, cfg mq.Consume
 // joined waits until share group lists the member with clientID and an
 // assignment.
 func (b *ShareBroker) joined(ctx context.Context, group, clientID string) error {
-	actx, cancel := b.adminCtx(ctx)
+	actx, cancel := b.k.adminCtx(ctx)
 	defer cancel()
 	errNotYet := errors.New("not a member yet")
 	err := poll.Until(actx, 20*time.Millisecond, 100*time.Millisecond, func() error {
-		ds, err := b.adm.DescribeShareGroups(actx, group)
+		ds, err := b.k.adm.DescribeShareGroups(actx, group)
 		if err != nil {
 			return err
 		}
@@ -233,7 +259,7 @@ func (b *ShareBroker) joined(ctx context.Context, group, clientID string) error 
 		return errNotYet
 	})
 	if err != nil {
-		return fmt.Errorf("member of share group %s did not join within %s: %w", group, b.opts.Timeout, err)
+		return fmt.Errorf("member of share group %s did not join within %s: %w", group, b.k.opts.Timeout, err)
 	}
 	return nil
 }
@@ -249,7 +275,7 @@ func (b *ShareBroker) Close() error {
 	for _, c := range ms {
 		_ = c.Close()
 	}
-	return b.Broker.Close()
+	return b.k.Close()
 }
 
 // Acked says whether the group is done with position: the share-partition
@@ -271,9 +297,9 @@ func (b *ShareBroker) Acked(ctx context.Context, topic, group, position string) 
 // startOffset is the share-partition start offset of the group on the
 // topic's partition 0; -1 when the group holds no state for it.
 func (b *ShareBroker) startOffset(ctx context.Context, topic, group string) (int64, error) {
-	actx, cancel := b.adminCtx(ctx)
+	actx, cancel := b.k.adminCtx(ctx)
 	defer cancel()
-	resp, err := b.adm.DescribeShareGroupOffsets(actx, b.GroupName(group))
+	resp, err := b.k.adm.DescribeShareGroupOffsets(actx, b.k.GroupName(group))
 	if err == nil {
 		err = resp.Error()
 	}
@@ -283,11 +309,11 @@ func (b *ShareBroker) startOffset(ctx context.Context, topic, group string) (int
 	if err != nil {
 		return 0, fmt.Errorf("share-partition start offset of group %s: %w", group, err)
 	}
-	d, ok := resp[b.GroupName(group)]
+	d, ok := resp[b.k.GroupName(group)]
 	if !ok {
 		return -1, nil
 	}
-	o, ok := d.Offsets.Lookup(b.TopicName(topic), 0)
+	o, ok := d.Offsets.Lookup(b.k.TopicName(topic), 0)
 	if !ok {
 		return -1, nil
 	}
@@ -435,7 +461,7 @@ func (c *shareConsumer) Fetch(ctx context.Context, max int, wait time.Duration) 
 	c.mu.Lock()
 	c.held = held
 	c.mu.Unlock()
-	if c.b.opts.Defects.ShareAutoAccept {
+	if c.b.k.opts.Defects.ShareAutoAccept {
 		// Implicit acknowledgement at once: accepted as handed out,
 		// before anything was processed.
 		for _, d := range held {
@@ -519,7 +545,7 @@ func (d *shareDelivery) Ack(ctx context.Context) error {
 	if err := d.settle(ctx, kgo.AckAccept); err != nil {
 		return err
 	}
-	if d.c.b.opts.Defects.ShareAckDeletes {
+	if d.c.b.k.opts.Defects.ShareAckDeletes {
 		return d.deleteUpTo(ctx)
 	}
 	return nil
@@ -532,7 +558,7 @@ func (d *shareDelivery) Nak(ctx context.Context, delay time.Duration) error {
 	if delay > 0 {
 		return fmt.Errorf("%w: KIP-932 has no delayed release: a released record is available at once", mq.ErrUnsupported)
 	}
-	if d.c.b.opts.Defects.ShareForgetCount {
+	if d.c.b.k.opts.Defects.ShareForgetCount {
 		// The defect: the record goes back as a new record (its count
 		// starts again at 1) and the original is accepted.
 		if _, err := d.c.b.Publish(ctx, d.c.topic, d.Message()); err != nil {
@@ -567,7 +593,7 @@ func (d *shareDelivery) InProgress(ctx context.Context) error {
 func (d *shareDelivery) deleteUpTo(ctx context.Context) error {
 	os := kadm.Offsets{}
 	os.Add(kadm.Offset{Topic: d.r.Topic, Partition: d.r.Partition, At: d.r.Offset + 1, LeaderEpoch: -1})
-	_, err := d.c.b.adm.DeleteRecords(ctx, os)
+	_, err := d.c.b.k.adm.DeleteRecords(ctx, os)
 	return err
 }
 

@@ -45,7 +45,7 @@ func (c Client) Open(ctx context.Context) (mq.Broker, error) {
 	}
 	var h mq.Broker = b
 	if c.Options.Share != nil {
-		h = &ShareBroker{Broker: b, share: *c.Options.Share, settled: map[string]bool{}, earliest: map[string]bool{}, members: map[*shareConsumer]bool{}}
+		h = &ShareBroker{k: b, share: *c.Options.Share, settled: map[string]bool{}, earliest: map[string]bool{}, members: map[*shareConsumer]bool{}}
 	}
 	if c.Wrap == nil {
 		return h, nil

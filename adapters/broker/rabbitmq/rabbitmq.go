@@ -322,7 +322,7 @@ func capabilities(o Options) mq.Capabilities {
 		// A closed connection's unacknowledged deliveries go back to the
 		// queue at once, for another member (no ack wait needed).
 		RebalanceRedelivery: true,
-		Mandatory:           true, PublishNack: true, DeadLetter: true,
+
 		Retentions: []mq.Retention{mq.Limits},
 	}
 	if o.ConsumerTimeout > 0 {

@@ -195,7 +195,7 @@ func (b *Broker) Capabilities() mq.Capabilities { return capabilities(b.opts) }
 func capabilities(o Options) mq.Capabilities {
 	c := mq.Capabilities{
 		AckWait: true, ConfirmedAck: true, InProgress: true,
-		PendingList: true, Trim: true,
+
 		Retentions: []mq.Retention{mq.Limits},
 	}
 	if o.IDMP {

@@ -32,7 +32,9 @@ func NATS() consumer.Option {
 
 // openStore opens the SQLite de-dupe store: a file each instance opens on
 // its own, as a consumer's database would be.
-func openStore(path string, clock co.Clock) (sinks.Store, error) { return sqlstore.OpenStore(path, clock) }
+func openStore(path string, clock co.Clock) (sinks.Store, error) {
+	return sqlstore.OpenStore(path, clock)
+}
 
 func start(ctx context.Context) (kithooks.EmbeddedNATS, error) {
 	e, err := nats.StartEmbedded(ctx)

@@ -43,6 +43,8 @@ func init() {
 			"两条独立分支“不依赖重复命中是否刷新窗口的具体实现”；该实现细节须实测并与目标的声明核对（NATS：命中不刷新窗口）。", srcLostAck+"; "+srcNATSDedup, CapBrokerDedupe),
 		br("BR-1.5", Must, Requirement, "identity is the id, not the content",
 			"NATS JetStream 按 ID 判断重复，不靠消息正文自动识别同一业务意图：不能外推为“内容相同自动识别”。 Two ids with equal payloads are both stored; one id with a changed payload is dropped and the first payload kept.", srcLostAck+"; "+srcAckWords, CapBrokerDedupe),
+		br("BR-1.8", Must, Requirement, "distinct ids are never taken for one another: ids that differ only in case, in percent-encoding, in a wildcard character, in Unicode normalisation or after a long shared prefix are each stored",
+			"NATS JetStream 按 ID 判断重复，不靠消息正文自动识别同一业务意图。 The id is compared as it is: a client or broker that folds case, decodes, normalises or cuts ids drops a distinct intent as a duplicate of another, inside the window, and it is lost. The kit publishes five such pairs and the same id twice as a control.", srcLostAck+"; "+srcNATSDedup, CapBrokerDedupe),
 		br("BR-1.6", Must, Requirement, "publish ack lost: a retry with the same id leaves one copy, a fresh id leaves two",
 			"broker 已存下 E9，但答复在返程丢失；生产者只看到超时，不能断言 E9 没进入流。若生产者每次重试都生成新 event_id，broker 可能把同一变化写成多条事件。", srcLostAck, CapBrokerDedupe, CapBrokerFaultProxy),
 		br("BR-1.7", Should, Characterization, "the de-dupe state after a broker restart inside the window is measured, for limits and work-queue retention",

@@ -39,6 +39,18 @@ func All() []Mutant {
 			},
 		},
 		{
+			Name: "id-column-64", Defect: "the producer cuts message ids to 64 characters (its outbox column's width): two long ids sharing a prefix become one, and the second intent is dropped as a duplicate",
+			MustFail: []string{"BR-1.8"},
+			Build: nats.Client{
+				Wrap: with(hooks{publish: func(m mq.Message) mq.Message {
+					if len(m.ID) > 64 {
+						m.ID = m.ID[:64]
+					}
+					return m
+				}}),
+			},
+		},
+		{
 			Name: "short-window", Defect: "declares the window it asked for, but creates topics with half of it",
 			MustFail: []string{"BR-1.2", "BR-1.3", "BR-6.1"},
 			Build: nats.Client{

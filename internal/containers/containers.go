@@ -212,7 +212,16 @@ type Spec struct {
 	// until it succeeds or the start deadline passes.
 	Ready   func(ctx context.Context, c *Container) error
 	Timeout time.Duration // start deadline; 60 s if 0
+	// Module is the product's testcontainers-go module (its Run, which
+	// lays the product's defaults under the kit's options); nil: the
+	// generic testcontainers.Run. The kit's options win: its command, its
+	// wait, and exactly Ports published, on loopback.
+	Module Runner
 }
+
+// Runner runs a container from an image with options: testcontainers.Run,
+// or a module's Run with its container type unwrapped.
+type Runner func(ctx context.Context, img string, opts ...testcontainers.ContainerCustomizer) (testcontainers.Container, error)
 
 // Container is one running container of the kit.
 type Container struct {
@@ -315,8 +324,28 @@ func Start(ctx context.Context, spec Spec) (*Container, error) {
 	// after the kit has looked for it, and the container would be left
 	// behind. Once created it has an ID, and every path below removes it.
 	cctx, cancelCreate := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-	tc, err := testcontainers.Run(cctx, spec.Image, append(opts, testcontainers.WithNoStart())...)
+	run := spec.Module
+	if run == nil {
+		run = func(ctx context.Context, img string, opts ...testcontainers.ContainerCustomizer) (testcontainers.Container, error) {
+			c, err := testcontainers.Run(ctx, img, opts...)
+			if c == nil {
+				return nil, err
+			}
+			return c, err
+		}
+	}
+	// Last, so a module's own exposed ports (NATS's cluster port) are not
+	// published on every interface beside the kit's loopback ones.
+	exact := testcontainers.CustomizeRequestOption(func(req *testcontainers.GenericContainerRequest) error {
+		req.ExposedPorts = append([]string(nil), spec.Ports...)
+		return nil
+	})
+	ctr, err := run(cctx, spec.Image, append(opts, exact, testcontainers.WithNoStart())...)
 	cancelCreate()
+	tc, _ := ctr.(*testcontainers.DockerContainer)
+	if err == nil && tc == nil && ctr != nil {
+		err = fmt.Errorf("the module's container is a %T, not a Docker container", ctr)
+	}
 	c := &Container{Spec: spec, Name: name, ports: ports, tc: tc, untrack: untrack}
 	if tc != nil {
 		c.ID = tc.GetContainerID()

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"github.com/testcontainers/testcontainers-go"
+	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
 	"io"
 	"net"
 	"net/url"
@@ -50,7 +52,7 @@ func StartPostgres(ctx context.Context, o PostgresOptions) (*Postgres, error) {
 	}
 	pw := randomHex(12)
 	c, err := Start(ctx, Spec{
-		Role: "postgres", Image: o.Image,
+		Role: "postgres", Image: o.Image, Module: postgresModule,
 		Env:   map[string]string{"POSTGRES_USER": "tck", "POSTGRES_PASSWORD": pw, "POSTGRES_DB": "tck"},
 		Cmd:   append([]string{"postgres"}, o.Args...),
 		Ports: []string{"5432/tcp"},
@@ -121,4 +123,15 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// postgresModule runs the server through testcontainers-go's PostgreSQL
+// module; the kit's command replaces the module's (which turns fsync off:
+// the durability rules need the server's own setting).
+func postgresModule(ctx context.Context, img string, opts ...testcontainers.ContainerCustomizer) (testcontainers.Container, error) {
+	c, err := tcpostgres.Run(ctx, img, opts...)
+	if c == nil {
+		return nil, err
+	}
+	return c.Container, err
 }

@@ -13,6 +13,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/testcontainers/testcontainers-go"
+	tcnats "github.com/testcontainers/testcontainers-go/modules/nats"
+
 	"github.com/onceproof/tck/internal/containers"
 	"github.com/onceproof/tck/internal/nemesis"
 	"github.com/onceproof/tck/mq"
@@ -102,6 +105,7 @@ func startContainer(ctx context.Context, o containerOptions) (*Container, error)
 	var version string
 	spec := containers.Spec{
 		Role: "nats", Image: o.Image, Name: o.Name, Network: o.network,
+		Module:  natsModule,
 		Cmd:     cmd,
 		Ports:   []string{"4222/tcp", "8222/tcp"},
 		WaitLog: "Server is ready",
@@ -329,4 +333,13 @@ func (n *Container) Remove(ctx context.Context) error { return n.c.Remove(ctx) }
 // hold and heals it, noting each step on log (a rule's timeline).
 func (n *Container) Disrupt(ctx context.Context, kind string, hold time.Duration, log Log) error {
 	return nemesis.New(log).Apply(ctx, nemesis.Kind(kind), n.victim("nats"), hold)
+}
+
+// natsModule runs the server through testcontainers-go's NATS module.
+func natsModule(ctx context.Context, img string, opts ...testcontainers.ContainerCustomizer) (testcontainers.Container, error) {
+	c, err := tcnats.Run(ctx, img, opts...)
+	if c == nil {
+		return nil, err
+	}
+	return c.Container, err
 }

@@ -7,6 +7,9 @@ import (
 	"os"
 	"sync"
 
+	"github.com/testcontainers/testcontainers-go"
+	tcredis "github.com/testcontainers/testcontainers-go/modules/redis"
+
 	"github.com/onceproof/tck/internal/containers"
 	"github.com/onceproof/tck/internal/nemesis"
 	"github.com/onceproof/tck/mq"
@@ -34,7 +37,7 @@ func Image() string {
 // append-only file fsynced on every write, and waits until it answers.
 func startContainer(ctx context.Context) (*containers.Container, string, error) {
 	c, err := containers.Start(ctx, containers.Spec{
-		Role: "redis", Image: Image(),
+		Role: "redis", Image: Image(), Module: redisModule,
 		Cmd: []string{"redis-server", "--port", "6379", "--bind", "0.0.0.0", "--protected-mode", "no",
 			"--dir", "/data", "--save", "", "--appendonly", "yes", "--appendfsync", "always"},
 		Ports:   []string{"6379/tcp"},
@@ -161,3 +164,12 @@ func (s *OwnServer) Sync(ctx context.Context) (string, bool, error) {
 
 // Stop removes the server and its data.
 func (s *OwnServer) Stop() error { return s.stop() }
+
+// redisModule runs the server through testcontainers-go's Redis module.
+func redisModule(ctx context.Context, img string, opts ...testcontainers.ContainerCustomizer) (testcontainers.Container, error) {
+	c, err := tcredis.Run(ctx, img, opts...)
+	if c == nil {
+		return nil, err
+	}
+	return c.Container, err
+}

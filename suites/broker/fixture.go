@@ -330,14 +330,7 @@ func (f *fixture) topicOn(b mq.Broker, label string, cfg mq.TopicConfig) (string
 	}
 	f.defer_(func() {
 		// The workload's context is over by now; the deletion has its own.
-		// An interrupted run is removing the servers it started: a topic on
-		// one of them needs no deletion, and one on a broker the kit did
-		// not start gets a moment, so the run still ends within seconds.
-		wait := 5 * time.Second
-		if leftovers.Closing() {
-			wait = 500 * time.Millisecond
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		ctx, cancel := context.WithTimeout(context.Background(), afterWorkload(5*time.Second))
 		defer cancel()
 		_ = b.DeleteTopic(ctx, name)
 	})
@@ -388,6 +381,35 @@ func (f *fixture) copies(topic, id string) (int, []string, error) {
 	}
 	h.OK(fmt.Sprintf("%d stored, %d with id %s", len(all), len(payloads), id))
 	return len(payloads), payloads, nil
+}
+
+// afterWorkload bounds a call the kit makes once a workload's context is
+// over (a read-back, a topic's deletion): d, or half a second when the run
+// was interrupted, since it is removing the servers it started and such a
+// call would wait out d for no answer; one on a broker the kit did not
+// start gets that moment, so the run still ends within seconds.
+func afterWorkload(d time.Duration) time.Duration {
+	if leftovers.Closing() {
+		return 500 * time.Millisecond
+	}
+	return d
+}
+
+// payloads reads topic back once and counts the stored copies of each
+// payload.
+func (f *fixture) payloads(topic string) (map[string]int, error) {
+	h := f.rec.Invoke("checker", "read-all", topic)
+	all, err := f.b.ReadAll(f.ctx, topic)
+	if err != nil {
+		h.Info(err.Error())
+		return nil, unsure("reading the topic back", err)
+	}
+	n := map[string]int{}
+	for _, s := range all {
+		n[string(s.Message.Payload)]++
+	}
+	h.OK(fmt.Sprintf("%d stored", len(all)))
+	return n, nil
 }
 
 // intentsOn counts the stored copies of one intent, known by its payload:

@@ -13,7 +13,6 @@ import (
 	"github.com/onceproof/tck/internal/checker"
 	"github.com/onceproof/tck/internal/history"
 	"github.com/onceproof/tck/internal/kithooks"
-	"github.com/onceproof/tck/internal/leftovers"
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/stall"
 	"github.com/onceproof/tck/mq"
@@ -550,13 +549,7 @@ func newQueueJudge(q *queue, faultErr error) *queueJudge {
 // lacks is lost for certain. A read-back that fails leaves all of them
 // indeterminate.
 func (j *queueJudge) readBack(q *queue) {
-	// An interrupted run has stopped the servers it started: a read-back
-	// from one would wait out its whole bound for no answer.
-	wait := 15 * time.Second
-	if leftovers.Closing() {
-		wait = 500 * time.Millisecond
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), afterWorkload(15*time.Second))
 	defer cancel()
 	all, err := q.f.b.ReadAll(ctx, q.topic)
 	if err != nil && !errors.Is(err, mq.ErrNotFound) {

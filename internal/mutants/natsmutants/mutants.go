@@ -51,6 +51,20 @@ func All() []Mutant {
 			},
 		},
 		{
+			Name: "id-hashcode", Defect: "the producer keys its de-dupe by the id's 32-bit hash (Java's String.hashCode): two ids with one hash become one, and the second intent is dropped as a duplicate",
+			MustFail: []string{"BR-1.8"},
+			Build: nats.Client{
+				Wrap: with(hooks{publish: func(m mq.Message) mq.Message {
+					var h int32
+					for _, c := range m.ID {
+						h = 31*h + int32(c)
+					}
+					m.ID = fmt.Sprintf("h%d", h)
+					return m
+				}}),
+			},
+		},
+		{
 			Name: "short-window", Defect: "declares the window it asked for, but creates topics with half of it",
 			MustFail: []string{"BR-1.2", "BR-1.3", "BR-6.1"},
 			Build: nats.Client{

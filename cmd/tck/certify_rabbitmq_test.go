@@ -32,7 +32,7 @@ func ownRabbit(t *testing.T) (string, string) {
 		t.Skipf("no %s on PATH (install rabbitmq-server)", rabbitmq.ServerBinary)
 	}
 	// consumer_timeout at RabbitMQ's default, as a team's server has it.
-	rt, err := rabbitmq.LocalTarget(context.Background(), rabbitmq.Client{}, 30*time.Minute)
+	rt, err := rabbitmq.RunLocal(context.Background(), rabbitmq.WithAckWait(30*time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,10 +37,10 @@ func brokers() []row {
 					if err != nil {
 						return nil, err
 					}
-					return nats.URLTarget(ctx, ref.Address, nats.Client{Options: nats.Options{TLS: cfg}})
+					return nats.Open(ctx, ref.Address, nats.WithTLS(cfg))
 				})},
 				{target.Container, natsBroker(func(ctx context.Context, _ target.Ref) (*nats.Target, error) {
-					return nats.ContainerTarget(ctx, nats.Client{})
+					return nats.Run(ctx, "")
 				})},
 			},
 		},
@@ -52,7 +52,7 @@ func brokers() []row {
 			},
 			modes: []mode{
 				{target.Container, natsBroker(func(ctx context.Context, _ target.Ref) (*nats.Target, error) {
-					return nats.ClusterTarget(ctx, nats.Client{})
+					return nats.RunCluster(ctx, "")
 				})},
 			},
 		},
@@ -74,41 +74,70 @@ func brokers() []row {
 }
 
 func embedded(c nats.Client) func(ctx context.Context, ref target.Ref) (*nats.Target, error) {
-	return func(ctx context.Context, _ target.Ref) (*nats.Target, error) { return nats.EmbeddedTarget(ctx, c) }
+	return func(ctx context.Context, _ target.Ref) (*nats.Target, error) { return nats.RunEmbedded(ctx, nats.WithClient(c)) }
 }
 
-// natsBroker binds a NATS target, however started, to the broker suite. A
-// failure to start is target.Unavailable (exit 4).
+// natsBroker binds a NATS target, however started, to the broker suite.
 func natsBroker(startNATS func(ctx context.Context, ref target.Ref) (*nats.Target, error)) start {
-	return func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+	return brokerStart(func(ctx context.Context, ref target.Ref) (*boundBroker, error) {
 		nt, err := startNATS(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		return &boundBroker{info: &nt.Info, stop: nt.Stop, binding: BrokerTarget(nt), config: brokerConfig(nt),
+			// The run's profile, --max-wait and progress (broker_profile.go).
+			profile: func(ctx context.Context, ref target.Ref, t *BrokerBinding, info *target.Info) error {
+				return bindProfile(ctx, nt, ref, t, info)
+			}}, nil
+	})
+}
+
+// boundBroker is a broker adapter's target, however started, bound to the
+// broker suite: what every adapter gives the one start below.
+type boundBroker struct {
+	info    *mq.Info
+	stop    func() error
+	binding BrokerBinding
+	config  map[string]string // what the report shows, in real units
+	local   bool              // a server of the kit's own started from PATH
+	// profile binds the run's profile; nil: the adapter has none.
+	profile func(ctx context.Context, ref target.Ref, t *BrokerBinding, info *target.Info) error
+}
+
+// brokerStart is the one way a broker target starts for a run: the
+// adapter's start, the run's settings, the report's view and the profile.
+// A failure to start is target.Unavailable (exit 4).
+func brokerStart(open func(ctx context.Context, ref target.Ref) (*boundBroker, error)) start {
+	return func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+		b, err := open(ctx, ref)
 		if err != nil {
 			return nil, target.Unavailable(ref, err)
 		}
-		t := BrokerTarget(nt)
+		t := b.binding
 		// The run's settings: the seed of the randomized rules, and BR-1.7's
 		// window (0: the rule chooses it from a restart it measures).
 		t.Seed = ref.Opts.Seed
 		t.Windows.RestartWindow = ref.Opts.RestartWindow
-		addr := nt.Address
-		if addr == "" {
-			addr = nt.URL
+		m := ref.Mode()
+		if b.local {
+			m = target.Embedded // a server of the kit's own, started from PATH
 		}
 		info := target.Info{
-			Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: target.Redact(addr),
-			Version: nt.Version, Config: brokerConfig(nt), Notes: nt.Notes,
+			Name: ref.Key(), Suite: ref.Suite, Mode: m, Address: target.Redact(b.info.Name()),
+			Version: b.info.Version, Emulator: b.info.Emulator, Config: b.config, Server: b.info.Server, Notes: b.info.Notes,
 		}
-		// The run's profile, --max-wait and progress (broker_profile.go).
-		if err := bindProfile(ctx, nt, ref, &t, &info); err != nil {
-			_ = nt.Stop()
-			return nil, err
+		if b.profile != nil {
+			if err := b.profile(ctx, ref, &t, &info); err != nil {
+				_ = b.stop()
+				return nil, err
+			}
 		}
 		return &target.Started{
 			Info:     info,
 			Rules:    func() target.RuleSet { return spec.Collect(broker.Register, t.Target, t.Hooks()) },
 			Register: func() { broker.Register(t.Target, t.Hooks()) },
 			Broker:   t.Open,
-			Stop:     nt.Stop,
+			Stop:     b.stop,
 		}, nil
 	}
 }

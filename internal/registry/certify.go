@@ -52,7 +52,7 @@ brokers:
 
 // redisCertifyProfile is the profile broker/redis-certify and its mutants
 // are certified against; the kit's own redis-server runs with these
-// persistence settings (redis.LocalTarget).
+// persistence settings (redis.RunLocal).
 const redisCertifyProfile = `schema: onceproof.profile/v1
 name: selftest-redis-certify
 brokers:
@@ -123,7 +123,7 @@ func kafkaCertify(drift kafkamutants.Drift) start {
 		if err != nil {
 			return nil, err
 		}
-		kt, err := kafka.EmbeddedTarget(ctx, kafka.Client{})
+		kt, err := kafka.RunEmbedded(ctx)
 		if err != nil {
 			return nil, target.Unavailable(ref, err)
 		}
@@ -240,7 +240,7 @@ func redisCertify(drift redismutants.Drift) start {
 		if err != nil {
 			return nil, err
 		}
-		rt, err := redis.LocalTarget(ctx, redis.Client{})
+		rt, err := redis.RunLocal(ctx)
 		if errors.Is(err, redis.ErrNoServerBinary) {
 			return nil, target.Unavailable(ref, errors.New("no "+redis.ServerBinary+" on PATH: a certification target changes server settings, so it runs on a server of the kit's own (install redis-server)"))
 		}

@@ -52,8 +52,7 @@ func consumerOverBroker(ctx context.Context, ref target.Ref, d reference.Design,
 	if bref.Name == "kafka-share" && bref.Mode() == target.Embedded {
 		// The kit's kfake with the consumer suite's lock and limit.
 		bst, err = kafkaShareBroker(func(ctx context.Context, _ target.Ref) (*kafka.Target, error) {
-			s := consumerShare
-			return kafka.EmbeddedShareTarget(ctx, kafka.Client{Options: kafka.Options{Share: &s}})
+			return kafka.RunEmbedded(ctx, kafka.WithShare(consumerShare))
 		})(ctx, bref)
 	} else {
 		bst, err = k.Start(ctx, bref)

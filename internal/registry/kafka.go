@@ -3,13 +3,13 @@ package registry
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/onceproof/tck/adapters/broker/kafka"
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/kithooks"
 	kafkamutants "github.com/onceproof/tck/internal/mutants/kafkamutants"
-	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
 	"github.com/onceproof/tck/suites/broker"
@@ -29,17 +29,17 @@ func kafkaBrokers() []row {
 		},
 		modes: []mode{
 			{target.Embedded, kafkaBroker(func(ctx context.Context, _ target.Ref) (*kafka.Target, error) {
-				return kafka.EmbeddedTarget(ctx, kafka.Client{})
+				return kafka.RunEmbedded(ctx)
 			})},
 			{target.External, kafkaBroker(func(ctx context.Context, ref target.Ref) (*kafka.Target, error) {
 				cfg, err := ref.Opts.TLS.Config()
 				if err != nil {
 					return nil, err
 				}
-				return kafka.URLTarget(ctx, ref.Address, kafka.Client{Options: kafka.Options{TLS: cfg}})
+				return kafka.Open(ctx, ref.Address, kafka.WithTLS(cfg))
 			})},
 			{target.Container, kafkaBroker(func(ctx context.Context, _ target.Ref) (*kafka.Target, error) {
-				return kafka.ContainerTarget(ctx, kafka.Client{})
+				return kafka.Run(ctx, "")
 			})},
 		},
 	}}
@@ -53,7 +53,7 @@ func kafkaBrokers() []row {
 				Mutant:  true, MustFail: m.MustFail,
 			},
 			modes: []mode{{target.Embedded, kafkaBroker(func(ctx context.Context, _ target.Ref) (*kafka.Target, error) {
-				return kafka.EmbeddedTarget(ctx, m.Build)
+				return kafka.RunEmbedded(ctx, kafka.WithClient(m.Build))
 			})}},
 			note: "mutant: " + m.Defect,
 		})
@@ -62,39 +62,22 @@ func kafkaBrokers() []row {
 }
 
 // kafkaBroker binds a Kafka target, however started, to the broker suite.
-// A failure to start is target.Unavailable (exit 4).
 func kafkaBroker(startKafka func(ctx context.Context, ref target.Ref) (*kafka.Target, error)) start {
-	return func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+	return brokerStart(func(ctx context.Context, ref target.Ref) (*boundBroker, error) {
 		kt, err := startKafka(ctx, ref)
 		if err != nil {
-			return nil, target.Unavailable(ref, err)
-		}
-		t := KafkaBrokerTarget(kt)
-		t.Seed = ref.Opts.Seed
-		cfg := map[string]string{"redeliveryBound": t.Windows.AckWait.String() + " (a bound on a rebalance, not an ack wait)",
-			"totalQueueMessages": fmt.Sprint(kithooks.DefaultWindows().Messages), "retentions": "limits"}
-		for k, v := range kt.Config {
-			cfg[k] = v
-		}
-		info := target.Info{
-			Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: target.Redact(kt.Address),
-			Version: kt.Version, Emulator: kt.Emulator, Config: cfg, Notes: kt.Notes,
-		}
-		// The run's profile (kafka_profile.go).
-		if err := bindKafkaProfile(kt, ref, &t, &info); err != nil {
-			if kt.Stop != nil {
-				_ = kt.Stop()
-			}
 			return nil, err
 		}
-		return &target.Started{
-			Info:     info,
-			Rules:    func() target.RuleSet { return spec.Collect(broker.Register, t.Target, t.Hooks()) },
-			Register: func() { broker.Register(t.Target, t.Hooks()) },
-			Broker:   t.Open,
-			Stop:     kt.Stop,
-		}, nil
-	}
+		t := KafkaBrokerTarget(kt)
+		cfg := map[string]string{"redeliveryBound": t.Windows.AckWait.String() + " (a bound on a rebalance, not an ack wait)",
+			"totalQueueMessages": fmt.Sprint(kithooks.DefaultWindows().Messages), "retentions": "limits"}
+		maps.Copy(cfg, kt.Config)
+		return &boundBroker{info: &kt.Info, stop: kt.Stop, binding: t, config: cfg,
+			// The run's profile (kafka_profile.go).
+			profile: func(_ context.Context, ref target.Ref, t *BrokerBinding, info *target.Info) error {
+				return bindKafkaProfile(kt, ref, t, info)
+			}}, nil
+	})
 }
 
 // kafkaRedeliveryBound is the generic delivery rules' ack wait on Kafka:

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
 	"strconv"
 	"time"
@@ -12,9 +13,7 @@ import (
 	"github.com/onceproof/tck/internal/kithooks"
 	kafkamutants "github.com/onceproof/tck/internal/mutants/kafkamutants"
 	"github.com/onceproof/tck/internal/redact"
-	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/target"
-	"github.com/onceproof/tck/suites/broker"
 )
 
 const kafkaShareNeeds = "nothing (embedded kfake with share groups, an emulator); a Kafka 4.1+ cluster with share groups enabled at kafka://[user:password@]host:port[?lock=30s&deliveries=5] (lock and deliveries: the group.share.record.lock.duration.ms and group.share.delivery.count.limit the team's groups run with; Kafka's defaults when absent)"
@@ -30,7 +29,7 @@ func kafkaShareBrokers() []row {
 		},
 		modes: []mode{
 			{target.Embedded, kafkaShareBroker(func(ctx context.Context, _ target.Ref) (*kafka.Target, error) {
-				return kafka.EmbeddedShareTarget(ctx, kafka.Client{})
+				return kafka.RunEmbedded(ctx, kafka.WithShare(kafka.KitShare))
 			})},
 			{target.External, kafkaShareBroker(func(ctx context.Context, ref target.Ref) (*kafka.Target, error) {
 				s, err := declaredShare(ref.Address)
@@ -41,7 +40,7 @@ func kafkaShareBrokers() []row {
 					// What the address leaves out is the profile's.
 					s, _ = profileShare(ref.Opts.Profile, s)
 				}
-				return kafka.ShareURLTarget(ctx, ref.Address, kafka.Client{}, s)
+				return kafka.Open(ctx, ref.Address, kafka.WithShare(s))
 			})},
 		},
 	}}
@@ -54,7 +53,7 @@ func kafkaShareBrokers() []row {
 				Mutant:  true, MustFail: m.MustFail,
 			},
 			modes: []mode{{target.Embedded, kafkaShareBroker(func(ctx context.Context, _ target.Ref) (*kafka.Target, error) {
-				return kafka.EmbeddedShareTarget(ctx, m.Build)
+				return kafka.RunEmbedded(ctx, kafka.WithClient(m.Build), kafka.WithShare(shareOf(m.Build)))
 			})}},
 			note: "mutant: " + m.Defect,
 		})
@@ -85,34 +84,32 @@ func declaredShare(raw string) (kafka.Share, error) {
 
 // kafkaShareBroker binds a share-group target to the broker suite.
 func kafkaShareBroker(startKafka func(ctx context.Context, ref target.Ref) (*kafka.Target, error)) start {
-	return func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+	return brokerStart(func(ctx context.Context, ref target.Ref) (*boundBroker, error) {
 		kt, err := startKafka(ctx, ref)
 		if err != nil {
-			return nil, target.Unavailable(ref, err)
+			return nil, err
 		}
 		t := KafkaShareBrokerTarget(kt)
-		t.Seed = ref.Opts.Seed
 		cfg := map[string]string{"ackWait": t.Windows.AckWait.String() + " (the acquisition lock)", "maxDeliver": fmt.Sprint(t.Windows.MaxDeliver) + " (the delivery count limit)",
 			"totalQueueMessages": fmt.Sprint(kithooks.DefaultWindows().Messages), "retentions": "limits"}
-		for k, v := range kt.Config {
-			cfg[k] = v
-		}
-		info := target.Info{
-			Name: ref.Key(), Suite: ref.Suite, Mode: ref.Mode(), Address: target.Redact(kt.Address),
-			Version: kt.Version, Emulator: kt.Emulator, Config: cfg, Notes: kt.Notes,
-		}
-		if err := bindKafkaShareProfile(kt, ref, &t, &info); err != nil {
-			_ = kt.Stop()
-			return nil, target.Unavailable(ref, err)
-		}
-		return &target.Started{
-			Info:     info,
-			Rules:    func() target.RuleSet { return spec.Collect(broker.Register, t.Target, t.Hooks()) },
-			Register: func() { broker.Register(t.Target, t.Hooks()) },
-			Broker:   t.Open,
-			Stop:     kt.Stop,
-		}, nil
+		maps.Copy(cfg, kt.Config)
+		return &boundBroker{info: &kt.Info, stop: kt.Stop, binding: t, config: cfg,
+			profile: func(_ context.Context, ref target.Ref, t *BrokerBinding, info *target.Info) error {
+				if err := bindKafkaShareProfile(kt, ref, t, info); err != nil {
+					return target.Unavailable(ref, err)
+				}
+				return nil
+			}}, nil
+	})
+}
+
+// shareOf is the share-group settings a mutant's client asks for, or the
+// kit's (KitShare).
+func shareOf(c kafka.Client) kafka.Share {
+	if c.Options.Share != nil {
+		return *c.Options.Share
 	}
+	return kafka.KitShare
 }
 
 // kafkaShareLacks says, per capability a share group lacks, why.

@@ -135,7 +135,7 @@ func serviceBroker(ctx context.Context, ref target.Ref) (consumer.ServiceBroker,
 	case "broker/redis":
 		var rt *redis.Target
 		if bref.Mode() == target.Container {
-			rt, err = redis.ContainerTarget(ctx, redis.Client{})
+			rt, err = redis.Run(ctx, "")
 		} else {
 			rt, err = redisAt(redis.Client{})(ctx, bref)
 		}
@@ -145,11 +145,7 @@ func serviceBroker(ctx context.Context, ref target.Ref) (consumer.ServiceBroker,
 		if err != nil {
 			return consumer.ServiceBroker{}, "", nil, fmt.Errorf("its broker %s: %w", bref, err)
 		}
-		name := rt.Address
-		if name == "" {
-			name = target.Redact(rt.URL)
-		}
-		name = "Redis " + rt.Version + " at " + name
+		name := "Redis " + rt.Version + " at " + target.Redact(rt.Name())
 		return consumer.ServiceBroker{Kind: coservice.BrokerRedis, URL: rt.URL, Name: name, TLS: rt.Client.Options.TLS},
 			name + ": a stream key and consumer group per rule (removed at its end), reached through the kit's RESP proxy", rt.Stop, nil
 	default: // broker/nats
@@ -158,18 +154,14 @@ func serviceBroker(ctx context.Context, ref target.Ref) (consumer.ServiceBroker,
 		case target.Embedded:
 			return consumer.ServiceBroker{}, embedded, none, nil
 		case target.Container:
-			nt, err = nats.ContainerTarget(ctx, nats.Client{})
+			nt, err = nats.Run(ctx, "")
 		default:
-			nt, err = nats.URLTarget(ctx, bref.Address, nats.Client{Options: nats.Options{TLS: tlsCfg}})
+			nt, err = nats.Open(ctx, bref.Address, nats.WithTLS(tlsCfg))
 		}
 		if err != nil {
 			return consumer.ServiceBroker{}, "", nil, fmt.Errorf("its broker %s: %w", bref, err)
 		}
-		name := nt.Address
-		if name == "" {
-			name = target.Redact(nt.URL)
-		}
-		name = "NATS JetStream at " + name
+		name := "NATS JetStream at " + target.Redact(nt.Name())
 		return consumer.ServiceBroker{Kind: coservice.BrokerNATS, URL: nt.URL, Name: name, TLS: nt.Client.Options.TLS},
 			name + ": a stream and durable pull consumer per rule (removed at its end), reached through the kit's proxy", nt.Stop, nil
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/kithooks"
 	"github.com/onceproof/tck/internal/mutants/rabbitmutants"
-	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
 	"github.com/onceproof/tck/suites/broker"
@@ -67,39 +66,31 @@ func rabbitBrokers() []row {
 func rabbitAt(client rabbitmq.Client) func(ctx context.Context, ref target.Ref) (*rabbitmq.Target, error) {
 	return func(ctx context.Context, ref target.Ref) (*rabbitmq.Target, error) {
 		if ref.Address == "" {
-			return rabbitmq.LocalTarget(ctx, client, kithooks.DefaultWindows().AckWait)
+			return rabbitmq.RunLocal(ctx, rabbitmq.WithClient(client), rabbitmq.WithAckWait(kithooks.DefaultWindows().AckWait))
 		}
 		// The run's material, for an amqps:// address (docs/tls.md).
 		cfg, err := ref.Opts.TLS.Config()
 		if err != nil {
 			return nil, err
 		}
-		c := client // the closure's copy is shared by every run
-		c.Options.TLS = cfg
 		addr, mgmt := rabbitmq.SplitManagement(ref.Address)
-		rt, err := rabbitmq.URLTarget(ctx, addr, c)
-		if err != nil {
-			return nil, err
-		}
-		rt.Management = mgmt
-		return rt, nil
+		return rabbitmq.Open(ctx, addr, rabbitmq.WithClient(client), rabbitmq.WithTLS(cfg), rabbitmq.WithManagement(mgmt))
 	}
 }
 
 // rabbitBroker binds a RabbitMQ target to the broker suite; only, when
 // set, are the rules a mutant runs (the rest are not-applicable, saying
-// so). A failure to start is target.Unavailable (exit 4).
+// so).
 func rabbitBroker(startRabbit func(ctx context.Context, ref target.Ref) (*rabbitmq.Target, error), only []string) start {
-	return func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+	return brokerStart(func(ctx context.Context, ref target.Ref) (*boundBroker, error) {
 		rt, err := startRabbit(ctx, ref)
 		if errors.Is(err, rabbitmq.ErrNoServerBinary) {
-			return nil, target.Unavailable(ref, fmt.Errorf("no RabbitMQ server: %s is unset and %w; set %s=amqp://user:password@host:port/vhost, or name one (%s=amqp://...)", RabbitMQURLEnv, err, RabbitMQURLEnv, ref.Key()))
+			return nil, fmt.Errorf("no RabbitMQ server: %s is unset and %w; set %s=amqp://user:password@host:port/vhost, or name one (%s=amqp://...)", RabbitMQURLEnv, err, RabbitMQURLEnv, ref.Key())
 		}
 		if err != nil {
-			return nil, target.Unavailable(ref, err)
+			return nil, err
 		}
 		t := RabbitBrokerTarget(rt)
-		t.Seed = ref.Opts.Seed
 		if len(only) > 0 {
 			t.NotApplicable = map[string]string{}
 			for _, r := range catalog.All("broker") {
@@ -108,31 +99,12 @@ func rabbitBroker(startRabbit func(ctx context.Context, ref target.Ref) (*rabbit
 				}
 			}
 		}
-		addr := rt.Address
-		if addr == "" {
-			addr = rt.URL
-		}
-		m := ref.Mode()
-		if ref.Address == "" {
-			m = target.Embedded // a server of the kit's own, started from PATH
-		}
-		info := target.Info{
-			Name: ref.Key(), Suite: ref.Suite, Mode: m, Address: target.Redact(addr),
-			Version: rt.Version, Config: rabbitConfig(rt, t), Server: rt.Server, Notes: rt.Notes,
-		}
-		// The run's profile, or the scratch copy (rabbitmq_profile.go).
-		if err := bindRabbitProfile(rt, ref, &t, &info); err != nil {
-			_ = rt.Stop()
-			return nil, err
-		}
-		return &target.Started{
-			Info:     info,
-			Rules:    func() target.RuleSet { return spec.Collect(broker.Register, t.Target, t.Hooks()) },
-			Register: func() { broker.Register(t.Target, t.Hooks()) },
-			Broker:   t.Open,
-			Stop:     rt.Stop,
-		}, nil
-	}
+		return &boundBroker{info: &rt.Info, stop: rt.Stop, binding: t, config: rabbitConfig(rt, t), local: ref.Address == "",
+			// The run's profile, or the scratch copy (rabbitmq_profile.go).
+			profile: func(_ context.Context, ref target.Ref, t *BrokerBinding, info *target.Info) error {
+				return bindRabbitProfile(rt, ref, t, info)
+			}}, nil
+	})
 }
 
 // RabbitBrokerTarget is the broker suite's view of a RabbitMQ target; tests

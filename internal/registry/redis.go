@@ -9,7 +9,6 @@ import (
 	"github.com/onceproof/tck/adapters/broker/redis"
 	"github.com/onceproof/tck/internal/kithooks"
 	redismutants "github.com/onceproof/tck/internal/mutants/redismutants"
-	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/mq"
 	"github.com/onceproof/tck/suites/broker"
@@ -40,7 +39,7 @@ func redisBrokers() []row {
 		modes: []mode{
 			{target.External, redisBroker(redisAt(redis.Client{}))},
 			{target.Container, redisBroker(func(ctx context.Context, _ target.Ref) (*redis.Target, error) {
-				return redis.ContainerTarget(ctx, redis.Client{})
+				return redis.Run(ctx, "")
 			})},
 		},
 	}}
@@ -66,59 +65,34 @@ func redisBrokers() []row {
 func redisAt(client redis.Client) func(ctx context.Context, ref target.Ref) (*redis.Target, error) {
 	return func(ctx context.Context, ref target.Ref) (*redis.Target, error) {
 		if ref.Address == "" {
-			return redis.LocalTarget(ctx, client)
+			return redis.RunLocal(ctx, redis.WithClient(client))
 		}
 		cfg, err := ref.Opts.TLS.Config()
 		if err != nil {
 			return nil, err
 		}
-		client.Options.TLS = cfg
-		return redis.URLTarget(ctx, ref.Address, client)
+		return redis.Open(ctx, ref.Address, redis.WithClient(client), redis.WithTLS(cfg))
 	}
 }
 
 // redisBroker binds a Redis target, however started, to the broker suite.
-// A failure to start is target.Unavailable (exit 4); so is a target named
-// without an address while TCK_REDIS_URL is unset and no redis-server is on
-// PATH.
+// A target named without an address while TCK_REDIS_URL is unset and no
+// redis-server is on PATH is unavailable, saying what to do.
 func redisBroker(startRedis func(ctx context.Context, ref target.Ref) (*redis.Target, error)) start {
-	return func(ctx context.Context, ref target.Ref) (*target.Started, error) {
+	return brokerStart(func(ctx context.Context, ref target.Ref) (*boundBroker, error) {
 		rt, err := startRedis(ctx, ref)
 		if errors.Is(err, redis.ErrNoServerBinary) {
-			return nil, target.Unavailable(ref, errors.New("no Redis server: "+RedisURLEnv+" is unset and "+redis.ServerBinary+" is not on PATH; set "+RedisURLEnv+"=redis://host:port/db, name one ("+ref.Key()+"=redis://...), or install redis-server"))
+			return nil, errors.New("no Redis server: " + RedisURLEnv + " is unset and " + redis.ServerBinary + " is not on PATH; set " + RedisURLEnv + "=redis://host:port/db, name one (" + ref.Key() + "=redis://...), or install redis-server")
 		}
 		if err != nil {
-			return nil, target.Unavailable(ref, err)
-		}
-		t := RedisBrokerTarget(rt)
-		t.Seed = ref.Opts.Seed
-		t.Windows.RestartWindow = ref.Opts.RestartWindow
-		addr := rt.Address
-		if addr == "" {
-			addr = rt.URL
-		}
-		cfg := redisConfig(rt)
-		m := ref.Mode()
-		if ref.Address == "" {
-			m = target.Embedded // a server of the kit's own, started from PATH
-		}
-		info := target.Info{
-			Name: ref.Key(), Suite: ref.Suite, Mode: m, Address: target.Redact(addr),
-			Version: rt.Version, Config: cfg, Server: rt.Server, Notes: rt.Notes,
-		}
-		// The run's profile (redis_profile.go).
-		if err := bindRedisProfile(rt, ref, &t, &info); err != nil {
-			_ = rt.Stop()
 			return nil, err
 		}
-		return &target.Started{
-			Info:     info,
-			Rules:    func() target.RuleSet { return spec.Collect(broker.Register, t.Target, t.Hooks()) },
-			Register: func() { broker.Register(t.Target, t.Hooks()) },
-			Broker:   t.Open,
-			Stop:     rt.Stop,
-		}, nil
-	}
+		return &boundBroker{info: &rt.Info, stop: rt.Stop, binding: RedisBrokerTarget(rt), config: redisConfig(rt), local: ref.Address == "",
+			// The run's profile (redis_profile.go).
+			profile: func(_ context.Context, ref target.Ref, t *BrokerBinding, info *target.Info) error {
+				return bindRedisProfile(rt, ref, t, info)
+			}}, nil
+	})
 }
 
 // RedisBrokerTarget is the broker suite's view of a Redis target; tests

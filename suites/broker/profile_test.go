@@ -104,7 +104,7 @@ func certified(t *testing.T, url, window string) registry.BrokerBinding {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nt, err := nats.URLTarget(context.Background(), url, nats.Client{})
+	nt, err := nats.Open(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestCertifyTooLongIsUnknown(t *testing.T) {
 // TestCertifyMissingStream: a declared stream the server does not have is
 // a difference, not an error of the kit.
 func TestCertifyMissingStream(t *testing.T) {
-	nt, err := nats.EmbeddedTarget(context.Background(), nats.Client{})
+	nt, err := nats.RunEmbedded(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func TestShortMaxAgeNoWindow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits about 8 s")
 	}
-	nt, err := nats.EmbeddedTarget(context.Background(), nats.Client{})
+	nt, err := nats.RunEmbedded(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

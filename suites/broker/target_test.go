@@ -13,7 +13,7 @@ import (
 // suite to it, as the registry does; the server stops when t ends.
 func embedded(t testing.TB, client nats.Client) registry.BrokerBinding {
 	t.Helper()
-	nt, err := nats.EmbeddedTarget(context.Background(), client)
+	nt, err := nats.RunEmbedded(context.Background(), nats.WithClient(client))
 	if err != nil {
 		t.Fatal(err)
 	}

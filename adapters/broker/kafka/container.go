@@ -165,13 +165,16 @@ func isStandIn(ctx context.Context, image string) bool {
 	return err == nil && r.Config != nil && r.Config.Labels[standInLabel] != ""
 }
 
-// ContainerTarget starts the image named by ImageEnv as a single-node KRaft
-// broker and binds the kit to it as URLTarget does. Rules that restart a
+// Run starts image ("": the one ImageEnv names) as a single-node KRaft
+// broker and binds the kit to it as Open does. Rules that restart a
 // server (BR-3.1) get a container of their own, stopped (SIGTERM) or
 // killed (SIGKILL) and started again. Stop removes every container the
 // target started.
-func ContainerTarget(ctx context.Context, client Client) (*Target, error) {
-	img := os.Getenv(ImageEnv)
+func Run(ctx context.Context, img string, opts ...Option) (*Target, error) {
+	client := settle(opts).client
+	if img == "" {
+		img = os.Getenv(ImageEnv)
+	}
 	if img == "" {
 		return nil, ErrNoImage
 	}

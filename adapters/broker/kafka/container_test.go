@@ -90,7 +90,7 @@ func TestContainerCheck(t *testing.T) {
 	t.Setenv(kafka.ImageEnv, kafka.StandInImage)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	kt, err := kafka.ContainerTarget(ctx, kafka.Client{})
+	kt, err := kafka.Run(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ import (
 // rules Kafka's model has pass, the others are not-applicable with Kafka's
 // reason.
 func TestEmbedded(t *testing.T) {
-	kt, err := kafka.EmbeddedTarget(context.Background(), kafka.Client{})
+	kt, err := kafka.RunEmbedded(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestExternal(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	kt, err := kafka.URLTarget(context.Background(), "kafka://"+c.ListenAddrs()[0], kafka.Client{})
+	kt, err := kafka.Open(context.Background(), "kafka://"+c.ListenAddrs()[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestExternalLostReply(t *testing.T) {
 		{"idempotent", kafka.Client{}, verdict.Pass},
 		{"not idempotent", kafka.Client{Options: kafka.Options{Defects: kafka.Defects{NoIdempotence: true}}}, verdict.Fail},
 	} {
-		kt, err := kafka.URLTarget(context.Background(), "kafka://"+c.ListenAddrs()[0], tc.client)
+		kt, err := kafka.Open(context.Background(), "kafka://"+c.ListenAddrs()[0], kafka.WithClient(tc.client))
 		if err != nil {
 			t.Fatal(err)
 		}

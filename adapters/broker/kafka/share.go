@@ -613,15 +613,16 @@ func shareBrokerConfigs(s Share, neverExpires bool) map[string]string {
 	}
 }
 
-// EmbeddedShareTarget starts a kfake cluster whose share groups run with
-// KitShare (or client.Options.Share) and binds the kit to it through share
-// groups.
-func EmbeddedShareTarget(ctx context.Context, client Client) (*Target, error) {
-	if client.Options.Share == nil {
-		s := KitShare
-		client.Options.Share = &s
+// embeddedShare starts a kfake cluster whose share groups run with s (a
+// zero field: KitShare's) and binds the kit to it through share groups.
+func embeddedShare(ctx context.Context, client Client, s Share) (*Target, error) {
+	if s.LockDuration <= 0 {
+		s.LockDuration = KitShare.LockDuration
 	}
-	s := *client.Options.Share
+	if s.DeliveryLimit <= 0 {
+		s.DeliveryLimit = KitShare.DeliveryLimit
+	}
+	client.Options.Share = &s
 	e, err := StartEmbedded(ctx, kfake.BrokerConfigs(shareBrokerConfigs(s, client.Options.Defects.ShareLockNeverExpires)))
 	if err != nil {
 		return nil, err
@@ -642,11 +643,11 @@ func EmbeddedShareTarget(ctx context.Context, client Client) (*Target, error) {
 	return t, nil
 }
 
-// ShareURLTarget binds the kit to the cluster at raw through share groups;
+// openShare binds the kit to the cluster at raw through share groups;
 // Share is what the team declares its groups run with (Kafka's defaults
 // when zero). The cluster must have share groups enabled (Kafka 4.1+:
 // group.share.enable, or share.version=1 from 4.2).
-func ShareURLTarget(ctx context.Context, raw string, client Client, s Share) (*Target, error) {
+func openShare(ctx context.Context, raw string, client Client, s Share) (*Target, error) {
 	if s.LockDuration <= 0 {
 		s.LockDuration = KafkaShareDefaults.LockDuration
 	}
@@ -654,7 +655,7 @@ func ShareURLTarget(ctx context.Context, raw string, client Client, s Share) (*T
 		s.DeliveryLimit = KafkaShareDefaults.DeliveryLimit
 	}
 	client.Options.Share = &s
-	t, err := URLTarget(ctx, raw, client)
+	t, err := open(ctx, raw, client)
 	if err != nil {
 		return nil, err
 	}

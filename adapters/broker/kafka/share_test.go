@@ -38,7 +38,7 @@ func shareNext(t *testing.T, ctx context.Context, c mq.Consumer, wait time.Durat
 func TestShareMechanics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	kt, err := kafka.EmbeddedShareTarget(ctx, kafka.Client{})
+	kt, err := kafka.RunEmbedded(ctx, kafka.WithShare(kafka.KitShare))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestShareMechanics(t *testing.T) {
 // a deadline missed that is no evidence either way; the kill matrix (tck
 // selftest) still holds the mutants to failing.
 func TestShareEmbedded(t *testing.T) {
-	kt, err := kafka.EmbeddedShareTarget(context.Background(), kafka.Client{})
+	kt, err := kafka.RunEmbedded(context.Background(), kafka.WithShare(kafka.KitShare))
 	if err != nil {
 		t.Fatal(err)
 	}

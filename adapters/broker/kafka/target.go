@@ -53,17 +53,11 @@ func (c Client) Open(ctx context.Context) (mq.Broker, error) {
 	return c.Wrap(h), nil
 }
 
-// Target is a Kafka cluster the kit checks.
+// Target is a Kafka cluster the kit checks, opened by Open or started by
+// Run or RunEmbedded.
 type Target struct {
+	mq.Info
 	Client Client
-	// Address is how a report names it (credentials removed).
-	Address  string
-	Version  string
-	Emulator bool
-	Caps     mq.Capabilities
-	// Config is what the target declares beyond Caps, for the report.
-	Config map[string]string
-	Notes  []string
 	// Embedded, when set, is the kit's own kfake cluster: its request
 	// controls lose a produce reply at the broker (BR-5.1).
 	Embedded *Embedded
@@ -74,8 +68,43 @@ type Target struct {
 	Stop func() error
 }
 
-// EmbeddedTarget starts a kfake cluster in this process.
-func EmbeddedTarget(ctx context.Context, client Client) (*Target, error) {
+// Option says how Open, Run and RunEmbedded reach the cluster.
+type Option func(*settings)
+
+type settings struct {
+	client Client
+	share  *Share
+}
+
+func settle(opts []Option) settings {
+	var s settings
+	for _, o := range opts {
+		o(&s)
+	}
+	return s
+}
+
+// WithClient sets how the kit's handles talk to the cluster: the adapter's
+// options and, for a mutant, the defect wrapped around every handle.
+func WithClient(c Client) Option { return func(s *settings) { s.client = c } }
+
+// WithTLS sets the client's TLS configuration (docs/tls.md), after any
+// WithClient.
+func WithTLS(cfg *tls.Config) Option { return func(s *settings) { s.client.Options.TLS = cfg } }
+
+// WithShare reaches the cluster through share groups (KIP-932) with these
+// group settings: declared for Open (a zero field is Kafka's default),
+// set on the kit's kfake for RunEmbedded.
+func WithShare(sh Share) Option { return func(s *settings) { s.share = &sh } }
+
+// RunEmbedded starts a kfake cluster in this process; WithShare starts it
+// with share groups (share.go).
+func RunEmbedded(ctx context.Context, opts ...Option) (*Target, error) {
+	st := settle(opts)
+	if st.share != nil {
+		return embeddedShare(ctx, st.client, *st.share)
+	}
+	client := st.client
 	e, err := StartEmbedded(ctx)
 	if err != nil {
 		return nil, err
@@ -136,10 +165,18 @@ func ParseURL(raw string) (Options, error) {
 	return o, nil
 }
 
-// URLTarget binds the kit to the cluster at raw (see ParseURL). It checks a
+// Open binds the kit to the cluster at raw (see ParseURL). It checks a
 // broker answers and that the kit may create and delete a topic of its own;
-// errors carry no credential.
-func URLTarget(ctx context.Context, raw string, client Client) (*Target, error) {
+// errors carry no credential. WithShare reaches it through share groups.
+func Open(ctx context.Context, raw string, opts ...Option) (*Target, error) {
+	st := settle(opts)
+	if st.share != nil {
+		return openShare(ctx, raw, st.client, *st.share)
+	}
+	return open(ctx, raw, st.client)
+}
+
+func open(ctx context.Context, raw string, client Client) (*Target, error) {
 	o, err := ParseURL(raw)
 	if err != nil {
 		return nil, err
@@ -154,6 +191,7 @@ func URLTarget(ctx context.Context, raw string, client Client) (*Target, error) 
 		return nil, redact.Error(err, redact.Secrets(raw)...)
 	}
 	u, _ := url.Parse(raw)
+	t.URL = raw
 	u.User = nil
 	t.Address = u.String()
 	t.Version = "franz-go " + FranzVersion
@@ -214,7 +252,7 @@ func newTarget(ctx context.Context, client Client, stop func() error) (*Target, 
 	if v, err := version(cctx, b); err == nil && v != "" {
 		cfg["cluster"] = v
 	}
-	return &Target{Client: client, Caps: caps, Config: cfg, Stop: stop}, nil
+	return &Target{Info: mq.Info{URL: "kafka://" + strings.Join(client.Options.Seeds, ","), Caps: caps, Config: cfg}, Client: client, Stop: stop}, nil
 }
 
 // version names the cluster's brokers as metadata reports them.

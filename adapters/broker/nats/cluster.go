@@ -129,14 +129,19 @@ const ClusterReplicas = 3
 // path.
 var ClusterRules = []string{"BR-2.9", "BR-3.1", "BR-8.1", "BR-8.2", "BR-8.3"}
 
-// ClusterTarget starts three nats-server containers on a private network,
-// once per run; every topic is a stream with three replicas. The total-queue
+// RunCluster starts three nats-server containers from image ("": Image())
+// on a private network, once per run; every topic is a stream with three replicas. The total-queue
 // rule runs while the leader of its stream is killed (SIGKILL) and restarted
 // (Disrupt, with the leader changes on its timeline); the restart rule
 // restarts the node leading its stream (gracefully, then with SIGKILL) while
 // the two other replicas stay up. One node is down at a time.
-func ClusterTarget(ctx context.Context, client Client) (*Target, error) {
-	c, err := StartCluster(ctx, ClusterReplicas)
+func RunCluster(ctx context.Context, image string, opts ...Option) (*Target, error) {
+	client := settle(opts).client
+	var copts []ContainerOption
+	if image != "" {
+		copts = append(copts, WithImage(image))
+	}
+	c, err := StartCluster(ctx, ClusterReplicas, copts...)
 	if err != nil {
 		return nil, err
 	}

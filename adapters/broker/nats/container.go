@@ -235,13 +235,18 @@ func syncString(s Sync) string {
 	return "server default, every 2m0s (acked writes since the last sync can be lost on power loss)"
 }
 
-// ContainerTarget starts one nats-server container for the run, JetStream
-// on file storage inside it, the default sync setting (reported). Rules that
+// Run starts one nats-server container for the run from image ("": Image())
+// through the testcontainers-go NATS module, JetStream on file storage inside it, the default sync setting (reported). Rules that
 // restart a server get a container of their own, restarted for real:
 // gracefully (docker stop) or abruptly (SIGKILL). Stop removes every
 // container the target started, a rule's own included.
-func ContainerTarget(ctx context.Context, client Client) (*Target, error) {
-	n, err := StartContainer(ctx)
+func Run(ctx context.Context, image string, opts ...Option) (*Target, error) {
+	client := settle(opts).client
+	var copts []ContainerOption
+	if image != "" {
+		copts = append(copts, WithImage(image))
+	}
+	n, err := StartContainer(ctx, copts...)
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +269,7 @@ func ContainerTarget(ctx context.Context, client Client) (*Target, error) {
 		return nil, err
 	}
 	t.Private = func(ctx context.Context) (Server, error) {
-		s, err := StartContainerServer(ctx, client)
+		s, err := StartContainerServer(ctx, client, copts...)
 		if err != nil {
 			return nil, err
 		}

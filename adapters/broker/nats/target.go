@@ -2,6 +2,7 @@ package nats
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
@@ -40,20 +41,11 @@ func (c Client) Open(ctx context.Context, url string) (mq.Broker, error) {
 	return c.Wrap(b), nil
 }
 
-// Target is a NATS server the kit checks, started by one of the *Target
-// functions below.
+// Target is a NATS server the kit checks, opened by Open or started by
+// Run, RunEmbedded or RunCluster.
 type Target struct {
-	// URL reaches the server (credentials included: redact before showing).
-	URL     string
-	Address string // how a report names it (redacted); "" means URL, redacted
-	Version string
-	Client  Client
-	// Caps is what the server declares through Client.
-	Caps mq.Capabilities
-	// Config is what the target declares beyond Caps, for the report
-	// (storage, sync setting, image, replicas, fault).
-	Config map[string]string
-	Notes  []string
+	mq.Info
+	Client Client
 	// Proxy, when set, reaches the server through the kit's fault proxy.
 	Proxy *Proxy
 	// Private, when set, starts a server of a rule's own that the rule may
@@ -71,6 +63,27 @@ type Target struct {
 	// Stop releases everything the start created.
 	Stop func() error
 }
+
+// Option says how Open, Run, RunEmbedded and RunCluster reach the server.
+type Option func(*settings)
+
+type settings struct{ client Client }
+
+func settle(opts []Option) settings {
+	var s settings
+	for _, o := range opts {
+		o(&s)
+	}
+	return s
+}
+
+// WithClient sets how the kit's handles talk to the server: the adapter's
+// options and, for a mutant, the defect wrapped around every handle.
+func WithClient(c Client) Option { return func(s *settings) { s.client = c } }
+
+// WithTLS sets the client's TLS configuration (docs/tls.md), after any
+// WithClient.
+func WithTLS(cfg *tls.Config) Option { return func(s *settings) { s.client.Options.TLS = cfg } }
 
 // Log is where a fault notes what it did: the rule's timeline and evidence.
 // It is the broker suite's Log (one interface), so the suite's value is
@@ -101,10 +114,11 @@ type Proxy struct {
 	PublishReply func(topic string) func(frame []byte) bool
 }
 
-// EmbeddedTarget starts an in-process nats-server. Rules that restart a
+// RunEmbedded starts an in-process nats-server. Rules that restart a
 // server get one of their own (a child process where a nats-server binary
 // can be had, so it can be killed; else an embedded one).
-func EmbeddedTarget(ctx context.Context, client Client) (*Target, error) {
+func RunEmbedded(ctx context.Context, opts ...Option) (*Target, error) {
+	client := settle(opts).client
 	e, err := StartEmbedded(ctx)
 	if err != nil {
 		return nil, err
@@ -122,11 +136,11 @@ func EmbeddedTarget(ctx context.Context, client Client) (*Target, error) {
 	return t, nil
 }
 
-// URLTarget binds the kit to a nats-server reachable at url. It checks the
+// Open binds the kit to a nats-server reachable at url. It checks the
 // server answers and has JetStream for the account; errors carry no
 // credential. The kit cannot restart a server it did not start.
-func URLTarget(ctx context.Context, url string, client Client) (*Target, error) {
-	t, err := newTarget(ctx, url, client, nil)
+func Open(ctx context.Context, url string, opts ...Option) (*Target, error) {
+	t, err := newTarget(ctx, url, settle(opts).client, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -151,9 +165,9 @@ func newTarget(ctx context.Context, addr string, client Client, stop func() erro
 		stop = func() error { return nil }
 	}
 	t := &Target{
-		URL: addr, Client: client, Caps: caps,
-		Config: map[string]string{"storage": storage(client.Options), "restartable": "false"},
-		Stop:   stop,
+		Info: mq.Info{URL: addr, Caps: caps,
+			Config: map[string]string{"storage": storage(client.Options), "restartable": "false"}},
+		Client: client, Stop: stop,
 	}
 	if client.Options.TLS != nil || strings.HasPrefix(strings.ToLower(addr), "tls://") {
 		// The fault proxy finds a publish's reply by reading NATS frames,

@@ -85,7 +85,7 @@ func TestInspectReadsQueue(t *testing.T) {
 		t.Skipf("%s is not on PATH (Debian: apt-get install rabbitmq-server)", ServerBinary)
 	}
 	ctx := context.Background()
-	rt, err := LocalTarget(ctx, Client{}, 30*time.Minute)
+	rt, err := RunLocal(ctx, WithAckWait(30*time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,11 +22,11 @@ import (
 // is named (Debian's rabbitmq-server package puts it on PATH).
 const ServerBinary = "rabbitmq-server"
 
-// ErrNoServerBinary is returned by LocalTarget when rabbitmq-server (or
+// ErrNoServerBinary is returned by RunLocal when rabbitmq-server (or
 // epmd, which comes with Erlang) is not on PATH.
 var ErrNoServerBinary = errors.New(ServerBinary + " is not on PATH")
 
-// HaveServerBinary reports whether LocalTarget can start a server here.
+// HaveServerBinary reports whether RunLocal can start a server here.
 func HaveServerBinary() bool {
 	_, err := serverScript()
 	return err == nil

@@ -46,7 +46,7 @@ func noLeftovers(t *testing.T) {
 // of either server is left afterwards.
 func TestLocalServerPassesBrokerSuite(t *testing.T) {
 	needServer(t)
-	rt, err := rabbitmq.LocalTarget(context.Background(), rabbitmq.Client{}, time.Second)
+	rt, err := rabbitmq.RunLocal(context.Background(), rabbitmq.WithAckWait(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestLocalServerPassesBrokerSuite(t *testing.T) {
 // A wrong password is one clear error that does not show it.
 func TestWrongPasswordIsRedacted(t *testing.T) {
 	needServer(t)
-	rt, err := rabbitmq.LocalTarget(context.Background(), rabbitmq.Client{}, time.Second)
+	rt, err := rabbitmq.RunLocal(context.Background(), rabbitmq.WithAckWait(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestWrongPasswordIsRedacted(t *testing.T) {
 	}()
 	i := strings.LastIndex(rt.URL, "@")
 	bad := "amqp://tck:s3cret-pass-xyz" + rt.URL[i:]
-	_, err = rabbitmq.URLTarget(context.Background(), bad, rabbitmq.Client{})
+	_, err = rabbitmq.Open(context.Background(), bad)
 	if err == nil {
 		t.Fatal("a wrong password was accepted")
 	}
@@ -88,7 +88,7 @@ func TestWrongPasswordIsRedacted(t *testing.T) {
 	}
 	// The kit's own server over its URL: the probe passes, and the target
 	// says the kit cannot restart it or set its consumer_timeout.
-	ut, err := rabbitmq.URLTarget(context.Background(), rt.URL, rabbitmq.Client{})
+	ut, err := rabbitmq.Open(context.Background(), rt.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestWrongPasswordIsRedacted(t *testing.T) {
 func TestConfirmedSurvivesRestart(t *testing.T) {
 	needServer(t)
 	ctx := context.Background()
-	rt, err := rabbitmq.LocalTarget(ctx, rabbitmq.Client{}, time.Second)
+	rt, err := rabbitmq.RunLocal(ctx, rabbitmq.WithAckWait(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

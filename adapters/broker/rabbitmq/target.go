@@ -37,35 +37,57 @@ func (c Client) Open(ctx context.Context, url string) (mq.Broker, error) {
 	return c.Wrap(b), nil
 }
 
-// Target is a RabbitMQ server the kit checks.
+// Target is a RabbitMQ server the kit checks, opened by Open or started
+// by RunLocal (or Run, in a container).
 type Target struct {
-	// URL reaches the server (credentials included: redact before showing).
-	URL     string
-	Address string // how a report names it; "" means URL, redacted
-	Version string
-	Client  Client
-	Caps    mq.Capabilities
+	mq.Info
+	Client Client
 	// ConsumerTimeout is the node's consumer_timeout where the kit set it
 	// (its own server): the ack wait of the rules. 0 elsewhere.
 	ConsumerTimeout time.Duration
 	// Management is the management API's base URL where the kit knows it
-	// (its own server; an address's ?management=), "" otherwise: BR-6.1
-	// then tries http://HOST:15672.
+	// (its own server; WithManagement), "" otherwise: BR-6.1 then tries
+	// http://HOST:15672.
 	Management string
-	// Config is what the target declares beyond Caps, for the report.
-	Config map[string]string
-	// Server is what the kit read from the server (the AMQP connection's
-	// server properties), each value saying how.
-	Server map[string]string
-	Notes  []string
-	// Lacks says, per capability the server does not have, why, in
-	// RabbitMQ's own words.
-	Lacks map[string]string
 	// Private, when set, starts a server of a rule's own that the rule may
 	// restart (nil: the kit cannot restart this server).
 	Private func(ctx context.Context) (*OwnServer, error)
 	Stop    func() error
 }
+
+// Option says how Open, Run and RunLocal reach the server.
+type Option func(*settings)
+
+type settings struct {
+	client     Client
+	ackWait    time.Duration
+	management string
+}
+
+func settle(opts []Option) settings {
+	var s settings
+	for _, o := range opts {
+		o(&s)
+	}
+	return s
+}
+
+// WithClient sets how the kit's handles talk to the server: the adapter's
+// options and, for a mutant, the defect wrapped around every handle.
+func WithClient(c Client) Option { return func(s *settings) { s.client = c } }
+
+// WithTLS sets the client's TLS configuration for an amqps:// URL
+// (docs/tls.md), after any WithClient.
+func WithTLS(cfg *tls.Config) Option { return func(s *settings) { s.client.Options.TLS = cfg } }
+
+// WithAckWait sets the consumer_timeout of a server the kit starts (the
+// rules' ack wait); without it the node keeps RabbitMQ's default (30 min)
+// and the rules needing an ack wait are not-applicable.
+func WithAckWait(d time.Duration) Option { return func(s *settings) { s.ackWait = d } }
+
+// WithManagement names the management API's base URL of a server Open
+// binds to (SplitManagement reads it from an address's ?management=).
+func WithManagement(base string) Option { return func(s *settings) { s.management = base } }
 
 // Server is what Probe found.
 type Server struct {
@@ -126,11 +148,17 @@ func refused(step, url string, err error) error {
 	return fmt.Errorf("%s failed: %s", step, msg)
 }
 
-// URLTarget binds the kit to the RabbitMQ at url, after Probe. The kit
+// Open binds the kit to the RabbitMQ at url, after Probe. The kit
 // cannot restart a server it did not start, nor set or read its
 // consumer_timeout over AMQP.
-func URLTarget(ctx context.Context, url string, client Client) (*Target, error) {
-	return newTarget(ctx, url, client, nil)
+func Open(ctx context.Context, url string, opts ...Option) (*Target, error) {
+	st := settle(opts)
+	t, err := newTarget(ctx, url, st.client, nil)
+	if err != nil {
+		return nil, err
+	}
+	t.Management = st.management
+	return t, nil
 }
 
 // newTarget probes the server at url and declares what it found.
@@ -145,9 +173,8 @@ func newTarget(ctx context.Context, url string, client Client, stop func() error
 	if stop == nil {
 		stop = func() error { return nil }
 	}
-	t := &Target{
-		URL: url, Version: "RabbitMQ " + s.Version, Client: client, Caps: capabilities(client.Options),
-		ConsumerTimeout: client.Options.ConsumerTimeout,
+	t := &Target{Info: mq.Info{
+		URL: url, Version: "RabbitMQ " + s.Version, Caps: capabilities(client.Options),
 		Config: map[string]string{
 			"namePrefix":  NamePrefix + client.Options.Run + ".",
 			"topic":       "a durable direct exchange; a stream (the log read back) and a quorum queue (the topic's queue) bound to it",
@@ -163,8 +190,7 @@ func newTarget(ctx context.Context, url string, client Client, stop func() error
 		Server: map[string]string{},
 		Notes:  s.Notes,
 		Lacks:  lacks(client.Options),
-		Stop:   stop,
-	}
+	}, Client: client, ConsumerTimeout: client.Options.ConsumerTimeout, Stop: stop}
 	if s.Version != "" {
 		t.Server["version"] = s.Version + " (AMQP connection.start server properties)"
 	} else {
@@ -208,11 +234,13 @@ func lacks(o Options) map[string]string {
 	return l
 }
 
-// LocalTarget starts a rabbitmq-server of the kit's own from PATH with
-// consumer_timeout at ackWait (RabbitMQ starts in several seconds: one
+// RunLocal starts a rabbitmq-server of the kit's own from PATH with
+// consumer_timeout at WithAckWait's (RabbitMQ starts in several seconds: one
 // server per run). A rule that restarts a server (BR-3.1) gets a second
 // one, started when it asks. Stop ends every server it started.
-func LocalTarget(ctx context.Context, client Client, ackWait time.Duration) (*Target, error) {
+func RunLocal(ctx context.Context, opts ...Option) (*Target, error) {
+	st := settle(opts)
+	client, ackWait := st.client, st.ackWait
 	lc := localConfig{consumerTimeout: ackWait}
 	// The run's server has the management API (BR-6.1 reads queue
 	// arguments through it); a rule's restartable one does not need it.

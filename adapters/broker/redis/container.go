@@ -35,9 +35,12 @@ func Image() string {
 // startContainer starts a redis-server in a container (labelled like every
 // container of the kit, port 6379 on a loopback port of the host), with the
 // append-only file fsynced on every write, and waits until it answers.
-func startContainer(ctx context.Context) (*containers.Container, string, error) {
+func startContainer(ctx context.Context, image string) (*containers.Container, string, error) {
+	if image == "" {
+		image = Image()
+	}
 	c, err := containers.Start(ctx, containers.Spec{
-		Role: "redis", Image: Image(), Module: redisModule,
+		Role: "redis", Image: image, Module: redisModule,
 		Cmd: []string{"redis-server", "--port", "6379", "--bind", "0.0.0.0", "--protected-mode", "no",
 			"--dir", "/data", "--save", "", "--appendonly", "yes", "--appendfsync", "always"},
 		Ports:   []string{"6379/tcp"},
@@ -56,13 +59,15 @@ func startContainer(ctx context.Context) (*containers.Container, string, error) 
 	return c, "redis://" + c.Endpoint("6379/tcp") + "/0", nil
 }
 
-// ContainerTarget starts one redis-server container for the run. Rules
+// Run starts one redis-server container for the run from image ("":
+// Image()) through the testcontainers-go Redis module. Rules
 // that restart a server (BR-3.1) get a container of their own, restarted
 // for real: gracefully (docker stop: redis-server writes its append-only
 // file and exits) or abruptly (SIGKILL). Stop removes every container the
 // target started, a rule's own included.
-func ContainerTarget(ctx context.Context, client Client) (*Target, error) {
-	c, url, err := startContainer(ctx)
+func Run(ctx context.Context, image string, opts ...Option) (*Target, error) {
+	client := settle(opts).client
+	c, url, err := startContainer(ctx, image)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +89,7 @@ func ContainerTarget(ctx context.Context, client Client) (*Target, error) {
 	}
 	delete(t.Lacks, "broker-restart")
 	t.Private = func(ctx context.Context) (*OwnServer, error) {
-		s, c, err := startOwn(ctx, t.Client)
+		s, c, err := startOwn(ctx, image, t.Client)
 		if err != nil {
 			return nil, err
 		}
@@ -109,8 +114,8 @@ type OwnServer struct {
 	stop    func() error
 }
 
-func startOwn(ctx context.Context, client Client) (*OwnServer, *containers.Container, error) {
-	c, url, err := startContainer(ctx)
+func startOwn(ctx context.Context, image string, client Client) (*OwnServer, *containers.Container, error) {
+	c, url, err := startContainer(ctx, image)
 	if err != nil {
 		return nil, nil, err
 	}

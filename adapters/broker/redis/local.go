@@ -16,11 +16,11 @@ import (
 // named (Debian's redis-server package installs it on PATH).
 const ServerBinary = "redis-server"
 
-// ErrNoServerBinary is returned by LocalTarget when redis-server is not on
+// ErrNoServerBinary is returned by RunLocal when redis-server is not on
 // PATH.
 var ErrNoServerBinary = errors.New(ServerBinary + " is not on PATH")
 
-// HaveServerBinary reports whether LocalTarget can start a server here.
+// HaveServerBinary reports whether RunLocal can start a server here.
 func HaveServerBinary() bool {
 	_, err := exec.LookPath(ServerBinary)
 	return err == nil
@@ -106,11 +106,12 @@ func (l *local) stop() error {
 	return l.err
 }
 
-// LocalTarget starts a redis-server of the kit's own from PATH (nothing to
+// RunLocal starts a redis-server of the kit's own from PATH (nothing to
 // configure: what `tck selftest` and a bare broker/redis use when
 // TCK_REDIS_URL is unset). Rules that restart a server (BR-3.1) get one of
 // their own, restarted for real. Stop ends every server it started.
-func LocalTarget(ctx context.Context, client Client) (*Target, error) {
+func RunLocal(ctx context.Context, opts ...Option) (*Target, error) {
+	client := settle(opts).client
 	l, err := startLocal(ctx)
 	if err != nil {
 		return nil, err

@@ -32,7 +32,7 @@ func serverURL(t *testing.T) string {
 // unless it names the kit's lateness), the others are
 // not applicable with Redis's reason.
 func TestBrokerSuite(t *testing.T) {
-	rt, err := redis.URLTarget(context.Background(), serverURL(t), redis.Client{})
+	rt, err := redis.Open(context.Background(), serverURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestLocalServerPassesBrokerSuite(t *testing.T) {
 		}
 		t.Skipf("%s is not on PATH", redis.ServerBinary)
 	}
-	rt, err := redis.LocalTarget(context.Background(), redis.Client{})
+	rt, err := redis.RunLocal(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

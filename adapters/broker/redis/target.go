@@ -40,29 +40,37 @@ func (c Client) Open(ctx context.Context, url string) (mq.Broker, error) {
 	return c.Wrap(b), nil
 }
 
-// Target is a Redis server the kit checks.
+// Target is a Redis server the kit checks, opened by Open or started by
+// Run or RunLocal.
 type Target struct {
-	// URL reaches the server (credentials included: redact before showing).
-	URL     string
-	Address string // how a report names it; "" means URL, redacted
-	Version string
-	Client  Client
-	Caps    mq.Capabilities
-	// Config is what the server is set to and what the target declares
-	// beyond Caps, for the report.
-	Config map[string]string
-	// Server is the server's settings as the kit read them (INFO server,
-	// CONFIG GET), each value saying how.
-	Server map[string]string
-	Notes  []string
-	// Lacks says, per capability the server does not have, why, in
-	// Redis's own words.
-	Lacks map[string]string
+	mq.Info
+	Client Client
 	// Private, when set, starts a server of a rule's own that the rule may
 	// restart (nil: the kit cannot restart this server).
 	Private func(ctx context.Context) (*OwnServer, error)
 	Stop    func() error
 }
+
+// Option says how Open, Run and RunLocal reach the server.
+type Option func(*settings)
+
+type settings struct{ client Client }
+
+func settle(opts []Option) settings {
+	var s settings
+	for _, o := range opts {
+		o(&s)
+	}
+	return s
+}
+
+// WithClient sets how the kit's handles talk to the server: the adapter's
+// options and, for a mutant, the defect wrapped around every handle.
+func WithClient(c Client) Option { return func(s *settings) { s.client = c } }
+
+// WithTLS sets the client's TLS configuration (docs/tls.md), after any
+// WithClient.
+func WithTLS(cfg *tls.Config) Option { return func(s *settings) { s.client.Options.TLS = cfg } }
 
 // Server is what Probe found.
 type Server struct {
@@ -214,10 +222,10 @@ func infoField(info, name string) string {
 	return ""
 }
 
-// URLTarget binds the kit to the redis-server at url, after Probe. The kit
+// Open binds the kit to the redis-server at url, after Probe. The kit
 // cannot restart a server it did not start.
-func URLTarget(ctx context.Context, url string, client Client) (*Target, error) {
-	return newTarget(ctx, url, client, nil)
+func Open(ctx context.Context, url string, opts ...Option) (*Target, error) {
+	return newTarget(ctx, url, settle(opts).client, nil)
 }
 
 // newTarget probes the server at url and declares what it found.
@@ -253,8 +261,9 @@ func newTarget(ctx context.Context, url string, client Client, stop func() error
 		srv[k] = v + " (CONFIG GET)"
 	}
 	t := &Target{
-		URL: url, Version: "redis-server " + s.Version, Client: client, Caps: caps, Config: cfg, Server: srv,
-		Notes: s.Notes, Lacks: lacks(s), Stop: stop,
+		Info: mq.Info{URL: url, Version: "redis-server " + s.Version, Caps: caps, Config: cfg, Server: srv,
+			Notes: s.Notes, Lacks: lacks(s)},
+		Client: client, Stop: stop,
 	}
 	if s.Version == "" {
 		t.Version = "redis-server (version not readable)"

@@ -21,7 +21,7 @@ import (
 // (runnertest.Killed), as is any rule left unknown.
 func run(t *testing.T, name string, client kafka.Client, mustFail []string, only ...string) map[string]verdict.Result {
 	t.Helper()
-	kt, err := kafka.EmbeddedTarget(context.Background(), client)
+	kt, err := kafka.RunEmbedded(context.Background(), kafka.WithClient(client))
 	if err != nil {
 		t.Fatalf("starting %s: %v", name, err)
 	}
@@ -86,7 +86,11 @@ func TestMutants(t *testing.T) {
 // runShare is run on a share-group target (broker/kafka-share).
 func runShare(t *testing.T, name string, client kafka.Client, mustFail []string, only ...string) map[string]verdict.Result {
 	t.Helper()
-	kt, err := kafka.EmbeddedShareTarget(context.Background(), client)
+	share := kafka.KitShare
+	if client.Options.Share != nil {
+		share = *client.Options.Share
+	}
+	kt, err := kafka.RunEmbedded(context.Background(), kafka.WithClient(client), kafka.WithShare(share))
 	if err != nil {
 		t.Fatalf("starting %s: %v", name, err)
 	}

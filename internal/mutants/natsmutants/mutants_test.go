@@ -23,7 +23,7 @@ import (
 // (runnertest.Killed), as is any rule left unknown.
 func run(t *testing.T, name string, client nats.Client, mustFail []string, only ...string) map[string]verdict.Result {
 	t.Helper()
-	nt, err := nats.EmbeddedTarget(context.Background(), client)
+	nt, err := nats.RunEmbedded(context.Background(), nats.WithClient(client))
 	if err != nil {
 		t.Fatalf("starting %s: %v", name, err)
 	}
@@ -142,13 +142,13 @@ func TestBatchRulesOnContainers(t *testing.T) {
 	batch := []string{"BR-8.1", "BR-8.2", "BR-8.3"}
 	for _, c := range []struct {
 		name  string
-		start func(context.Context, nats.Client) (*nats.Target, error)
+		start func(context.Context, string, ...nats.Option) (*nats.Target, error)
 	}{
-		{"broker/nats-container", nats.ContainerTarget},
-		{"broker/nats-cluster", nats.ClusterTarget},
+		{"broker/nats-container", nats.Run},
+		{"broker/nats-cluster", nats.RunCluster},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			nt, err := c.start(context.Background(), nats.Client{})
+			nt, err := c.start(context.Background(), "")
 			if err != nil {
 				t.Fatalf("starting %s: %v", c.name, err)
 			}

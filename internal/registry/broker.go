@@ -74,7 +74,9 @@ func brokers() []row {
 }
 
 func embedded(c nats.Client) func(ctx context.Context, ref target.Ref) (*nats.Target, error) {
-	return func(ctx context.Context, _ target.Ref) (*nats.Target, error) { return nats.RunEmbedded(ctx, nats.WithClient(c)) }
+	return func(ctx context.Context, _ target.Ref) (*nats.Target, error) {
+		return nats.RunEmbedded(ctx, nats.WithClient(c))
+	}
 }
 
 // natsBroker binds a NATS target, however started, to the broker suite.

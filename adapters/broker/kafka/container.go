@@ -15,6 +15,7 @@ import (
 
 	"github.com/onceproof/tck/internal/containers"
 	"github.com/onceproof/tck/internal/nemesis"
+	"github.com/onceproof/tck/internal/options"
 	"github.com/onceproof/tck/internal/procs"
 	"github.com/onceproof/tck/mq"
 )
@@ -171,7 +172,7 @@ func isStandIn(ctx context.Context, image string) bool {
 // killed (SIGKILL) and started again. Stop removes every container the
 // target started.
 func Run(ctx context.Context, img string, opts ...Option) (*Target, error) {
-	client := settle(opts).client
+	client := options.Apply(opts).client
 	if img == "" {
 		img = os.Getenv(ImageEnv)
 	}

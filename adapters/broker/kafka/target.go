@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/onceproof/tck/internal/options"
 	"github.com/onceproof/tck/internal/redact"
 	"github.com/onceproof/tck/mq"
 )
@@ -76,14 +77,6 @@ type settings struct {
 	share  *Share
 }
 
-func settle(opts []Option) settings {
-	var s settings
-	for _, o := range opts {
-		o(&s)
-	}
-	return s
-}
-
 // WithClient sets how the kit's handles talk to the cluster: the adapter's
 // options and, for a mutant, the defect wrapped around every handle.
 func WithClient(c Client) Option { return func(s *settings) { s.client = c } }
@@ -100,7 +93,7 @@ func WithShare(sh Share) Option { return func(s *settings) { s.share = &sh } }
 // RunEmbedded starts a kfake cluster in this process; WithShare starts it
 // with share groups (share.go).
 func RunEmbedded(ctx context.Context, opts ...Option) (*Target, error) {
-	st := settle(opts)
+	st := options.Apply(opts)
 	if st.share != nil {
 		return embeddedShare(ctx, st.client, *st.share)
 	}
@@ -169,7 +162,7 @@ func ParseURL(raw string) (Options, error) {
 // broker answers and that the kit may create and delete a topic of its own;
 // errors carry no credential. WithShare reaches it through share groups.
 func Open(ctx context.Context, raw string, opts ...Option) (*Target, error) {
-	st := settle(opts)
+	st := options.Apply(opts)
 	if st.share != nil {
 		return openShare(ctx, raw, st.client, *st.share)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/onceproof/tck/internal/containers"
+	"github.com/onceproof/tck/internal/options"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -136,7 +137,7 @@ var ClusterRules = []string{"BR-2.9", "BR-3.1", "BR-8.1", "BR-8.2", "BR-8.3"}
 // restarts the node leading its stream (gracefully, then with SIGKILL) while
 // the two other replicas stay up. One node is down at a time.
 func RunCluster(ctx context.Context, image string, opts ...Option) (*Target, error) {
-	client := settle(opts).client
+	client := options.Apply(opts).client
 	var copts []ContainerOption
 	if image != "" {
 		copts = append(copts, WithImage(image))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/onceproof/tck/internal/containers"
 	"github.com/onceproof/tck/internal/nemesis"
+	"github.com/onceproof/tck/internal/options"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -241,7 +242,7 @@ func syncString(s Sync) string {
 // gracefully (docker stop) or abruptly (SIGKILL). Stop removes every
 // container the target started, a rule's own included.
 func Run(ctx context.Context, image string, opts ...Option) (*Target, error) {
-	client := settle(opts).client
+	client := options.Apply(opts).client
 	var copts []ContainerOption
 	if image != "" {
 		copts = append(copts, WithImage(image))

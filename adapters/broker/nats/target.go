@@ -12,6 +12,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 
 	"github.com/onceproof/tck/internal/faultproxy"
+	"github.com/onceproof/tck/internal/options"
 	"github.com/onceproof/tck/internal/redact"
 	"github.com/onceproof/tck/internal/verdict"
 	"github.com/onceproof/tck/mq"
@@ -69,14 +70,6 @@ type Option func(*settings)
 
 type settings struct{ client Client }
 
-func settle(opts []Option) settings {
-	var s settings
-	for _, o := range opts {
-		o(&s)
-	}
-	return s
-}
-
 // WithClient sets how the kit's handles talk to the server: the adapter's
 // options and, for a mutant, the defect wrapped around every handle.
 func WithClient(c Client) Option { return func(s *settings) { s.client = c } }
@@ -118,7 +111,7 @@ type Proxy struct {
 // server get one of their own (a child process where a nats-server binary
 // can be had, so it can be killed; else an embedded one).
 func RunEmbedded(ctx context.Context, opts ...Option) (*Target, error) {
-	client := settle(opts).client
+	client := options.Apply(opts).client
 	e, err := StartEmbedded(ctx)
 	if err != nil {
 		return nil, err
@@ -140,7 +133,7 @@ func RunEmbedded(ctx context.Context, opts ...Option) (*Target, error) {
 // server answers and has JetStream for the account; errors carry no
 // credential. The kit cannot restart a server it did not start.
 func Open(ctx context.Context, url string, opts ...Option) (*Target, error) {
-	t, err := newTarget(ctx, url, settle(opts).client, nil)
+	t, err := newTarget(ctx, url, options.Apply(opts).client, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/onceproof/tck/internal/options"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -62,14 +63,6 @@ type settings struct {
 	client     Client
 	ackWait    time.Duration
 	management string
-}
-
-func settle(opts []Option) settings {
-	var s settings
-	for _, o := range opts {
-		o(&s)
-	}
-	return s
 }
 
 // WithClient sets how the kit's handles talk to the server: the adapter's
@@ -152,7 +145,7 @@ func refused(step, url string, err error) error {
 // cannot restart a server it did not start, nor set or read its
 // consumer_timeout over AMQP.
 func Open(ctx context.Context, url string, opts ...Option) (*Target, error) {
-	st := settle(opts)
+	st := options.Apply(opts)
 	t, err := newTarget(ctx, url, st.client, nil)
 	if err != nil {
 		return nil, err
@@ -239,7 +232,7 @@ func lacks(o Options) map[string]string {
 // server per run). A rule that restarts a server (BR-3.1) gets a second
 // one, started when it asks. Stop ends every server it started.
 func RunLocal(ctx context.Context, opts ...Option) (*Target, error) {
-	st := settle(opts)
+	st := options.Apply(opts)
 	client, ackWait := st.client, st.ackWait
 	lc := localConfig{consumerTimeout: ackWait}
 	// The run's server has the management API (BR-6.1 reads queue

@@ -12,6 +12,7 @@ import (
 
 	"github.com/onceproof/tck/internal/containers"
 	"github.com/onceproof/tck/internal/nemesis"
+	"github.com/onceproof/tck/internal/options"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -66,7 +67,7 @@ func startContainer(ctx context.Context, image string) (*containers.Container, s
 // file and exits) or abruptly (SIGKILL). Stop removes every container the
 // target started, a rule's own included.
 func Run(ctx context.Context, image string, opts ...Option) (*Target, error) {
-	client := settle(opts).client
+	client := options.Apply(opts).client
 	c, url, err := startContainer(ctx, image)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/internal/leftovers"
+	"github.com/onceproof/tck/internal/options"
 	"github.com/onceproof/tck/internal/procs"
 )
 
@@ -111,7 +112,7 @@ func (l *local) stop() error {
 // TCK_REDIS_URL is unset). Rules that restart a server (BR-3.1) get one of
 // their own, restarted for real. Stop ends every server it started.
 func RunLocal(ctx context.Context, opts ...Option) (*Target, error) {
-	client := settle(opts).client
+	client := options.Apply(opts).client
 	l, err := startLocal(ctx)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/onceproof/tck/internal/options"
 	"github.com/onceproof/tck/mq"
 )
 
@@ -55,14 +56,6 @@ type Target struct {
 type Option func(*settings)
 
 type settings struct{ client Client }
-
-func settle(opts []Option) settings {
-	var s settings
-	for _, o := range opts {
-		o(&s)
-	}
-	return s
-}
 
 // WithClient sets how the kit's handles talk to the server: the adapter's
 // options and, for a mutant, the defect wrapped around every handle.
@@ -225,7 +218,7 @@ func infoField(info, name string) string {
 // Open binds the kit to the redis-server at url, after Probe. The kit
 // cannot restart a server it did not start.
 func Open(ctx context.Context, url string, opts ...Option) (*Target, error) {
-	return newTarget(ctx, url, settle(opts).client, nil)
+	return newTarget(ctx, url, options.Apply(opts).client, nil)
 }
 
 // newTarget probes the server at url and declares what it found.

@@ -161,23 +161,29 @@ build_redis() {
 
 # erlang_closure PKG: prints PKG and, transitively, the installed erlang-*
 # packages it depends on (an alternative that is not installed is skipped).
+# One dpkg-query for the whole database: one per package costs seconds.
 erlang_closure() {
-	local -A seen=()
-	local queue=("$1") p d
+	local -A deps=() seen=()
+	local name status dep queue=("$1") p d
+	# Depends reduced to its erlang-* names, space-separated, by one awk.
+	while IFS=$'\t' read -r name status dep; do
+		[[ $status == ii* ]] && deps[$name]=$dep
+	done < <(dpkg-query -W -f '${Package}\t${db:Status-Abbrev}\t${Depends}\n' 'erlang-*' "$1" 2>/dev/null |
+		awk -F'\t' '{ n = split($3, a, /[,|]/); d = ""
+			for (i = 1; i <= n; i++) { sub(/\(.*/, "", a[i]); gsub(/[[:space:]]/, "", a[i]); sub(/:any$/, "", a[i])
+				if (a[i] ~ /^erlang-/) d = d " " a[i] }
+			print $1 "\t" $2 "\t" d }')
 	while ((${#queue[@]})); do
 		p=${queue[0]} queue=("${queue[@]:1}")
-		[[ -n ${seen[$p]:-} ]] && continue
+		[[ -n ${seen[$p]:-} || -z ${deps[$p]+set} ]] && continue
 		seen[$p]=1
-		[[ $(dpkg-query -W -f '${db:Status-Abbrev}' "$p" 2>/dev/null) == ii* ]] || continue
 		echo "$p"
-		for d in $(dpkg-query -W -f '${Depends}' "$p" | tr ',|' '\n\n' | sed 's/(.*//; s/[[:space:]]//g; s/:any$//' | grep '^erlang-'); do
-			queue+=("$d")
-		done
+		for d in ${deps[$p]}; do queue+=("$d"); done
 	done
 }
 
 build_rabbitmq() {
-	if ! dpkg-query -W -f '${db:Status-Abbrev}' rabbitmq-server 2>/dev/null | grep -q '^ii'; then
+	if [[ $(dpkg-query -W -f '${db:Status-Abbrev}' rabbitmq-server 2>/dev/null) != ii* ]]; then
 		log "installing rabbitmq-server from Debian packages"
 		apt-get install -y -qq rabbitmq-server >/dev/null || { apt-get update -qq && apt-get install -y -qq rabbitmq-server >/dev/null; }
 	fi
@@ -189,7 +195,7 @@ build_rabbitmq() {
 		log "$RABBITMQ_IMAGE is up to date ($inputs)"
 		return
 	fi
-	log "building $RABBITMQ_IMAGE from rabbitmq-server $(dpkg-query -W -f '${Version}' rabbitmq-server) and ${#pkgs[@]} erlang packages"
+	log "building $RABBITMQ_IMAGE from rabbitmq-server $(dpkg-query -W -f '${Version}' rabbitmq-server) and $((${#pkgs[@]} - 1)) erlang packages"
 	local ctx=$work/rabbitmq
 	rm -rf "$ctx" && mkdir -p "$ctx/rootfs/etc/rabbitmq/conf.d" "$ctx/owned/var/lib/rabbitmq" "$ctx/owned/var/log/rabbitmq" "$ctx/owned/tmp"
 	rootfs=$ctx/rootfs

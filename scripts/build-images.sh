@@ -8,6 +8,10 @@
 #                 libraries its binaries link (ldd), and a static entrypoint
 #   redis:7       redis-server from this host's Debian redis-server package,
 #                 with the libraries it links (ldd)
+#   rabbitmq:3.10-management
+#                 RabbitMQ from this host's Debian rabbitmq-server package and
+#                 the erlang-* packages it depends on, with the libraries their
+#                 binaries link (ldd), the management plugin enabled
 #   onceproof/tck:local
 #                 the kit itself for a fleet (internal/images/tck, docs/fleet.md):
 #                 tck, static, with its version stamped; a Sonobuoy plugin's image
@@ -19,7 +23,8 @@
 # locally without a pull. Repeatable and cached: an image whose inputs did not
 # change (its org.onceproof.tck.inputs label) is not rebuilt; the Go build
 # cache keeps the compiles. Override names with TCK_NATS_IMAGE,
-# TCK_POSTGRES_IMAGE and TCK_REDIS_IMAGE (the same variables the kit reads)
+# TCK_POSTGRES_IMAGE, TCK_REDIS_IMAGE and TCK_RABBITMQ_IMAGE (the same
+# variables the kit reads)
 # and TCK_KFAKE_IMAGE,
 # the versions with NATS_SERVER_VERSION; FORCE=1 rebuilds.
 set -euo pipefail
@@ -30,6 +35,7 @@ NATS_SERVER_VERSION=${NATS_SERVER_VERSION:-$(cd "$root" && go list -m -f '{{.Ver
 NATS_IMAGE=${TCK_NATS_IMAGE:-nats:${NATS_SERVER_VERSION#v}}
 POSTGRES_IMAGE=${TCK_POSTGRES_IMAGE:-postgres:15}
 REDIS_IMAGE=${TCK_REDIS_IMAGE:-redis:7}
+RABBITMQ_IMAGE=${TCK_RABBITMQ_IMAGE:-rabbitmq:3.10-management}
 KFAKE_IMAGE=${TCK_KFAKE_IMAGE:-onceproof/kfake-broker:local}
 TCK_IMAGE=${TCK_IMAGE:-onceproof/tck:local}
 PG_MAJOR=${PG_MAJOR:-15}
@@ -153,6 +159,85 @@ build_redis() {
 	log "built $REDIS_IMAGE"
 }
 
+# erlang_closure PKG: prints PKG and, transitively, the installed erlang-*
+# packages it depends on (an alternative that is not installed is skipped).
+# One dpkg-query for the whole database: one per package costs seconds.
+erlang_closure() {
+	local -A deps=() seen=()
+	local name status dep queue=("$1") p d
+	# Depends reduced to its erlang-* names, space-separated, by one awk.
+	while IFS=$'\t' read -r name status dep; do
+		[[ $status == ii* ]] && deps[$name]=$dep
+	done < <(dpkg-query -W -f '${Package}\t${db:Status-Abbrev}\t${Depends}\n' 'erlang-*' "$1" 2>/dev/null |
+		awk -F'\t' '{ n = split($3, a, /[,|]/); d = ""
+			for (i = 1; i <= n; i++) { sub(/\(.*/, "", a[i]); gsub(/[[:space:]]/, "", a[i]); sub(/:any$/, "", a[i])
+				if (a[i] ~ /^erlang-/) d = d " " a[i] }
+			print $1 "\t" $2 "\t" d }')
+	while ((${#queue[@]})); do
+		p=${queue[0]} queue=("${queue[@]:1}")
+		[[ -n ${seen[$p]:-} || -z ${deps[$p]+set} ]] && continue
+		seen[$p]=1
+		echo "$p"
+		for d in ${deps[$p]}; do queue+=("$d"); done
+	done
+}
+
+build_rabbitmq() {
+	if [[ $(dpkg-query -W -f '${db:Status-Abbrev}' rabbitmq-server 2>/dev/null) != ii* ]]; then
+		log "installing rabbitmq-server from Debian packages"
+		apt-get install -y -qq rabbitmq-server >/dev/null || { apt-get update -qq && apt-get install -y -qq rabbitmq-server >/dev/null; }
+	fi
+	local pkgs
+	mapfile -t pkgs < <(erlang_closure rabbitmq-server)
+	local inputs
+	inputs=$( (dpkg-query -W -f '${Package} ${Version}\n' "${pkgs[@]}"; cat "$root/internal/images/rabbitmq/Dockerfile" "$root/internal/images/rabbitmq/10-defaults.conf" "$root/internal/images/rabbitmq/enabled_plugins"; declare -f erlang_closure build_rabbitmq) | sha256sum | cut -c1-16)
+	if [[ "${FORCE:-}" != 1 && "$(current "$RABBITMQ_IMAGE")" == "$inputs" ]]; then
+		log "$RABBITMQ_IMAGE is up to date ($inputs)"
+		return
+	fi
+	log "building $RABBITMQ_IMAGE from rabbitmq-server $(dpkg-query -W -f '${Version}' rabbitmq-server) and $((${#pkgs[@]} - 1)) erlang packages"
+	local ctx=$work/rabbitmq
+	rm -rf "$ctx" && mkdir -p "$ctx/rootfs/etc/rabbitmq/conf.d" "$ctx/owned/var/lib/rabbitmq" "$ctx/owned/var/log/rabbitmq" "$ctx/owned/tmp"
+	rootfs=$ctx/rootfs
+	# The packages' own files, symlinks kept, without what a server in a
+	# container never reads: documentation, init and systemd units, the
+	# Pacemaker agent, shell completion, Python's rabbitmqadmin, Erlang
+	# headers and sources, and Debian's /usr/sbin wrappers (they switch to
+	# the rabbitmq user through su; the image runs as that user already).
+	dpkg -L "${pkgs[@]}" | sort -u |
+		grep -Ev '^/usr/share/(doc|man|lintian|bug|rabbitmq)(/|$)|^/etc/(init\.d|default|logrotate\.d)(/|$)|^/lib/systemd(/|$)|^/usr/lib/ocf(/|$)|/autocomplete(/|$)|^/usr/bin/rabbitmqadmin$|^/usr/sbin/|\.hrl$|/src/[^/]*\.erl$' |
+		while IFS= read -r f; do
+			if [[ -L $f || -f $f ]]; then printf '%s\n' "${f#/}"; fi
+		done >"$ctx/files"
+	tar -C / --no-recursion -cf - -T "$ctx/files" | tar -C "$rootfs" -xf -
+	# Every library the Erlang runtime's binaries and drivers link: the
+	# executables and .so files among the packages' files that are ELF.
+	local elf=() f
+	while IFS= read -r f; do
+		f=/$f
+		if [[ ! -L $f && (-x $f || $f == *.so) && $(head -c4 "$f" | od -An -c | tr -d ' ') == 177ELF ]]; then elf+=("$f"); fi
+	done <"$ctx/files"
+	copy_with_libs "${elf[@]}"
+	# The start scripts (rabbitmq-server, rabbitmq-env, erl) run in sh and
+	# call dirname, basename, date and readlink; the disk monitor runs df,
+	# the memory monitor getconf.
+	copy_with_libs /bin/dash /usr/bin/dirname /usr/bin/basename /usr/bin/date /usr/bin/readlink /usr/bin/df /usr/bin/getconf /usr/bin/env
+	ln -sf dash "$rootfs/bin/sh"
+	cp "$root/internal/images/rabbitmq/10-defaults.conf" "$rootfs/etc/rabbitmq/conf.d/"
+	cp "$root/internal/images/rabbitmq/enabled_plugins" "$rootfs/etc/rabbitmq/"
+	# The node and epmd look their user and host up; glibc reads these.
+	printf 'root:x:0:0:root:/root:/sbin/nologin\nrabbitmq:x:999:999:RabbitMQ:/var/lib/rabbitmq:/sbin/nologin\n' >"$rootfs/etc/passwd"
+	printf 'root:x:0:\nrabbitmq:x:999:\n' >"$rootfs/etc/group"
+	printf 'passwd: files\ngroup: files\nhosts: files dns\n' >"$rootfs/etc/nsswitch.conf"
+	chmod 1777 "$ctx/owned/tmp"
+	chmod 0750 "$ctx/owned/var/lib/rabbitmq"
+	cp "$root/internal/images/rabbitmq/Dockerfile" "$ctx/"
+	docker build -q --label "org.onceproof.tck.image=1" --label "org.onceproof.tck.inputs=$inputs" \
+		-t "$RABBITMQ_IMAGE" "$ctx" >/dev/null
+	prune
+	log "built $RABBITMQ_IMAGE"
+}
+
 build_kfake() {
 	local inputs
 	inputs=$( (cd "$root" && go list -m -f '{{.Version}}' github.com/twmb/franz-go/pkg/kfake; go version; cat "$root/internal/images/kfake/Dockerfile" "$root/internal/images/kfakebroker/main.go") | sha256sum | cut -c1-16)
@@ -198,12 +283,13 @@ prune() { docker image prune -f --filter "label=org.onceproof.tck.image=1" >/dev
 which=${1:-all}
 start=$(date +%s)
 case $which in
-all) build_nats; build_postgres; build_redis; build_kfake; build_tck ;;
+all) build_nats; build_postgres; build_redis; build_rabbitmq; build_kfake; build_tck ;;
 nats) build_nats ;;
 postgres) build_postgres ;;
 redis) build_redis ;;
+rabbitmq) build_rabbitmq ;;
 kfake) build_kfake ;;
 tck) build_tck ;;
-*) log "usage: $0 [all|nats|postgres|redis|kfake|tck]"; exit 3 ;;
+*) log "usage: $0 [all|nats|postgres|redis|rabbitmq|kfake|tck]"; exit 3 ;;
 esac
 log "done in $(( $(date +%s) - start ))s"

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/onceproof/tck/adapters/broker/nats"
+	"github.com/onceproof/tck/adapters/broker/rabbitmq"
 	"github.com/onceproof/tck/internal/containers"
 	"github.com/onceproof/tck/internal/runner"
 	"github.com/onceproof/tck/internal/target"
@@ -58,6 +59,16 @@ func TestNATSContainerPassesBrokerSuite(t *testing.T) {
 		}
 		if r.Rule == "BR-3.1" {
 			t.Logf("BR-3.1 %s: %s", r.Verdict, r.Reason)
+		}
+	}
+}
+
+// broker/rabbitmq=container: a node from the locally built image through
+// testcontainers-go's RabbitMQ module, consumer_timeout at the ack wait.
+func TestRabbitMQContainerPassesBrokerSuite(t *testing.T) {
+	for _, r := range runContainer(t, "broker/rabbitmq", rabbitmq.Image()) {
+		if r.Verdict == verdict.Fail || r.Verdict == verdict.Unknown {
+			t.Errorf("%s: %s: %s", r.Rule, r.Verdict, r.Reason)
 		}
 	}
 }

@@ -35,13 +35,19 @@ func rabbitBrokers() []row {
 		Kind: target.Kind{
 			Suite: "broker", Name: "rabbitmq",
 			Summary:    "RabbitMQ through amqp091-go: confirmed mandatory publishes, a stream as the topic's log, quorum queues with basic.ack, basic.nack requeue, basic.reject, x-delivery-limit to a dead-letter exchange, consumer_timeout as the ack wait (on the kit's own server); no producer de-dupe, nak delay or in-progress",
-			Needs:      needs,
+			Needs:      needs + "; Docker and the image " + rabbitmq.DefaultImage + " (" + rabbitmq.ImageEnv + "; `make images` builds it) for =container",
 			AddressEnv: RabbitMQURLEnv,
 			// The self-test holds the adapter to passing every rule that
 			// applies, as its mutants are measured against it.
 			Reference: true,
 		},
-		modes: []mode{{target.External, rabbitBroker(rabbitAt(rabbitmq.Client{}), nil)}},
+		modes: []mode{
+			{target.External, rabbitBroker(rabbitAt(rabbitmq.Client{}), nil)},
+			// consumer_timeout at the rules' ack wait, as on the kit's own server
+			{target.Container, rabbitBroker(func(ctx context.Context, _ target.Ref) (*rabbitmq.Target, error) {
+				return rabbitmq.Run(ctx, "", rabbitmq.WithAckWait(kithooks.DefaultWindows().AckWait))
+			}, nil)},
+		},
 	}}
 	// Every broken RabbitMQ client, each in front of a real server, run on
 	// the rules its defect targets.

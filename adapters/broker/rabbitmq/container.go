@@ -2,6 +2,7 @@ package rabbitmq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	tcrabbit "github.com/testcontainers/testcontainers-go/modules/rabbitmq"
 
 	"github.com/onceproof/tck/internal/containers"
+	"github.com/onceproof/tck/internal/options"
 )
 
 // DefaultImage is the image of the container target; scripts/build-images.sh
@@ -54,7 +56,8 @@ type container struct {
 	Stop func() error
 }
 
-// runContainer starts a RabbitMQ node from image in a container through
+// runContainer starts a RabbitMQ node from image in a container (with
+// consumer_timeout when it is positive) through
 // testcontainers-go's RabbitMQ module (its Run: its configuration file and
 // environment, the kit's user with a fresh password), labelled and tracked
 // like every container of the kit (an interrupt removes it), with AMQP and
@@ -62,18 +65,23 @@ type container struct {
 // waits until both answer. A missing Docker engine is an error wrapping
 // containers.ErrNoDocker, a missing image one wrapping containers.ErrNoImage
 // that says how to build it.
-func runContainer(ctx context.Context, image string) (*container, error) {
+func runContainer(ctx context.Context, image string, consumerTimeout time.Duration) (*container, error) {
 	user, pass := "tck", nonce()+nonce()
 	// The module renders its configuration file (the default user) to one
 	// fixed path under the temporary folder, shared by every start in
 	// every process: the kit copies the same lines in after the module's
 	// copy, so two nodes starting at once cannot swap passwords.
 	conf := fmt.Sprintf("# Written by the kit, as testcontainers' RabbitMQ module does\ndefault_user = %s\ndefault_pass = %s\n", user, pass)
+	files := map[string]string{"/etc/rabbitmq/rabbitmq-testcontainers.conf": conf}
+	if consumerTimeout > 0 {
+		files["/etc/rabbitmq/rabbitmq-testcontainers.conf"] += fmt.Sprintf("consumer_timeout = %d\n", consumerTimeout.Milliseconds())
+		files["/etc/rabbitmq/advanced.config"] = preciseTimeout
+	}
 	r := &container{User: user, Pass: pass}
 	c, err := containers.Start(ctx, containers.Spec{
 		Role: "rabbitmq", Image: image, Module: rabbitModule(user, pass),
 		Ports:   []string{amqpPort, mgmtPort},
-		Files:   map[string]string{"/etc/rabbitmq/rabbitmq-testcontainers.conf": conf},
+		Files:   files,
 		WaitLog: "Server startup complete",
 		// An Erlang node boots on one core's worth of CPU for tens of
 		// seconds on a loaded host.
@@ -131,4 +139,33 @@ func rabbitModule(user, pass string) containers.Runner {
 		}
 		return c.Container, err
 	}
+}
+
+// Run starts a RabbitMQ node from image ("": Image()) in a container
+// through testcontainers-go's RabbitMQ module, the management API enabled
+// and consumer_timeout at WithAckWait's (else RabbitMQ's default, and the
+// rules needing an ack wait are not-applicable), and binds the kit to it
+// as Open does. Stop removes the container.
+func Run(ctx context.Context, image string, opts ...Option) (*Target, error) {
+	st := options.Apply(opts)
+	if image == "" {
+		image = Image()
+	}
+	c, err := runContainer(ctx, image, st.ackWait)
+	if err != nil {
+		return nil, err
+	}
+	client := st.client
+	client.Options.ConsumerTimeout = st.ackWait
+	t, err := newTarget(ctx, c.URL, client, c.Stop)
+	if err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	t.Management = c.MgmtURL
+	t.Address = "container " + c.Container.Name + " at amqp://" + c.Container.Endpoint(amqpPort) + "/"
+	t.Version += " (container)"
+	t.Config["image"] = image
+	t.Lacks["broker-restart"] = "broker/rabbitmq=container starts no second node for a rule to restart (broker/rabbitmq without an address does, from PATH)"
+	t.Notes = append(t.Notes, fmt.Sprintf("container %s from image %s, removed when the run ends", c.Container.Name, image))
+	return t, nil
 }

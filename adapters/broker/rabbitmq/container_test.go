@@ -26,7 +26,7 @@ func TestContainerPublishConsumeManagement(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	start := time.Now()
-	c, err := runContainer(ctx, Image())
+	c, err := runContainer(ctx, Image(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -251,6 +251,10 @@ func scrubTail(err error) string {
 	return err.Error()
 }
 
+// preciseTimeout is an advanced.config that checks consumer_timeout on
+// each channel tick of 50 ms (60 s by default): a precise ack wait.
+const preciseTimeout = "[{rabbit, [{channel_tick_interval, 50}]}].\n"
+
 // writeFiles writes the server's configuration, cookie and folders.
 func writeFiles(dir string, port, streamPort, mgmtPort int, pass string, lc localConfig) error {
 	ct := lc.consumerTimeout
@@ -301,10 +305,8 @@ func writeFiles(dir string, port, streamPort, mgmtPort int, pass string, lc loca
 		plugins = "[rabbitmq_stream,rabbitmq_management].\n"
 	}
 	files := map[string]string{
-		"rabbitmq.conf": conf,
-		// consumer_timeout is checked on each channel tick (60 s by
-		// default): 50 ms makes it a precise ack wait.
-		"advanced.config":   "[{rabbit, [{channel_tick_interval, 50}]}].\n",
+		"rabbitmq.conf":     conf,
+		"advanced.config":   preciseTimeout,
 		"enabled_plugins":   plugins,
 		"rabbitmq-env.conf": "",
 		".erlang.cookie":    "TCK" + strings.ToUpper(nonce()+nonce()),

@@ -212,12 +212,8 @@ func TestRunProfileEmbeddedSaysHow(t *testing.T) {
 	if rabbitmq.HaveServerBinary() {
 		cases = append(cases, struct{ name, prof, target, want string }{"rabbitmq", "../../examples/profiles/certify-rabbitmq.yaml", "broker/rabbitmq", "--target broker/rabbitmq=amqp://USER:PASSWORD@HOST:5672/VHOST"})
 	}
-	// Each case starts a server of the kit's own and mostly waits for it:
-	// the cases run side by side (subtests of a test that set the
-	// environment may be parallel; no other test runs meanwhile).
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
 			code, r := rabbitRun(t, c.prof, c.target)
 			if r.Verdict != verdict.NotApplicable || !strings.Contains(r.Reason, "reads a team's own") || !strings.Contains(r.Reason, c.want) {
 				t.Errorf("exit %d, BR-6.1 %s (%s); want not-applicable saying certification reads a team's server and %q", code, r.Verdict, r.Reason, c.want)

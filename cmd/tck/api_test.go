@@ -67,6 +67,7 @@ func TestAPIDescriptionBadIsExit3(t *testing.T) {
 // resource just created, are exit 4 in one line naming the target and the
 // description's field.
 func TestAPITargetUnreachableOrMisdescribedIsExit4(t *testing.T) {
+	t.Parallel() // see parallelTests in bin_test.go
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,16 @@ var tckBin struct {
 	err       error
 }
 
+// parallelTests: the tests marked t.Parallel() with a pointer here mostly
+// wait (on a server of their own: its start, the rules' reads of its
+// settings; on child processes of the CLI) and share nothing: no
+// environment variable, working directory, port or server of another test;
+// their verdicts do not rest on timing. Being parallel, they run after
+// every sequential test of the package, so they never overlap the tests
+// that set the environment or the working directory (t.Setenv, t.Chdir),
+// measure time or memory (TestHostileProfiles, TestInterruptIsPrompt,
+// TestPausedRunIsUnknown), or run timed rules and want them conformant.
+//
 // pkgDir is this package's directory, read before any test changes the
 // working directory.
 var pkgDir string

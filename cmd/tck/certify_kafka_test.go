@@ -27,6 +27,7 @@ import (
 // the group's consumer committed passes; what kfake does not serve
 // (producer.id.expiration.ms) is a kit note, not a difference.
 func TestRunProfileKafka(t *testing.T) {
+	t.Parallel() // see parallelTests in bin_test.go
 	ctx := context.Background()
 	e, err := kafka.StartEmbedded(ctx)
 	if err != nil {

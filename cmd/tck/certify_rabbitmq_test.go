@@ -70,6 +70,7 @@ func rabbitRun(t *testing.T, prof, target string) (int, verdict.Result) {
 // value (the consumer timeout, which RabbitMQ 3.10 does not report, is
 // unknown naming it: never a pass).
 func TestRunProfileRabbitMQ(t *testing.T) {
+	t.Parallel() // see parallelTests in bin_test.go
 	url, mgmt := ownRabbit(t)
 	ctx := context.Background()
 	conn, err := amqp.Dial(url)

@@ -63,6 +63,7 @@ func ownRedis(t *testing.T) string {
 // Issue 38 item 4: the group moved to $ with its read counter fails, without
 // one is unknown naming it; an XTRIM that cut a pending entry fails.
 func TestRunProfileRedis(t *testing.T) {
+	t.Parallel() // see parallelTests in bin_test.go
 	url := ownRedis(t)
 	ctx := context.Background()
 	o, _ := goredis.ParseURL(url)

@@ -35,6 +35,7 @@ import (
 // seed and the points run are logged; ONCEPROOF_INTERRUPT_SEED=N replays a
 // sample, ONCEPROOF_INTERRUPT_ALL=1 runs every point.
 func TestInterruptLeavesNothing(t *testing.T) {
+	t.Parallel() // see parallelTests in bin_test.go
 	if testing.Short() {
 		t.Skip("skipped with -short: about 13 runs of the CLI")
 	}
@@ -68,7 +69,13 @@ func TestInterruptLeavesNothing(t *testing.T) {
 		if len(r.args) == 2 {
 			name = "default@" + r.delay.String()
 		}
-		t.Run(name, func(t *testing.T) { interruptOnce(t, bin, r.args, r.delay) })
+		// Each run is a process of its own with its own TMPDIR and out
+		// folder, checked by its pid and TMPDIR: the runs wait on their
+		// children and the signal, side by side.
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			interruptOnce(t, bin, r.args, r.delay)
+		})
 	}
 }
 

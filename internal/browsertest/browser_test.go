@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,15 +106,48 @@ func realRun(t *testing.T) (html string, rep *reports.Report) {
 	return tckRun(t, "--target", "eventstore/sqlite", "--target", "eventstore/memory", "--target", "broker/nats", "--target", "broker/kafka")
 }
 
-// tckRun builds the kit and runs it with args, returning its report.
+// tckBin is the kit, built once per test binary: every tckRun runs the same
+// source, and linking it costs seconds each time, more on a loaded host.
+var tckBin struct {
+	once sync.Once
+	dir  string
+	path string
+	out  []byte
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if tckBin.dir != "" {
+		_ = os.RemoveAll(tckBin.dir)
+	}
+	os.Exit(code)
+}
+
+// tckBinary builds the kit once (go build, as each run used to) and
+// returns its path.
+func tckBinary(t *testing.T) string {
+	t.Helper()
+	tckBin.once.Do(func() {
+		tckBin.dir, tckBin.err = os.MkdirTemp("", "onceproof-browsertest-")
+		if tckBin.err != nil {
+			return
+		}
+		tckBin.path = filepath.Join(tckBin.dir, "tck")
+		build := exec.Command("go", "build", "-o", tckBin.path, "github.com/onceproof/tck/cmd/tck")
+		tckBin.out, tckBin.err = build.CombinedOutput()
+	})
+	if tckBin.err != nil {
+		t.Fatalf("go build: %v\n%s", tckBin.err, tckBin.out)
+	}
+	return tckBin.path
+}
+
+// tckRun runs the kit (built once: tckBinary) with args, returning its report.
 func tckRun(t *testing.T, args ...string) (html string, rep *reports.Report) {
 	t.Helper()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "tck")
-	build := exec.Command("go", "build", "-o", bin, "github.com/onceproof/tck/cmd/tck")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := tckBinary(t)
 	out := filepath.Join(dir, "run")
 	run := exec.Command(bin, append([]string{"run", "--quiet", "--out", out}, args...)...)
 	msg, err := run.CombinedOutput()

@@ -42,6 +42,14 @@ const queueMessages = 600
 // hold is how long each fault lasts before its heal.
 const hold = 2 * time.Second
 
+// natsParallel: every natsRun starts NATS containers of its own (the
+// fault's victim, and BR-3.1's servers of a rule's own), so the NATS fault
+// tests and their subtests are parallel: they mostly wait (the workload's
+// acks, the fault's hold, a container's restart). Being parallel, they run
+// after the package's sequential tests: TestNATSClusterLeaderKill (which
+// asserts no container of the process is left) and the PostgreSQL runs,
+// which restart or kill the one shared PostgreSQL container, run alone.
+//
 // natsRun describes one run of the broker rules on a NATS container.
 type natsRun struct {
 	fault      nemesis.Kind // "" for none
@@ -150,8 +158,10 @@ func intFigure(r verdict.Result, name string) int {
 // back (see TestNATSKillSyncAlways and docs/containers.md); it must still
 // be decided.
 func TestNATSQueueUnderFault(t *testing.T) {
+	t.Parallel() // see natsParallel
 	for _, k := range nemesis.Kinds {
 		t.Run(string(k), func(t *testing.T) {
+			t.Parallel()
 			r := natsRun{fault: k, rules: []string{"BR-2.9"}}.run(t)["BR-2.9"]
 			logQueue(t, string(k)+" (default sync)", r)
 			switch {
@@ -173,6 +183,7 @@ func TestNATSQueueUnderFault(t *testing.T) {
 // Under a kill with every write fsynced (sync_interval: always), BR-2.9
 // passes.
 func TestNATSKillSyncAlways(t *testing.T) {
+	t.Parallel() // see natsParallel
 	r := natsRun{fault: nemesis.Kill, syncAlways: true, rules: []string{"BR-2.9"}}.run(t)["BR-2.9"]
 	logQueue(t, "kill-start (sync always)", r)
 	if r.Verdict != verdict.Pass {
@@ -187,6 +198,7 @@ func TestNATSKillSyncAlways(t *testing.T) {
 // 30 s budget (the file-stream runs take about 10 s with their fault) keeps
 // that wait from being the package's longest.
 func TestNATSMemoryStreamsFailUnderKill(t *testing.T) {
+	t.Parallel() // see natsParallel
 	r := natsRun{fault: nemesis.Kill, memory: true, rules: []string{"BR-2.9"}, budget: 30 * time.Second}.run(t)["BR-2.9"]
 	logQueue(t, "kill-start, streams in memory (mutant)", r)
 	if r.Verdict != verdict.Fail {
@@ -198,9 +210,11 @@ func TestNATSMemoryStreamsFailUnderKill(t *testing.T) {
 // (kill-start): file streams keep every acknowledged publish, memory
 // streams (the mutant) lose them and the rule fails.
 func TestNATSRestartRule(t *testing.T) {
+	t.Parallel() // see natsParallel
 	for _, memory := range []bool{false, true} {
 		name := map[bool]string{false: "file", true: "memory (mutant)"}[memory]
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			r := natsRun{memory: memory, rules: []string{"BR-3.1"}}.run(t)["BR-3.1"]
 			for _, how := range []kithooks.Restart{kithooks.Graceful, kithooks.Abrupt} {
 				acked, missing := intFigure(r, string(how)+" restart: acked"), intFigure(r, string(how)+" restart: missing")

@@ -3,6 +3,7 @@ package rabbitmutants_test
 import (
 	"context"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/onceproof/tck/adapters/broker/rabbitmq"
@@ -42,28 +43,45 @@ func TestMutants(t *testing.T) {
 		}
 		t.Skipf("no RabbitMQ: %s is unset and %s is not on PATH", registry.RabbitMQURLEnv, rabbitmq.ServerBinary)
 	}
-	killed := map[string]bool{}
-	var all []string
+	var (
+		mu     sync.Mutex
+		killed = map[string]bool{}
+		all    []string
+	)
 	for _, m := range rabbitmutants.All() {
 		all = append(all, m.MustFail...)
-		t.Run(m.Name, func(t *testing.T) {
-			res := run(t, "mutant-rabbitmq-"+m.Name, m.MustFail, m.MustFail...)
-			for _, id := range m.MustFail {
-				runnertest.MustFail(t, m.Name, id, res)
-				if res[id].Verdict == verdict.Fail {
-					killed[id] = true
+	}
+	// Each mutant and the adapter run on a rabbitmq-server of their own
+	// (registry Start), so the runs are independent and mostly wait on the
+	// broker's timers: they run side by side (at most -parallel at once),
+	// and the group returns once all of them are done.
+	t.Run("group", func(t *testing.T) {
+		for _, m := range rabbitmutants.All() {
+			t.Run(m.Name, func(t *testing.T) {
+				t.Parallel()
+				res := run(t, "mutant-rabbitmq-"+m.Name, m.MustFail, m.MustFail...)
+				for _, id := range m.MustFail {
+					runnertest.MustFail(t, m.Name, id, res)
+					if res[id].Verdict == verdict.Fail {
+						mu.Lock()
+						killed[id] = true
+						mu.Unlock()
+					}
+				}
+			})
+		}
+		t.Run("rabbitmq", func(t *testing.T) {
+			t.Parallel()
+			res := run(t, "rabbitmq", nil, all...)
+			for _, id := range all {
+				if r := res[id]; r.Verdict != verdict.Pass && !runnertest.Late(r) {
+					t.Errorf("broker/rabbitmq: %s is %s, want pass: %s", id, r.Verdict, r.Reason)
+				} else if r.Verdict != verdict.Pass {
+					runnertest.Undecided(t, "broker/rabbitmq", r)
 				}
 			}
 		})
-	}
-	res := run(t, "rabbitmq", nil, all...)
-	for _, id := range all {
-		if r := res[id]; r.Verdict != verdict.Pass && !runnertest.Late(r) {
-			t.Errorf("broker/rabbitmq: %s is %s, want pass: %s", id, r.Verdict, r.Reason)
-		} else if r.Verdict != verdict.Pass {
-			runnertest.Undecided(t, "broker/rabbitmq", r)
-		}
-	}
+	})
 	for _, id := range []string{"BR-6.1", "BR-7.1", "BR-7.2", "BR-7.3", "BR-7.4", "BR-7.5"} {
 		if !killed[id] {
 			t.Errorf("%s is failed by no RabbitMQ mutant", id)

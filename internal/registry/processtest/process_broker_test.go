@@ -54,27 +54,35 @@ func TestServiceOverRedis(t *testing.T) {
 	serviceRedis(t)
 	atRepoRoot(t)
 
-	got, sum := runnertest.Table(runServiceOver(t, "process-python", "broker/redis"))
-	t.Log(sum)
-	for id, v := range got {
-		want := verdict.Pass
-		if id == "CO-3.1" || id == "CO-4.1" || id == "CO-2.6" {
-			want = verdict.NotApplicable
+	together(t, func(t *testing.T) {
+		t.Run("reference", func(t *testing.T) {
+			t.Parallel()
+			got, sum := runnertest.Table(runServiceOver(t, "process-python", "broker/redis"))
+			t.Log(sum)
+			for id, v := range got {
+				want := verdict.Pass
+				if id == "CO-3.1" || id == "CO-4.1" || id == "CO-2.6" {
+					want = verdict.NotApplicable
+				}
+				if v != want {
+					t.Errorf("Python reference over Redis: %s is %s, want %s", id, v, want)
+				}
+			}
+			if len(got) < 15 {
+				t.Errorf("%d rules ran, want every consumer rule", len(got))
+			}
+		})
+		for _, m := range []string{"mutant-process-python-ack-before-notify", "mutant-process-go-ack-first"} {
+			t.Run(m, func(t *testing.T) {
+				t.Parallel()
+				got, sum := runnertest.Table(runServiceOver(t, m, "broker/redis", "CO-2.2"))
+				t.Log(sum)
+				if got["CO-2.2"] != verdict.Fail {
+					t.Errorf("%s over Redis: CO-2.2 is %s, want fail", m, got["CO-2.2"])
+				}
+			})
 		}
-		if v != want {
-			t.Errorf("Python reference over Redis: %s is %s, want %s", id, v, want)
-		}
-	}
-	if len(got) < 15 {
-		t.Errorf("%d rules ran, want every consumer rule", len(got))
-	}
-	for _, m := range []string{"mutant-process-python-ack-before-notify", "mutant-process-go-ack-first"} {
-		got, sum := runnertest.Table(runServiceOver(t, m, "broker/redis", "CO-2.2"))
-		t.Log(sum)
-		if got["CO-2.2"] != verdict.Fail {
-			t.Errorf("%s over Redis: CO-2.2 is %s, want fail", m, got["CO-2.2"])
-		}
-	}
+	})
 	if url := os.Getenv(registry.RedisURLEnv); url != "" {
 		o, err := goredis.ParseURL(url)
 		if err != nil {
@@ -146,32 +154,40 @@ func TestServiceOverKafka(t *testing.T) {
 	}
 	needKafkaPython(t)
 	atRepoRoot(t)
-	rules := []string{"CO-1.1", "CO-1.2", "CO-2.1", "CO-2.2"}
-	got, sum := runnertest.Table(runServiceOver(t, "process-python", "broker/kafka", rules...))
-	t.Log(sum)
-	for _, id := range rules {
-		// An undecided rule runs again (a loaded make test left CO-1.2
-		// waiting out its quiet period with the service still busy).
-		for run := 1; got[id] == verdict.Unknown && run < runnertest.Runs; run++ {
-			again, sum := runnertest.Table(runServiceOver(t, "process-python", "broker/kafka", id))
-			t.Logf("%s was unknown; run %d:\n%s", id, run+1, sum)
-			got[id] = again[id]
+	together(t, func(t *testing.T) {
+		t.Run("reference", func(t *testing.T) {
+			t.Parallel()
+			rules := []string{"CO-1.1", "CO-1.2", "CO-2.1", "CO-2.2"}
+			got, sum := runnertest.Table(runServiceOver(t, "process-python", "broker/kafka", rules...))
+			t.Log(sum)
+			for _, id := range rules {
+				// An undecided rule runs again (a loaded make test left CO-1.2
+				// waiting out its quiet period with the service still busy).
+				for run := 1; got[id] == verdict.Unknown && run < runnertest.Runs; run++ {
+					again, sum := runnertest.Table(runServiceOver(t, "process-python", "broker/kafka", id))
+					t.Logf("%s was unknown; run %d:\n%s", id, run+1, sum)
+					got[id] = again[id]
+				}
+				want := verdict.Pass
+				if id == "CO-1.1" {
+					want = verdict.NotApplicable
+				}
+				if got[id] != want {
+					t.Errorf("Python reference over Kafka: %s is %s, want %s", id, got[id], want)
+				}
+			}
+		})
+		for _, m := range []string{"mutant-process-python-ack-before-notify", "mutant-process-go-ack-first"} {
+			t.Run(m, func(t *testing.T) {
+				t.Parallel()
+				got, sum := runnertest.Table(runServiceOver(t, m, "broker/kafka", "CO-2.2"))
+				t.Log(sum)
+				if got["CO-2.2"] != verdict.Fail {
+					t.Errorf("%s over Kafka: CO-2.2 is %s, want fail", m, got["CO-2.2"])
+				}
+			})
 		}
-		want := verdict.Pass
-		if id == "CO-1.1" {
-			want = verdict.NotApplicable
-		}
-		if got[id] != want {
-			t.Errorf("Python reference over Kafka: %s is %s, want %s", id, got[id], want)
-		}
-	}
-	for _, m := range []string{"mutant-process-python-ack-before-notify", "mutant-process-go-ack-first"} {
-		got, sum := runnertest.Table(runServiceOver(t, m, "broker/kafka", "CO-2.2"))
-		t.Log(sum)
-		if got["CO-2.2"] != verdict.Fail {
-			t.Errorf("%s over Kafka: CO-2.2 is %s, want fail", m, got["CO-2.2"])
-		}
-	}
+	})
 }
 
 // A cluster at an address (broker/kafka=kafka://HOST:PORT), three brokers: the
@@ -206,6 +222,18 @@ func needKafkaPython(t *testing.T) {
 		}
 		t.Skip("python3 has no kafka module (apt-get install python3-kafka)")
 	}
+}
+
+// together runs group's subtests, which call t.Parallel, side by side
+// and returns once all of them are done. The runs of one test are
+// independent (each starts its service, its own process, on its own topics
+// or streams) and mostly wait on the service and the rules' quiet periods.
+// The test itself cannot be parallel (atRepoRoot changes the working
+// directory and TMPDIR), but its subtests can: they run inside it, with
+// its directory and TMPDIR, and no other test of the package runs then.
+func together(t *testing.T, group func(t *testing.T)) {
+	t.Helper()
+	t.Run("together", group)
 }
 
 // atRepoRoot runs the test from the repository's root (the services' paths

@@ -52,36 +52,43 @@ func TestServiceEnvelopeMapping(t *testing.T) {
 	nested := "cmd:" + svc + " -envelope nested"
 	rules := []string{"CO-1.1", "CO-2.2"}
 
-	got, sum := runnertest.Table(runServiceProfile(t, nested, prof, rules...))
-	t.Log("mapped:", sum)
-	for _, id := range rules {
-		if got[id] != verdict.Pass {
-			t.Errorf("the nested service with the profile's envelope: %s is %s, want pass", id, got[id])
-		}
-	}
-
-	for _, c := range []struct {
-		name, addr string
-		p          *profile.Profile
-	}{
-		{"the nested service without the mapping", nested, nil},
-		{"the reference (documented envelope) with the mapping", "cmd:" + svc, prof},
-	} {
-		rs := runServiceProfile(t, c.addr, c.p, rules...)
-		got, sum := runnertest.Table(rs)
-		t.Log(c.name+":", sum)
-		for _, r := range rs {
-			if r.Verdict == verdict.Skipped {
-				continue
+	together(t, func(t *testing.T) {
+		t.Run("mapped", func(t *testing.T) {
+			t.Parallel()
+			got, sum := runnertest.Table(runServiceProfile(t, nested, prof, rules...))
+			t.Log("mapped:", sum)
+			for _, id := range rules {
+				if got[id] != verdict.Pass {
+					t.Errorf("the nested service with the profile's envelope: %s is %s, want pass", id, got[id])
+				}
 			}
-			if r.Verdict != verdict.Fail || !strings.Contains(r.Reason, "terminated (+TERM)") {
-				t.Errorf("%s: %s is %s (%s), want fail naming the terminated events", c.name, r.Rule, r.Verdict, r.Reason)
-			}
+		})
+		for _, c := range []struct {
+			name, addr string
+			p          *profile.Profile
+		}{
+			{"the nested service without the mapping", nested, nil},
+			{"the reference (documented envelope) with the mapping", "cmd:" + svc, prof},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				rs := runServiceProfile(t, c.addr, c.p, rules...)
+				got, sum := runnertest.Table(rs)
+				t.Log(c.name+":", sum)
+				for _, r := range rs {
+					if r.Verdict == verdict.Skipped {
+						continue
+					}
+					if r.Verdict != verdict.Fail || !strings.Contains(r.Reason, "terminated (+TERM)") {
+						t.Errorf("%s: %s is %s (%s), want fail naming the terminated events", c.name, r.Rule, r.Verdict, r.Reason)
+					}
+				}
+				if len(got) == 0 {
+					t.Errorf("%s: no rule ran", c.name)
+				}
+			})
 		}
-		if len(got) == 0 {
-			t.Errorf("%s: no rule ran", c.name)
-		}
-	}
+	})
 
 	if left, _ := os.ReadDir(tmp); len(left) > 0 {
 		var names []string

@@ -20,24 +20,32 @@ func TestServiceOverKafkaShare(t *testing.T) {
 	}
 	atRepoRoot(t)
 	rules := []string{"CO-1.1", "CO-1.2", "CO-2.1", "CO-2.2", "CO-2.4"}
-	run := func(name, addr string, rules ...string) map[string]verdict.Verdict {
+	run := func(t *testing.T, name, addr string, rules ...string) map[string]verdict.Verdict {
 		got, sum := runnertest.Table(runnertest.Target(t, registry.Targets(), target.Ref{Suite: "consumer", Name: name, Address: addr},
 			func(ref *target.Ref) { ref.Opts.Broker = "broker/kafka-share" }, rules...))
 		t.Log(sum)
 		return got
 	}
-	got := run("process", "cmd:go run ./examples/consumer-service/go", rules...)
-	for _, id := range rules {
-		for n := 1; got[id] == verdict.Unknown && n < runnertest.Runs; n++ {
-			got[id] = run("process", "cmd:go run ./examples/consumer-service/go", id)[id]
+	together(t, func(t *testing.T) {
+		t.Run("reference", func(t *testing.T) {
+			t.Parallel()
+			got := run(t, "process", "cmd:go run ./examples/consumer-service/go", rules...)
+			for _, id := range rules {
+				for n := 1; got[id] == verdict.Unknown && n < runnertest.Runs; n++ {
+					got[id] = run(t, "process", "cmd:go run ./examples/consumer-service/go", id)[id]
+				}
+				if got[id] != verdict.Pass {
+					t.Errorf("Go reference over a share group: %s is %s, want pass", id, got[id])
+				}
+			}
+		})
+		for m, id := range map[string]string{"mutant-process-go-ack-first": "CO-2.2", "mutant-process-go-dedupe-by-message": "CO-1.2"} {
+			t.Run(m, func(t *testing.T) {
+				t.Parallel()
+				if v := run(t, m, "", id)[id]; v != verdict.Fail {
+					t.Errorf("%s over a share group: %s is %s, want fail", m, id, v)
+				}
+			})
 		}
-		if got[id] != verdict.Pass {
-			t.Errorf("Go reference over a share group: %s is %s, want pass", id, got[id])
-		}
-	}
-	for m, id := range map[string]string{"mutant-process-go-ack-first": "CO-2.2", "mutant-process-go-dedupe-by-message": "CO-1.2"} {
-		if v := run(m, "", id)[id]; v != verdict.Fail {
-			t.Errorf("%s over a share group: %s is %s, want fail", m, id, v)
-		}
-	}
+	})
 }

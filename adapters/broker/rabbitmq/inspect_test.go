@@ -78,23 +78,18 @@ func TestInspectorDefaults(t *testing.T) {
 // is not found; without the management API every argument is named
 // unreadable, never guessed.
 func TestInspectReadsQueue(t *testing.T) {
-	t.Parallel() // see live
 	if !HaveServerBinary() {
 		if os.Getenv("TCK_REQUIRE_RABBITMQ") == "1" {
 			t.Fatalf("TCK_REQUIRE_RABBITMQ=1 but %s is not on PATH", ServerBinary)
 		}
 		t.Skipf("%s is not on PATH (Debian: apt-get install rabbitmq-server)", ServerBinary)
 	}
-	stopped := ServerRunning(t)
 	ctx := context.Background()
 	rt, err := RunLocal(ctx, WithAckWait(30*time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		_ = rt.Stop()
-		stopped()
-	}()
+	defer rt.Stop()
 	b, err := Connect(ctx, rt.URL, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -33,7 +33,6 @@ func needServer(t *testing.T) {
 // no process, no folder.
 func noLeftovers(t *testing.T) {
 	t.Helper()
-	defer rabbitmq.Quiet()() // no other test's server is running
 	for _, left := range leftovers.Pending() {
 		if strings.Contains(left, "rabbitmq") || strings.Contains(left, "epmd") {
 			t.Errorf("left behind: %s", left)
@@ -46,9 +45,7 @@ func noLeftovers(t *testing.T) {
 // of the rule's own, restarted gracefully and with SIGKILL), and nothing
 // of either server is left afterwards.
 func TestLocalServerPassesBrokerSuite(t *testing.T) {
-	t.Parallel()
 	needServer(t)
-	stopped := rabbitmq.ServerRunning(t)
 	rt, err := rabbitmq.RunLocal(context.Background(), rabbitmq.WithAckWait(time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -66,22 +63,18 @@ func TestLocalServerPassesBrokerSuite(t *testing.T) {
 	if err := rt.Stop(); err != nil {
 		t.Errorf("stop: %v", err)
 	}
-	stopped()
 	noLeftovers(t)
 }
 
 // A wrong password is one clear error that does not show it.
 func TestWrongPasswordIsRedacted(t *testing.T) {
-	t.Parallel()
 	needServer(t)
-	stopped := rabbitmq.ServerRunning(t)
 	rt, err := rabbitmq.RunLocal(context.Background(), rabbitmq.WithAckWait(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
 		_ = rt.Stop()
-		stopped()
 		noLeftovers(t)
 	}()
 	i := strings.LastIndex(rt.URL, "@")
@@ -107,9 +100,7 @@ func TestWrongPasswordIsRedacted(t *testing.T) {
 // What the publisher confirm said is what the log holds after a graceful
 // and an abrupt restart of a server of the kit's own.
 func TestConfirmedSurvivesRestart(t *testing.T) {
-	t.Parallel()
 	needServer(t)
-	stopped := rabbitmq.ServerRunning(t)
 	ctx := context.Background()
 	rt, err := rabbitmq.RunLocal(ctx, rabbitmq.WithAckWait(time.Second))
 	if err != nil {
@@ -117,7 +108,6 @@ func TestConfirmedSurvivesRestart(t *testing.T) {
 	}
 	defer func() {
 		_ = rt.Stop()
-		stopped()
 		noLeftovers(t)
 	}()
 	s, err := rt.Private(ctx)

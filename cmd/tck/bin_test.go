@@ -2,21 +2,14 @@ package main
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
+
+	"github.com/onceproof/tck/internal/testbin"
 )
 
 // The tests that drive the CLI as a process (signals, child processes)
-// share one binary: linking it costs seconds, more on a loaded host, and
-// each of them used to build its own.
-var tckBin struct {
-	once      sync.Once
-	dir, path string
-	out       []byte
-	err       error
-}
+// share one binary (testbin).
+var tckBin testbin.Binary
 
 // parallelTests: the tests marked t.Parallel() with a pointer here mostly
 // wait (on a server of their own: its start, the rules' reads of its
@@ -34,29 +27,11 @@ var pkgDir string
 
 func TestMain(m *testing.M) {
 	pkgDir, _ = os.Getwd()
+	tckBin = testbin.Binary{Pkg: ".", Dir: pkgDir}
 	code := m.Run()
-	if tckBin.dir != "" {
-		_ = os.RemoveAll(tckBin.dir)
-	}
+	tckBin.Remove()
 	os.Exit(code)
 }
 
-// tckBinary builds the CLI once per test binary (go build, no ldflags) and
-// returns its path.
-func tckBinary(t *testing.T) string {
-	t.Helper()
-	tckBin.once.Do(func() {
-		tckBin.dir, tckBin.err = os.MkdirTemp("", "onceproof-cli-test-")
-		if tckBin.err != nil {
-			return
-		}
-		tckBin.path = filepath.Join(tckBin.dir, "tck")
-		build := exec.Command("go", "build", "-o", tckBin.path, ".")
-		build.Dir = pkgDir
-		tckBin.out, tckBin.err = build.CombinedOutput()
-	})
-	if tckBin.err != nil {
-		t.Fatalf("building tck: %v\n%s", tckBin.err, tckBin.out)
-	}
-	return tckBin.path
-}
+// tckBinary is the CLI, built once per test binary.
+func tckBinary(t *testing.T) string { return tckBin.Path(t) }

@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,8 @@ import (
 	"github.com/onceproof/tck/internal/runner/runnertest"
 	"github.com/onceproof/tck/internal/stall"
 	"github.com/onceproof/tck/internal/verdict"
+
+	"github.com/onceproof/tck/internal/testbin"
 )
 
 // start opens the browser, or fails the test when TCK_REQUIRE_BROWSER=1
@@ -107,41 +108,17 @@ func realRun(t *testing.T) (html string, rep *reports.Report) {
 }
 
 // tckBin is the kit, built once per test binary: every tckRun runs the same
-// source, and linking it costs seconds each time, more on a loaded host.
-var tckBin struct {
-	once sync.Once
-	dir  string
-	path string
-	out  []byte
-	err  error
-}
+// source.
+var tckBin = testbin.Binary{Pkg: "github.com/onceproof/tck/cmd/tck"}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if tckBin.dir != "" {
-		_ = os.RemoveAll(tckBin.dir)
-	}
+	tckBin.Remove()
 	os.Exit(code)
 }
 
-// tckBinary builds the kit once (go build, as each run used to) and
-// returns its path.
-func tckBinary(t *testing.T) string {
-	t.Helper()
-	tckBin.once.Do(func() {
-		tckBin.dir, tckBin.err = os.MkdirTemp("", "onceproof-browsertest-")
-		if tckBin.err != nil {
-			return
-		}
-		tckBin.path = filepath.Join(tckBin.dir, "tck")
-		build := exec.Command("go", "build", "-o", tckBin.path, "github.com/onceproof/tck/cmd/tck")
-		tckBin.out, tckBin.err = build.CombinedOutput()
-	})
-	if tckBin.err != nil {
-		t.Fatalf("go build: %v\n%s", tckBin.err, tckBin.out)
-	}
-	return tckBin.path
-}
+// tckBinary is the kit, built once per test binary.
+func tckBinary(t *testing.T) string { return tckBin.Path(t) }
 
 // tckRun runs the kit (built once: tckBinary) with args, returning its report.
 func tckRun(t *testing.T, args ...string) (html string, rep *reports.Report) {

@@ -72,16 +72,7 @@ func TestServiceOverRedis(t *testing.T) {
 				t.Errorf("%d rules ran, want every consumer rule", len(got))
 			}
 		})
-		for _, m := range []string{"mutant-process-python-ack-before-notify", "mutant-process-go-ack-first"} {
-			t.Run(m, func(t *testing.T) {
-				t.Parallel()
-				got, sum := runnertest.Table(runServiceOver(t, m, "broker/redis", "CO-2.2"))
-				t.Log(sum)
-				if got["CO-2.2"] != verdict.Fail {
-					t.Errorf("%s over Redis: CO-2.2 is %s, want fail", m, got["CO-2.2"])
-				}
-			})
-		}
+		ackFirstFailsOver(t, "broker/redis")
 	})
 	if url := os.Getenv(registry.RedisURLEnv); url != "" {
 		o, err := goredis.ParseURL(url)
@@ -177,16 +168,7 @@ func TestServiceOverKafka(t *testing.T) {
 				}
 			}
 		})
-		for _, m := range []string{"mutant-process-python-ack-before-notify", "mutant-process-go-ack-first"} {
-			t.Run(m, func(t *testing.T) {
-				t.Parallel()
-				got, sum := runnertest.Table(runServiceOver(t, m, "broker/kafka", "CO-2.2"))
-				t.Log(sum)
-				if got["CO-2.2"] != verdict.Fail {
-					t.Errorf("%s over Kafka: CO-2.2 is %s, want fail", m, got["CO-2.2"])
-				}
-			})
-		}
+		ackFirstFailsOver(t, "broker/kafka")
 	})
 }
 
@@ -247,4 +229,19 @@ func atRepoRoot(t *testing.T) {
 	}
 	t.Chdir(root)
 	t.Setenv("TMPDIR", t.TempDir())
+}
+
+// ackFirstFailsOver runs the two ack-first mutant services over broker,
+// side by side (parallel subtests of t): each must fail CO-2.2.
+func ackFirstFailsOver(t *testing.T, broker string) {
+	for _, m := range []string{"mutant-process-python-ack-before-notify", "mutant-process-go-ack-first"} {
+		t.Run(m, func(t *testing.T) {
+			t.Parallel()
+			got, sum := runnertest.Table(runServiceOver(t, m, broker, "CO-2.2"))
+			t.Log(sum)
+			if got["CO-2.2"] != verdict.Fail {
+				t.Errorf("%s over %s: CO-2.2 is %s, want fail", m, broker, got["CO-2.2"])
+			}
+		})
+	}
 }

@@ -157,6 +157,12 @@ func (s *Set) runWithin(parent context.Context, ru rule, out ...func(line string
 				if p := recover(); p != nil {
 					if e, ok := p.(ended); ok {
 						out.v, out.reason = e.v, e.reason
+						// A check that failed before the rule ended
+						// undecided is positive evidence: it stands.
+						if why := r.checksFailed(); why != "" && e.v == verdict.Unknown {
+							ev.Notef("the rule then ended unknown: %s", e.reason)
+							out.v, out.reason = verdict.Fail, why
+						}
 						return
 					}
 					out.v, out.reason = verdict.Fail, fmt.Sprintf("the target panicked: %v", p)

@@ -36,7 +36,12 @@ func TestDriverVerdicts(t *testing.T) {
 		r.Excuse(func(string) string { return "" })
 		r.Expect(1).To(Equal(2), "one is not two")
 	})
+	s.It("ES-1.11", func(r *R) {
+		r.Check(func() { r.Expect(1).To(Equal(2), "one is not two") })
+		r.Check(func() { r.Unknown("then no answer") })
+	})
 	runWant(t, s, map[string]want{
+		"ES-1.11": {verdict.Fail, "one is not two"},
 		"ES-1.1":  {verdict.Pass, "held"},
 		"ES-1.2":  {verdict.Fail, "one is not two"},
 		"ES-1.3":  {verdict.Fail, "boom"},

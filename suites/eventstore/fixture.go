@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -283,6 +284,7 @@ func (f *fixture) load(agg es.AggregateID, from, to int) ([]es.Stream, error) {
 // history loads everything and requires no error.
 func (f *fixture) history(agg es.AggregateID) []es.Stream {
 	got, err := f.load(agg, es.InitialVersion, eskit.MaxVersion)
+	f.noAnswer(err, "loading %s", short(agg.ID))
 	f.r.Expect(err).NotTo(gomega.HaveOccurred(), "loading %s", agg.ID)
 	return got
 }
@@ -290,8 +292,21 @@ func (f *fixture) history(agg es.AggregateID) []es.Stream {
 func (f *fixture) exists(agg es.AggregateID, requestID string) bool {
 	store, at := f.via()
 	ok, err := f.existsWith(store, "checker"+at, agg, requestID)
+	f.noAnswer(err, "RequestIDExists(%s, %s)", short(agg.ID), short(requestID))
 	f.r.Expect(err).NotTo(gomega.HaveOccurred(), "RequestIDExists(%s, %s)", agg, requestID)
 	return ok
+}
+
+// noAnswer ends the rule unknown when err is no answer from the store (its
+// deadline passed, a network timeout): a call that got none is no
+// evidence either way, and the rule cannot go on. A check that failed
+// before it stands. Any other error is the store's answer.
+func (f *fixture) noAnswer(err error, format string, args ...any) {
+	var ne net.Error
+	if err == nil || !(errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()) {
+		return
+	}
+	f.r.Unknown("%s got no answer: %s (a deadline missed is no evidence of a violation; the rule could not go on)", fmt.Sprintf(format, args...), said(err, 80))
 }
 
 // existsWith asks store (another handle, perhaps) on the timeline.

@@ -47,6 +47,11 @@ func TestGinkgoDriverGivesTheEngineVerdicts(t *testing.T) {
 	ctx := context.Background()
 	reg := registry.Targets()
 	engine := map[string]verdict.Verdict{}
+	// paced: the pairs a driver left undecided or skipped for the host's
+	// pace (a store measured too slow for its budget, the kit's own
+	// lateness): two runs on a loaded host may differ there, and the
+	// drivers are not what differs.
+	paced := map[string]string{}
 	var labels []string
 	for _, d := range drives {
 		kind, ref, err := reg.Resolve(d.ref)
@@ -61,6 +66,9 @@ func TestGinkgoDriverGivesTheEngineVerdicts(t *testing.T) {
 		for _, r := range st.Rules().Run(ctx, target.RunOptions{Target: ref.Key(), Rules: d.rules}) {
 			if d.rules == nil || slices.Contains(d.rules, r.Rule) {
 				engine[ref.Key()+" "+r.Rule] = r.Verdict
+				if pacedOut(r) {
+					paced[ref.Key()+" "+r.Rule] = r.Reason
+				}
 			}
 		}
 		if d.rules == nil {
@@ -78,6 +86,9 @@ func TestGinkgoDriverGivesTheEngineVerdicts(t *testing.T) {
 		res := spec.ResultOf(r.ContainerHierarchyTexts[0], r, nil)
 		if res.Rule != "" {
 			ginkgoVerdicts[res.Target+" "+res.Rule] = res.Verdict
+			if pacedOut(res) {
+				paced[res.Target+" "+res.Rule] = res.Reason
+			}
 		}
 	})
 	cfg := types.NewDefaultSuiteConfig()
@@ -95,7 +106,25 @@ func TestGinkgoDriverGivesTheEngineVerdicts(t *testing.T) {
 	}
 	for k, v := range engine {
 		if g, ok := ginkgoVerdicts[k]; !ok || g != v {
+			if why, ok := paced[k]; ok && g != "" {
+				t.Logf("%s: the engine gives %s, Ginkgo %s, for the host's pace: %s", k, v, g, why)
+				continue
+			}
 			t.Errorf("%s: the engine gives %s, Ginkgo %s", k, v, g)
 		}
 	}
+}
+
+// pacedOut: a result skipped or unknown because of the host's pace, as its
+// reason says.
+func pacedOut(r verdict.Result) bool {
+	if r.Verdict != verdict.Skipped && r.Verdict != verdict.Unknown {
+		return false
+	}
+	for _, w := range []string{"at the store's pace", "ran late", "late in all", "was paused", "not scheduled"} {
+		if strings.Contains(r.Reason, w) {
+			return true
+		}
+	}
+	return false
 }

@@ -37,6 +37,9 @@ func TestIndeterminateIsUnknown(t *testing.T) {
 		target  func() registry.BrokerBinding
 		verdict verdict.Verdict
 		want    []string // in the reason
+		// or, when set, these instead: another honest unknown a loaded
+		// host can reach first
+		alt []string
 	}{
 		{
 			name: "scratch topic refused", rule: "BR-2.8", verdict: verdict.Unknown,
@@ -78,6 +81,9 @@ func TestIndeterminateIsUnknown(t *testing.T) {
 				return tg
 			},
 			want: []string{"ended at its deadline", "unknown, not a loss"},
+			// beside four CPU burners the budget can end while the
+			// fault proxy is still in place
+			alt: []string{"did not heal before the rule's budget ended"},
 		},
 		{
 			name: "ack replies lost, acks applied", rule: "BR-2.9", verdict: verdict.Unknown,
@@ -120,7 +126,11 @@ func TestIndeterminateIsUnknown(t *testing.T) {
 			if r.Verdict != tc.verdict {
 				t.Fatalf("%s is %s, want %s: %s", tc.rule, r.Verdict, tc.verdict, r.Reason)
 			}
-			for _, w := range tc.want {
+			want := tc.want
+			if len(tc.alt) > 0 && containsAll(r.Reason, tc.alt) {
+				want = tc.alt
+			}
+			for _, w := range want {
 				if !strings.Contains(r.Reason, w) {
 					t.Errorf("reason %q lacks %q", r.Reason, w)
 				}
@@ -285,3 +295,12 @@ type looked struct {
 }
 
 func (d looked) LookedBefore() time.Time { return d.at }
+
+func containsAll(s string, subs []string) bool {
+	for _, w := range subs {
+		if !strings.Contains(s, w) {
+			return false
+		}
+	}
+	return true
+}

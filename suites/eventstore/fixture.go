@@ -240,9 +240,13 @@ func short(id string) string {
 	return strconv.Quote(abbrev(id))
 }
 
+// append appends through the rule's handle; an append that got no answer
+// ends the rule unknown (noAnswer), whatever the rule expected of it.
 func (f *fixture) append(actor string, s es.Stream) error {
 	h, at := f.via()
-	return f.appendWith(f.ctx, h, actor+at, s)
+	err := f.appendWith(f.ctx, h, actor+at, s)
+	f.noAnswer(err, "Append(%s)", describe(s))
+	return err
 }
 
 func (f *fixture) appendWith(ctx context.Context, store es.EventStore, actor string, s es.Stream) (err error) {

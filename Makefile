@@ -20,16 +20,20 @@ run: build
 	$(TCK_BIN) run
 
 # Four packages at a time on CI's 2 cores: the tests wait far more than they
-# compute (-p 2 kept the cores a third busy: 493 CPU-s in 751 s), and a
-# verdict must hold on a loaded host anyway (make stress runs the default run
-# beside two CPU burners), so a neighbouring test binary is load the kit has
-# to stand, not noise to avoid. Inside a package the in-process runs are one
-# at a time (Ginkgo's suite is per process). The race-power and benchmark
-# figures, which do need quiet cores, are not part of this target (make
-# race-rate, make bench).
+# compute, and a verdict must hold on a loaded host anyway (make stress runs
+# the default run beside CPU burners), so a neighbouring test binary is load
+# the kit has to stand, not noise to avoid. go test starts packages in the
+# order they are named: the longest (SLOW_TESTS, each over a minute alone)
+# go first, so that none of them starts last and runs on alone while the
+# cores idle (./... then adds the rest, each package once). The race-power
+# and benchmark figures, which do need quiet cores, are not part of this
+# target (make race-rate, make bench).
+SLOW_TESTS = ./internal/selftest ./internal/nemesis ./cmd/tck ./internal/registry/processtest \
+	./adapters/broker/rabbitmq ./suites/eventstore ./suites/consumer ./suites/broker ./internal/registry \
+	./internal/browsertest
 test:
 	$(GO) vet ./...
-	$(GO) test -count=1 -p 4 -timeout 40m ./...
+	$(GO) test -count=1 -p 4 -timeout 40m $(SLOW_TESTS) ./...
 
 # Hygiene CI checks before the tests: formatting, a tidy go.mod, staticcheck
 # at a pinned version (through the module proxy), no exported identifier of a

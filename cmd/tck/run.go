@@ -588,8 +588,12 @@ func cmdSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.Var(&suites, "suite", "suite to self-test (repeatable; default: every suite)")
 	out := fs.String("out", "", "also write the matrices as JSON into this folder")
 	quiet := fs.Bool("quiet", false, "no progress lines")
+	jobs := fs.Int("jobs", 1, "how many targets of a suite's matrix run at once")
 	if err := parse(fs, args, stdout); err != nil {
 		return err
+	}
+	if *jobs < 1 {
+		return usagef("--jobs must be at least 1")
 	}
 	if err := checkSuites(suites); err != nil {
 		return err
@@ -604,7 +608,7 @@ func cmdSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if ctx.Err() != nil {
 			return exitError{code: reports.ExitInconclusive}
 		}
-		m := selftest.Run(ctx, reg, s, selftest.Options{Progress: func(name string, r verdict.Result) {
+		m := selftest.Run(ctx, reg, s, selftest.Options{Jobs: *jobs, Progress: func(name string, r verdict.Result) {
 			if !*quiet {
 				fmt.Fprintf(stderr, "  %-45s %-7s %s\n", name, r.Rule, r.Verdict)
 			}

@@ -12,6 +12,7 @@ import (
 // test's temporary folder, one per rule, and every instance of a rule
 // (the kit starts a new one after each crash) opens the same one.
 func TestSQLiteDedupe(t *testing.T) {
+	t.Parallel() // each Check is a world of its own; one report takes them all
 	tck.Check(t, tck.Target{
 		New:      NewSQLiteDedupe(t.TempDir()),
 		Declared: SQLiteDedupeDeclared,

@@ -23,6 +23,7 @@ import (
 // also writes the report bundle `tck run` writes (report.html, results.json,
 // junit.xml, ...) into that folder; tck.ReportTo(dir) does it from the code.
 func TestProjection(t *testing.T) {
+	t.Parallel() // each Check is a world of its own; one report takes them all
 	tck.Check(t, tck.Target{
 		New:      New,
 		Declared: Declared,

@@ -11,6 +11,7 @@ import (
 // effects are stored in a durable task queue and does them later: the kit
 // waits for effects to settle before it judges them.
 func TestTaskQueue(t *testing.T) {
+	t.Parallel() // each Check is a world of its own; one report takes them all
 	tck.Check(t, tck.Target{
 		New:      NewTaskQueue(t.TempDir()),
 		Declared: TaskQueueDeclared,

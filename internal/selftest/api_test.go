@@ -12,7 +12,8 @@ import (
 // every api mutant and asserts the references pass, each mutant fails the
 // rules it must, and every API rule is failed by some mutant.
 func TestAPIKillMatrix(t *testing.T) {
-	m := selftest.Run(context.Background(), registry.Targets(), "api", selftest.Options{})
+	t.Parallel() // see matrixJobs
+	m := selftest.Run(context.Background(), registry.Targets(), "api", selftest.Options{Jobs: matrixJobs})
 	t.Log("\n" + m.Text())
 	refs := 0
 	for _, row := range m.Rows {

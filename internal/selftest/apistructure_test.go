@@ -45,6 +45,7 @@ var firstLines = map[string]string{
 // (comma-separated target names, e.g. reference,mutant-hashcode-keys)
 // narrows the targets; the kill matrix runs these rules with the rest.
 func TestAPIStructureRules(t *testing.T) {
+	t.Parallel() // see matrixJobs
 	reg := registry.Targets()
 	var only []string
 	if v := os.Getenv("TCK_API_TARGETS"); v != "" {

@@ -13,7 +13,8 @@ import (
 // is registered to fail, and every CO rule is failed by some mutant. The
 // process mutants are built with go or run with python3, as the CLI does.
 func TestConsumerKillMatrix(t *testing.T) {
-	m := selftest.Run(context.Background(), registry.Targets(), "consumer", selftest.Options{})
+	t.Parallel() // see matrixJobs
+	m := selftest.Run(context.Background(), registry.Targets(), "consumer", selftest.Options{Jobs: matrixJobs})
 	t.Log("\n" + m.Text())
 	for _, p := range m.Problems() {
 		t.Error(p)

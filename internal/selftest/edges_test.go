@@ -28,6 +28,7 @@ var edgeRules = []string{"ES-1.14", "ES-1.15", "ES-1.16", "ES-1.17", "ES-1.18"}
 // memory,sqlite,process-python) narrows the references; postgres runs only
 // with TCK_POSTGRES_URL.
 func TestEdgeRules(t *testing.T) {
+	t.Parallel() // see matrixJobs
 	reg := registry.Targets()
 	refs := []string{"memory", "memory-paced", "sqlite", "process-python", "postgres"}
 	if v := os.Getenv("TCK_EDGE_TARGETS"); v != "" {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/onceproof/tck/internal/catalog"
 	"github.com/onceproof/tck/internal/redact"
@@ -59,12 +60,12 @@ type Options struct {
 	Progress func(targetName string, res verdict.Result)
 	// Log receives the long rules' progress lines.
 	Log io.Writer
-}
-
-func (o Options) note(line string) {
-	if o.Log != nil {
-		fmt.Fprintln(o.Log, line)
-	}
+	// Jobs is how many targets (rows) run at once; 0 or 1 runs them one
+	// after another. The rows share nothing but the process (the race
+	// rules take their share of the processors from the engine's one
+	// semaphore, as the targets of a `tck run` do), so the matrix is the
+	// same; only its wall time changes.
+	Jobs int
 }
 
 // Run builds the matrix for suite from the registry's reference and mutant kinds.
@@ -73,56 +74,111 @@ func Run(ctx context.Context, reg *target.Registry, suite string, opts Options) 
 	for _, r := range catalog.All(suite) {
 		m.Rules = append(m.Rules, r.ID)
 	}
-	plan := planFor(m.Rules, reg.Kinds(suite, true))
-	for _, k := range reg.Kinds(suite, true) {
+	kinds := reg.Kinds(suite, true)
+	plan := planFor(m.Rules, kinds)
+	// One lock for the caller's callbacks: rows report from their own
+	// goroutines.
+	var mu sync.Mutex
+	opts.Progress = serialized(&mu, opts.Progress)
+	if w := opts.Log; w != nil {
+		opts.Log = lockedWriter{&mu, w}
+	}
+	jobs := max(opts.Jobs, 1)
+	slots := make(chan struct{}, jobs)
+	rows := make([]*Row, len(kinds))
+	var wg sync.WaitGroup
+	for i, k := range kinds {
 		if !k.Reference && !k.Mutant {
 			continue
 		}
-		row := Row{Target: k.Key(), Reference: k.Reference, Defect: k.Summary, MustFail: k.MustFail,
-			Verdicts: map[string]verdict.Verdict{}, Reasons: map[string]string{}}
-		// The default address, as `tck run` resolves it: a kind reached
-		// only by URL (the Redis mutants) takes it from its AddressEnv.
-		_, ref, err := reg.Resolve(target.Ref{Suite: k.Suite, Name: k.Name})
-		if err != nil {
-			row.Error = redact.Error(err).Error()
-			m.Rows = append(m.Rows, row)
-			continue
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			row := runRow(ctx, reg, k, plan.rules(k), opts)
+			rows[i] = &row
+		}()
+	}
+	wg.Wait()
+	for _, row := range rows {
+		if row != nil {
+			m.Rows = append(m.Rows, *row)
 		}
-		started, err := k.Start(ctx, ref)
-		if err != nil {
-			row.Error = redact.Error(err).Error()
-			m.Rows = append(m.Rows, row)
-			continue
-		}
-		rules := plan.rules(k)
-		var progress func(verdict.Result)
-		if opts.Progress != nil {
-			progress = func(res verdict.Result) {
-				if ran(rules, res.Rule) {
-					opts.Progress(k.Key(), res)
-				}
-			}
-		}
-		results := started.Rules().Run(ctx, target.RunOptions{Target: k.Key(), Rules: rules, Progress: progress, Note: opts.note})
-		for _, res := range results {
-			if !ran(rules, res.Rule) {
-				continue // filtered out: a blank cell, not a skip
-			}
-			row.Verdicts[res.Rule] = res.Verdict
-			row.Reasons[res.Rule] = res.Reason
-			if k.Reference && SkippedForPace(res) {
-				row.Paced = append(row.Paced, res.Rule)
-			}
-		}
-		redecide(ctx, k.Key(), started.Rules, row, results, opts)
-		if err := started.Stop(); err != nil {
-			row.Error = "stop: " + redact.Error(err).Error()
-		}
-		m.Rows = append(m.Rows, row)
 	}
 	// The reference first, then mutants by name.
 	sort.SliceStable(m.Rows, func(i, j int) bool { return m.Rows[i].Reference && !m.Rows[j].Reference })
 	return m
+}
+
+// runRow starts target kind k, runs its rules and stops it.
+func runRow(ctx context.Context, reg *target.Registry, k target.Kind, rules []string, opts Options) Row {
+	row := Row{Target: k.Key(), Reference: k.Reference, Defect: k.Summary, MustFail: k.MustFail,
+		Verdicts: map[string]verdict.Verdict{}, Reasons: map[string]string{}}
+	// The default address, as `tck run` resolves it: a kind reached
+	// only by URL (the Redis mutants) takes it from its AddressEnv.
+	_, ref, err := reg.Resolve(target.Ref{Suite: k.Suite, Name: k.Name})
+	if err != nil {
+		row.Error = redact.Error(err).Error()
+		return row
+	}
+	started, err := k.Start(ctx, ref)
+	if err != nil {
+		row.Error = redact.Error(err).Error()
+		return row
+	}
+	var progress func(verdict.Result)
+	if opts.Progress != nil {
+		progress = func(res verdict.Result) {
+			if ran(rules, res.Rule) {
+				opts.Progress(k.Key(), res)
+			}
+		}
+	}
+	results := started.Rules().Run(ctx, target.RunOptions{Target: k.Key(), Rules: rules, Progress: progress, Note: opts.note})
+	for _, res := range results {
+		if !ran(rules, res.Rule) {
+			continue // filtered out: a blank cell, not a skip
+		}
+		row.Verdicts[res.Rule] = res.Verdict
+		row.Reasons[res.Rule] = res.Reason
+		if k.Reference && SkippedForPace(res) {
+			row.Paced = append(row.Paced, res.Rule)
+		}
+	}
+	redecide(ctx, k.Key(), started.Rules, row, results, opts)
+	if err := started.Stop(); err != nil {
+		row.Error = "stop: " + redact.Error(err).Error()
+	}
+	return row
+}
+
+func (o Options) note(line string) {
+	if o.Log != nil {
+		fmt.Fprintln(o.Log, line)
+	}
+}
+
+func serialized(mu *sync.Mutex, f func(string, verdict.Result)) func(string, verdict.Result) {
+	if f == nil {
+		return nil
+	}
+	return func(name string, res verdict.Result) {
+		mu.Lock()
+		defer mu.Unlock()
+		f(name, res)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // plan says which rules each target of the matrix runs. The reference runs

@@ -42,6 +42,7 @@ func run(t *testing.T, name string, client nats.Client, mustFail []string, only 
 // Kafka's offsets) is not-applicable on NATS; its mutants sit in front of
 // that broker (internal/mutants/redismutants, ...).
 func TestMutants(t *testing.T) {
+	t.Parallel() // the three tests share nothing: each run has an embedded server or containers of its own
 	other := map[string]bool{}
 	for id, r := range run(t, "broker/nats", nats.Client{}, nil) {
 		if r.Verdict == verdict.NotApplicable {
@@ -110,6 +111,7 @@ func TestMutants(t *testing.T) {
 // narrow run of what TestMutants checks): the reference passes BR-8.x on
 // the embedded server and each batch mutant fails the rules it names.
 func TestBatchMutants(t *testing.T) {
+	t.Parallel()
 	batch := []string{"BR-8.1", "BR-8.2", "BR-8.3"}
 	for id, r := range run(t, "broker/nats", nats.Client{}, nil, batch...) {
 		if !slices.Contains(batch, id) {
@@ -138,6 +140,7 @@ func TestBatchMutants(t *testing.T) {
 // container and on the three-node cluster (streams with three replicas,
 // no fault injected: only BR-8.x run): the reference passes them there too.
 func TestBatchRulesOnContainers(t *testing.T) {
+	t.Parallel()
 	containers.Need(t, nats.Image())
 	batch := []string{"BR-8.1", "BR-8.2", "BR-8.3"}
 	for _, c := range []struct {

@@ -17,6 +17,7 @@ import (
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/target"
 	"github.com/onceproof/tck/internal/verdict"
+	"golang.org/x/sync/errgroup"
 )
 
 // Row is one target of the matrix.
@@ -83,29 +84,24 @@ func Run(ctx context.Context, reg *target.Registry, suite string, opts Options) 
 	if w := opts.Log; w != nil {
 		opts.Log = lockedWriter{&mu, w}
 	}
-	jobs := max(opts.Jobs, 1)
-	slots := make(chan struct{}, jobs)
-	rows := make([]*Row, len(kinds))
-	var wg sync.WaitGroup
-	for i, k := range kinds {
-		if !k.Reference && !k.Mutant {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			row := runRow(ctx, reg, k, plan.rules(k), opts)
-			rows[i] = &row
-		}()
-	}
-	wg.Wait()
-	for _, row := range rows {
-		if row != nil {
-			m.Rows = append(m.Rows, *row)
+	var rowKinds []target.Kind
+	for _, k := range kinds {
+		if k.Reference || k.Mutant {
+			rowKinds = append(rowKinds, k)
 		}
 	}
+	if len(rowKinds) > 0 {
+		m.Rows = make([]Row, len(rowKinds))
+	}
+	var g errgroup.Group
+	g.SetLimit(max(opts.Jobs, 1))
+	for i, k := range rowKinds {
+		g.Go(func() error {
+			m.Rows[i] = runRow(ctx, reg, k, plan.rules(k), opts)
+			return nil
+		})
+	}
+	_ = g.Wait() // a row's failure is in the row
 	// The reference first, then mutants by name.
 	sort.SliceStable(m.Rows, func(i, j int) bool { return m.Rows[i].Reference && !m.Rows[j].Reference })
 	return m

@@ -34,11 +34,13 @@ SLOW_TESTS = ./cmd/tck ./internal/registry/processtest ./adapters/broker/rabbitm
 	./internal/mutants/rabbitmutants ./internal/mutants/natsmutants ./adapters/broker/kafka \
 	./suites/eventstore ./adapters/broker/redis ./examples/consumer ./adapters/eventstore/sqlite ./suites/api \
 	./adapters/broker/nats ./internal/mutants/kafkamutants ./examples/eventstore ./internal/registry/ginkgotest
+# -vet=off: go vet ./... has just run every analyser go test would run, on
+# the same packages and their tests.
 # -ldflags=-w: the test binaries without DWARF (no debugger reads them; a
 # panic's trace does not need it) link in about a second less each, ~60 of them.
 test:
 	$(GO) vet ./...
-	$(GO) test -count=1 -p 4 -timeout 40m -ldflags=-w $(SLOW_TESTS) ./...
+	$(GO) test -count=1 -p 4 -timeout 40m -vet=off -ldflags=-w $(SLOW_TESTS) ./...
 
 # Hygiene CI checks before the tests: formatting, a tidy go.mod, staticcheck
 # at a pinned version (through the module proxy), no exported identifier of a

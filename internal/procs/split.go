@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -95,6 +96,12 @@ func BuildGoRun(ctx context.Context, argv []string, dir, workDir string) (out []
 	bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	args := append(append([]string{"build", "-o", bin}, flags...), pkgs...)
+	if _, err := exec.LookPath("cp"); err == nil && !slices.ContainsFunc(flags, isExecFlag) {
+		// go run caches the executable it links (Go 1.24 and later), go
+		// build -o does not: run through -exec cp, the second build of the
+		// same service (another target, another run) is a copy, not a link.
+		args = append(append(append([]string{"run", "-exec", "cp"}, flags...), pkgs...), bin)
+	}
 	cmd := Grouped(exec.CommandContext(bctx, argv[0], args...))
 	cmd.Dir = workDir
 	// The build's scratch space inside dir, so that removing dir removes
@@ -125,4 +132,8 @@ func Grouped(cmd *exec.Cmd) *exec.Cmd {
 	}
 	cmd.WaitDelay = 2 * time.Second // output pipes held by an orphan do not block Wait
 	return cmd
+}
+
+func isExecFlag(f string) bool {
+	return f == "-exec" || f == "--exec" || strings.HasPrefix(f, "-exec=") || strings.HasPrefix(f, "--exec=")
 }

@@ -3,10 +3,8 @@ package rabbitmq
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/onceproof/tck/mq"
 )
@@ -78,18 +76,8 @@ func TestInspectorDefaults(t *testing.T) {
 // is not found; without the management API every argument is named
 // unreadable, never guessed.
 func TestInspectReadsQueue(t *testing.T) {
-	if !HaveServerBinary() {
-		if os.Getenv("TCK_REQUIRE_RABBITMQ") == "1" {
-			t.Fatalf("TCK_REQUIRE_RABBITMQ=1 but %s is not on PATH", ServerBinary)
-		}
-		t.Skipf("%s is not on PATH (Debian: apt-get install rabbitmq-server)", ServerBinary)
-	}
 	ctx := context.Background()
-	rt, err := RunLocal(ctx, WithAckWait(30*time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Stop()
+	rt := sharedLocal(t)
 	b, err := Connect(ctx, rt.URL, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,4 @@
+package rabbitmq
+
+// SharedLocal is sharedLocal for this package's external tests.
+var SharedLocal = sharedLocal

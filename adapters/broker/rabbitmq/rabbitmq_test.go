@@ -64,6 +64,7 @@ func TestConfirmedSurvivesRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer func() { _ = s.Stop() }() // not left idle until the package ends (the shared server's Stop would end it)
 	b, err := s.Open(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,7 @@ import (
 	"strings"
 	"syscall"
 
+	streamlogs "github.com/rabbitmq/rabbitmq-stream-go-client/pkg/logs"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/onceproof/tck/internal/containers"
@@ -121,6 +122,10 @@ func main() {
 	// go-redis logs dial failures on its own, process-wide; the CLI reports
 	// every error through its return, on one line.
 	goredis.SetLogger(quiet{})
+	// So does RabbitMQ's stream client, through the standard logger (a
+	// connection the kit closed under it: "use of closed network
+	// connection"), onto the user's terminal.
+	streamlogs.SetLogger(quiet{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -230,7 +235,12 @@ func cmdVersion(_ context.Context, args []string, stdout, _ io.Writer) error {
 	return nil
 }
 
-// quiet is a go-redis logger that says nothing.
+// quiet is a go-redis and rabbitmq-stream-go-client logger that says
+// nothing.
 type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}
+func (quiet) Info(string, ...any)                    {}
+func (quiet) Error(string, ...any)                   {}
+func (quiet) Debug(string, ...any)                   {}
+func (quiet) Warn(string, ...any)                    {}

@@ -18,7 +18,7 @@ set -euo pipefail
 out=$(mktemp)
 trap 'rm -f "$out" "$out.stop"' EXIT
 
-python3 - "$out" <<'EOF' &
+python3 - "$out" "${TOP:-4}" <<'EOF' &
 import os, sys, time
 hz = os.sysconf("SC_CLK_TCK")
 stopfile = sys.argv[1] + ".stop"  # the command has ended: one last pass, then the table
@@ -69,7 +69,7 @@ with open(sys.argv[1], "w") as o:
         n = sum(comms.values())
         if n < 0.5:
             continue
-        top = ", ".join("%s %.0f" % (c, v) for c, v in sorted(comms.items(), key=lambda kv: -kv[1])[:4])
+        top = ", ".join("%s %.0f" % (c, v) for c, v in sorted(comms.items(), key=lambda kv: -kv[1])[:int(sys.argv[2])])
         o.write("%7.0f  %4.1f%%  %-32s %s\n" % (n, 100 * n / max(total, 1), kind, top))
 EOF
 sampler=$!

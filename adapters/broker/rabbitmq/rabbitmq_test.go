@@ -95,3 +95,27 @@ func TestConfirmedSurvivesRestart(t *testing.T) {
 		}
 	}
 }
+
+// RunLocal calls of one process share one node: a second target is the
+// same server under a run of its own, and its Stop leaves the node to the
+// first (the last Stop ends it: TestMain checks nothing is left).
+func TestRunLocalSharesOneNode(t *testing.T) {
+	ctx := context.Background()
+	rt := rabbitmq.SharedLocal(t)
+	second, err := rabbitmq.RunLocal(ctx, rabbitmq.WithAckWait(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.URL != rt.URL || second.Management != rt.Management {
+		t.Errorf("a second RunLocal with the same consumer_timeout started another node (%s, not %s)", second.Address, rt.Address)
+	}
+	if second.Config["namePrefix"] == rt.Config["namePrefix"] {
+		t.Errorf("two targets on one node share the name prefix %s", rt.Config["namePrefix"])
+	}
+	if err := second.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rabbitmq.Probe(ctx, rt.URL, rabbitmq.NewRun(), nil); err != nil {
+		t.Errorf("the node stopped with the second target's Stop, before the first's: %v", err)
+	}
+}

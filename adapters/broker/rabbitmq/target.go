@@ -227,10 +227,13 @@ func lacks(o Options) map[string]string {
 	return l
 }
 
-// RunLocal starts a rabbitmq-server of the kit's own from PATH with
-// consumer_timeout at WithAckWait's (RabbitMQ starts in several seconds: one
-// server per run). A rule that restarts a server (BR-3.1) gets a second
-// one, started when it asks. Stop ends every server it started.
+// RunLocal binds the kit to a rabbitmq-server of its own from PATH with
+// consumer_timeout at WithAckWait's. RabbitMQ boots in several seconds on a
+// core's worth of processor, so the RunLocal calls of one process share one
+// node while any of them runs (per consumer_timeout): each target names
+// everything it declares with its own run (namePrefix), and the last Stop
+// stops the node. A rule that restarts a server (BR-3.1) gets a node of
+// its own, started when it asks. Stop ends every server it started.
 func RunLocal(ctx context.Context, opts ...Option) (*Target, error) {
 	st := options.Apply(opts)
 	client, ackWait := st.client, st.ackWait
@@ -239,16 +242,16 @@ func RunLocal(ctx context.Context, opts ...Option) (*Target, error) {
 	// arguments through it); a rule's restartable one does not need it.
 	main := lc
 	main.management = true
-	l, err := startLocal(ctx, main)
+	l, release, err := acquireShared(ctx, main)
 	if err != nil {
 		return nil, err
 	}
 	var mu sync.Mutex
-	owned := []*local{l}
+	var owned []*local
 	stopAll := func() error {
 		mu.Lock()
 		defer mu.Unlock()
-		var errs []error
+		errs := []error{release()}
 		for _, o := range owned {
 			errs = append(errs, o.stop())
 		}
@@ -273,11 +276,53 @@ func RunLocal(ctx context.Context, opts ...Option) (*Target, error) {
 		mu.Unlock()
 		return &OwnServer{l: o, client: t.Client}, nil
 	}
-	t.Address = fmt.Sprintf("local %s (node %s, a child process of the kit, pid %d) at amqp://127.0.0.1:%d/", ServerBinary, l.node, l.proc.Pid(), l.port)
+	t.Address = fmt.Sprintf("local %s (node %s, a child process of the kit, pid %d, shared by the kit's RabbitMQ targets of this process) at amqp://127.0.0.1:%d/", ServerBinary, l.node, l.proc.Pid(), l.port)
 	t.Config["restartable"] = "true"
 	t.Config["namedProducers"] = "over the stream protocol (rabbitmq_stream, its own loopback port) into the topic's stream: producer name and publishing id"
 	t.Version += " (local child process)"
-	t.Notes = append(t.Notes, "a "+ServerBinary+" the kit started from PATH on loopback ports (AMQP, distribution, the management API, an epmd of its own), with its own node name, Erlang cookie and data folder in a temporary folder removed when the run ends",
+	t.Notes = append(t.Notes, "a "+ServerBinary+" the kit started from PATH on loopback ports (AMQP, distribution, the management API, an epmd of its own), with its own node name, Erlang cookie and data folder in a temporary folder removed when the run ends; the kit's other RabbitMQ targets of the same run share it, each under its own name prefix",
 		fmt.Sprintf("consumer_timeout %s on that node (the rules' ack wait), checked every 50 ms (channel_tick_interval)", ackWait))
 	return t, nil
+}
+
+// sharedNodes holds the nodes RunLocal calls share, by consumer_timeout. It is
+// filled only by RunLocal and emptied by the last Stop of each node.
+var sharedNodes = struct {
+	sync.Mutex
+	nodes map[time.Duration]*sharedNode
+}{nodes: map[time.Duration]*sharedNode{}}
+
+type sharedNode struct {
+	l    *local
+	refs int
+}
+
+// acquireShared returns the running shared node for lc, starting one when
+// there is none (or it died), and the release that stops it after its
+// last user. Callers wait while a node boots: they would share it anyway.
+func acquireShared(ctx context.Context, lc localConfig) (*local, func() error, error) {
+	sharedNodes.Lock()
+	defer sharedNodes.Unlock()
+	key := lc.consumerTimeout
+	n := sharedNodes.nodes[key]
+	if n == nil || !n.l.proc.Running() {
+		l, err := startLocal(ctx, lc)
+		if err != nil {
+			return nil, nil, err
+		}
+		n = &sharedNode{l: l}
+		sharedNodes.nodes[key] = n
+	}
+	n.refs++
+	return n.l, sync.OnceValue(func() error {
+		sharedNodes.Lock()
+		defer sharedNodes.Unlock()
+		if n.refs--; n.refs > 0 {
+			return nil
+		}
+		if sharedNodes.nodes[key] == n {
+			delete(sharedNodes.nodes, key)
+		}
+		return n.l.stop()
+	}), nil
 }

@@ -51,10 +51,10 @@ func TestMutants(t *testing.T) {
 	for _, m := range rabbitmutants.All() {
 		all = append(all, m.MustFail...)
 	}
-	// Each mutant and the adapter run on a rabbitmq-server of their own
-	// (registry Start), so the runs are independent and mostly wait on the
-	// broker's timers: they run side by side (at most -parallel at once),
-	// and the group returns once all of them are done.
+	// The mutants and the adapter share one rabbitmq-server of the kit's
+	// (RunLocal), each under its own name prefix, as in tck selftest: the
+	// runs mostly wait on the broker's timers, so they run side by side (at
+	// most -parallel at once), and the group returns once all are done.
 	t.Run("group", func(t *testing.T) {
 		for _, m := range rabbitmutants.All() {
 			t.Run(m.Name, func(t *testing.T) {

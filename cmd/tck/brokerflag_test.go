@@ -45,6 +45,7 @@ func TestBrokerFlagBadInput(t *testing.T) {
 // Kafka's model can provoke and is not-applicable, with Kafka's reason, on
 // the rest; never a fail. The target is named after its broker.
 func TestConsumerOverKafka(t *testing.T) {
+	t.Parallel() // see parallelTests in bin_test.go
 	if testing.Short() {
 		t.Skip("a consumer run over kfake (about 5 s)")
 	}

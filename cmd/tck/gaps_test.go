@@ -58,6 +58,7 @@ func TestPrintGaps(t *testing.T) {
 // results.json's gaps; the embedded NATS, where every mechanism applies,
 // closes with none.
 func TestRunGapsRedisAndNATS(t *testing.T) {
+	t.Parallel() // see parallelTests in bin_test.go
 	url := ownRedis(t)
 	out, stdout, rep := conformantRun(t, "broker/redis="+url)
 	md, err := os.ReadFile(filepath.Join(out, reports.FileMarkdown))

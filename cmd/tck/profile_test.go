@@ -47,6 +47,7 @@ func TestRunProfileUsageErrors(t *testing.T) {
 // declared vs measured and the team's settings in the report; after the
 // window is changed on the server the same run exits 1 on BR-6.1.
 func TestRunProfileCertifies(t *testing.T) {
+	t.Parallel() // see parallelTests in bin_test.go
 	ctx := context.Background()
 	bin, err := nats.Binary(ctx)
 	if err != nil {

@@ -23,16 +23,13 @@ func TestInterruptLeavesNoDriverAdapter(t *testing.T) {
 		t.Skip("python3 is not installed")
 	}
 	bin := tckBinary(t)
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Chdir(root)
+	t.Parallel() // see parallelTests in bin_test.go; the CLI runs from the repository's root
+	root := filepath.Dir(filepath.Dir(pkgDir))
 	args := []string{"run", "--quiet", "--suite", "eventstore", "--target", "eventstore/process=cmd:python3 examples/eventstore-driver/python/adapter.py"}
 	for _, delay := range []time.Duration{300 * time.Millisecond, 1500 * time.Millisecond, 4 * time.Second} {
 		t.Run(delay.String(), func(t *testing.T) {
 			tmp := t.TempDir()
-			interruptOnceIn(t, bin, args, delay, tmp)
+			interruptOnceIn(t, root, bin, args, delay, tmp)
 			deadline := time.Now().Add(5 * time.Second)
 			for {
 				left := adaptersUnder(tmp)

@@ -28,11 +28,8 @@ func TestInterruptLeavesNoService(t *testing.T) {
 		t.Skip("python3 is not installed")
 	}
 	bin := tckBinary(t)
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Chdir(root)
+	t.Parallel() // see parallelTests in bin_test.go; the CLI runs from the repository's root
+	root := filepath.Dir(filepath.Dir(pkgDir))
 	goRef := []string{"run", "--quiet", "--suite", "consumer", "--target", "consumer/process=cmd:go run ./examples/consumer-service/go"}
 	pyRef := []string{"run", "--quiet", "--suite", "consumer", "--target", "consumer/process-python"}
 	runs := []struct {
@@ -46,7 +43,7 @@ func TestInterruptLeavesNoService(t *testing.T) {
 		// The same reference as a container: its containers must go too
 		// (interruptOnce checks by the kit's pid label).
 		const image = "onceproof/consumer-service-go:sigint-test"
-		if out, err := exec.Command("examples/consumer-service/go/build-image.sh", image).CombinedOutput(); err != nil {
+		if out, err := exec.Command(filepath.Join(root, "examples/consumer-service/go/build-image.sh"), image).CombinedOutput(); err != nil {
 			t.Fatalf("building %s: %v\n%s", image, err, out)
 		}
 		ctr := []string{"run", "--quiet", "--suite", "consumer", "--target", "consumer/process=container:" + image}
@@ -63,14 +60,14 @@ func TestInterruptLeavesNoService(t *testing.T) {
 	for _, r := range runs {
 		name := strings.TrimPrefix(r.args[len(r.args)-1], "consumer/") + "@" + r.delay.String()
 		t.Run(name, func(t *testing.T) {
-			interruptService(t, bin, r.args, r.delay)
+			interruptService(t, root, bin, r.args, r.delay)
 		})
 	}
 }
 
-func interruptService(t *testing.T, bin string, args []string, delay time.Duration) {
+func interruptService(t *testing.T, dir, bin string, args []string, delay time.Duration) {
 	tmp := t.TempDir()
-	interruptOnceIn(t, bin, args, delay, tmp)
+	interruptOnceIn(t, dir, bin, args, delay, tmp)
 	// A replica is found by its environment: ONCEPROOF_DATA_DIR under tmp.
 	deadline := time.Now().Add(5 * time.Second)
 	for {

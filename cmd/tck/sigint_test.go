@@ -109,13 +109,14 @@ func interruptSample(t *testing.T) func(points []int, size int) []int {
 }
 
 func interruptOnce(t *testing.T, bin string, args []string, delay time.Duration) {
-	interruptOnceIn(t, bin, args, delay, t.TempDir())
+	interruptOnceIn(t, "", bin, args, delay, t.TempDir())
 }
 
-// interruptOnceIn is interruptOnce with the run's TMPDIR given.
-func interruptOnceIn(t *testing.T, bin string, args []string, delay time.Duration, tmp string) {
+// interruptOnceIn is interruptOnce run in dir with the run's TMPDIR given.
+func interruptOnceIn(t *testing.T, dir, bin string, args []string, delay time.Duration, tmp string) {
 	out := filepath.Join(t.TempDir(), "report")
 	cmd := exec.Command(bin, append(args, "--out", out)...)
+	cmd.Dir = dir // "": the test's own
 	// Its own TMPDIR: anything left in it afterwards is a leftover.
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	var stderr bytes.Buffer

@@ -61,6 +61,7 @@ func rabbitTLS(t *testing.T, p *tlstest.PKI) (string, string, string) {
 // is unavailable (exit 4, one line naming it). No output holds the
 // password or the key.
 func TestTLSRabbitMQAMQPS(t *testing.T) {
+	t.Parallel() // see parallelTests in bin_test.go
 	dir := t.TempDir()
 	p := tlstest.New(t, dir, "a")
 	other := tlstest.New(t, dir, "b")

@@ -21,6 +21,7 @@ import (
 // naming the broker.
 // No output holds the password or the key.
 func TestTLSConsumerServiceOverTLSNATSAndRedis(t *testing.T) {
+	t.Parallel() // see parallelTests in bin_test.go
 	if testing.Short() {
 		t.Skip("skipped with -short: builds and runs a consumer service")
 	}

@@ -22,6 +22,7 @@ import (
 // API answers the node's user; and nothing is left once it stops. Skipped
 // without Docker or the image, failed instead with TCK_REQUIRE_DOCKER=1.
 func TestContainerPublishConsumeManagement(t *testing.T) {
+	t.Parallel() // each on a server of its own or the shared one, under a run of its own
 	containers.Need(t, Image())
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

@@ -76,6 +76,7 @@ func TestInspectorDefaults(t *testing.T) {
 // is not found; without the management API every argument is named
 // unreadable, never guessed.
 func TestInspectReadsQueue(t *testing.T) {
+	t.Parallel() // each on a server of its own or the shared one, under a run of its own
 	ctx := context.Background()
 	rt := sharedLocal(t)
 	b, err := Connect(ctx, rt.URL, Options{})

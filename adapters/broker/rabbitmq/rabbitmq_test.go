@@ -19,6 +19,7 @@ import (
 // of the rule's own, restarted gracefully and with SIGKILL). That nothing
 // of either server is left once it stops is checked by TestMain.
 func TestLocalServerPassesBrokerSuite(t *testing.T) {
+	t.Parallel() // each on a server of its own or the shared one, under a run of its own
 	rt := rabbitmq.SharedLocal(t)
 	if rt.Private == nil {
 		t.Fatal("a local server declares no restartable server of a rule's own")
@@ -34,6 +35,7 @@ func TestLocalServerPassesBrokerSuite(t *testing.T) {
 
 // A wrong password is one clear error that does not show it.
 func TestWrongPasswordIsRedacted(t *testing.T) {
+	t.Parallel() // each on a server of its own or the shared one, under a run of its own
 	rt := rabbitmq.SharedLocal(t)
 	i := strings.LastIndex(rt.URL, "@")
 	bad := "amqp://tck:s3cret-pass-xyz" + rt.URL[i:]
@@ -58,6 +60,7 @@ func TestWrongPasswordIsRedacted(t *testing.T) {
 // What the publisher confirm said is what the log holds after a graceful
 // and an abrupt restart of a server of the kit's own.
 func TestConfirmedSurvivesRestart(t *testing.T) {
+	t.Parallel() // each on a server of its own or the shared one, under a run of its own
 	ctx := context.Background()
 	rt := rabbitmq.SharedLocal(t)
 	s, err := rt.Private(ctx)
@@ -100,6 +103,7 @@ func TestConfirmedSurvivesRestart(t *testing.T) {
 // same server under a run of its own, and its Stop leaves the node to the
 // first (the last Stop ends it: TestMain checks nothing is left).
 func TestRunLocalSharesOneNode(t *testing.T) {
+	t.Parallel() // each on a server of its own or the shared one, under a run of its own
 	ctx := context.Background()
 	rt := rabbitmq.SharedLocal(t)
 	second, err := rabbitmq.RunLocal(ctx, rabbitmq.WithAckWait(time.Second))

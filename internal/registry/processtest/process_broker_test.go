@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -52,7 +51,7 @@ func TestServiceOverRedis(t *testing.T) {
 		t.Skip("skipped with -short: runs a consumer service through every consumer rule over Redis (about 90 s)")
 	}
 	serviceRedis(t)
-	atRepoRoot(t)
+	t.Parallel() // TestMain: the repository's root, a TMPDIR of the package's own
 
 	together(t, func(t *testing.T) {
 		t.Run("reference", func(t *testing.T) {
@@ -98,7 +97,7 @@ func TestServiceOverNATSURL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped with -short: runs a consumer service")
 	}
-	atRepoRoot(t)
+	t.Parallel() // TestMain: the repository's root, a TMPDIR of the package's own
 	e, err := nats.StartEmbedded(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +143,7 @@ func TestServiceOverKafka(t *testing.T) {
 		t.Skip("skipped with -short: runs a consumer service over kfake")
 	}
 	needKafkaPython(t)
-	atRepoRoot(t)
+	t.Parallel() // TestMain: the repository's root, a TMPDIR of the package's own
 	together(t, func(t *testing.T) {
 		t.Run("reference", func(t *testing.T) {
 			t.Parallel()
@@ -179,7 +178,7 @@ func TestServiceOverKafkaURL(t *testing.T) {
 		t.Skip("skipped with -short: runs a consumer service over kfake")
 	}
 	needKafkaPython(t)
-	atRepoRoot(t)
+	t.Parallel() // TestMain: the repository's root, a TMPDIR of the package's own
 	c, err := kfake.NewCluster(kfake.NumBrokers(3))
 	if err != nil {
 		t.Fatal(err)
@@ -207,28 +206,12 @@ func needKafkaPython(t *testing.T) {
 }
 
 // together runs group's subtests, which call t.Parallel, side by side
-// and returns once all of them are done. The runs of one test are
-// independent (each starts its service, its own process, on its own topics
-// or streams) and mostly wait on the service and the rules' quiet periods.
-// The test itself cannot be parallel (atRepoRoot changes the working
-// directory and TMPDIR), but its subtests can: they run inside it, with
-// its directory and TMPDIR, and no other test of the package runs then.
+// and returns once all of them are done. The runs are independent (each
+// starts its service, its own process, on its own topics or streams) and
+// mostly wait on the service and the rules' quiet periods.
 func together(t *testing.T, group func(t *testing.T)) {
 	t.Helper()
 	t.Run("together", group)
-}
-
-// atRepoRoot runs the test from the repository's root (the services' paths
-// are relative to it) with a TMPDIR of its own, so the rules' data
-// directories go with the test.
-func atRepoRoot(t *testing.T) {
-	t.Helper()
-	root, err := filepath.Abs("../../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Chdir(root)
-	t.Setenv("TMPDIR", t.TempDir())
 }
 
 // ackFirstFailsOver runs the two ack-first mutant services over broker,

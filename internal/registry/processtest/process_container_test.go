@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -27,12 +26,9 @@ func TestServiceContainer(t *testing.T) {
 		}
 		t.Skipf("Docker is not available: %v", err)
 	}
-	root, err := filepath.Abs("../../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Parallel() // TestMain: the repository's root
 	const image = "onceproof/consumer-service-go:test"
-	if out, err := exec.Command(filepath.Join(root, "examples/consumer-service/go/build-image.sh"), image).CombinedOutput(); err != nil {
+	if out, err := exec.Command("examples/consumer-service/go/build-image.sh", image).CombinedOutput(); err != nil {
 		t.Fatalf("building %s: %v\n%s", image, err, out)
 	}
 	got, sum := runnertest.Table(runService(t, "process", "container:"+image, "CO-1.1", "CO-2.1", "CO-2.2", "CO-2.3"))

@@ -18,7 +18,7 @@ func TestServiceOverKafkaShare(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped with -short: runs a consumer service over kfake's share groups")
 	}
-	atRepoRoot(t)
+	t.Parallel() // TestMain: the repository's root, a TMPDIR of the package's own
 	rules := []string{"CO-1.1", "CO-1.2", "CO-2.1", "CO-2.2", "CO-2.4"}
 	run := func(t *testing.T, name, addr string, rules ...string) map[string]verdict.Verdict {
 		got, sum := runnertest.Table(runnertest.Target(t, registry.Targets(), target.Ref{Suite: "consumer", Name: name, Address: addr},

@@ -1,8 +1,6 @@
 package processtest
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/onceproof/tck/internal/registry"
@@ -19,21 +17,15 @@ func runService(t *testing.T, name, addr string, rules ...string) []verdict.Resu
 }
 
 // The Go reference service, run as its own process and killed with SIGKILL
-// at every crash point, passes every rule that applies to a black box, and
-// nothing of the run is left in the TMPDIR (the build, the data
-// directories). The mutant services failing their rules is
+// at every crash point, passes every rule that applies to a black box;
+// that nothing of the run is left in the TMPDIR (the build, the data
+// directories) is checked by TestMain. The mutant services failing their rules is
 // internal/selftest's TestConsumerKillMatrix.
 func TestServiceReferencePassesEveryRule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped with -short: runs a consumer service through every consumer rule (about a minute)")
 	}
-	root, err := filepath.Abs("../../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Chdir(root)
-	tmp := t.TempDir()
-	t.Setenv("TMPDIR", tmp)
+	t.Parallel() // TestMain: the repository's root, a TMPDIR of the package's own
 
 	got, sum := runnertest.Table(runService(t, "process", "cmd:go run ./examples/consumer-service/go"))
 	t.Log(sum)
@@ -48,13 +40,5 @@ func TestServiceReferencePassesEveryRule(t *testing.T) {
 	}
 	if len(got) < 15 {
 		t.Errorf("reference service: %d rules ran, want every consumer rule", len(got))
-	}
-
-	if left, _ := os.ReadDir(tmp); len(left) > 0 {
-		var names []string
-		for _, e := range left {
-			names = append(names, e.Name())
-		}
-		t.Errorf("left in TMPDIR: %v", names)
 	}
 }

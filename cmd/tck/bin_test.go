@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"os"
 	"testing"
 
@@ -27,14 +26,6 @@ var tckBin testbin.Binary
 var pkgDir string
 
 func TestMain(m *testing.M) {
-	// The parallel tests mostly wait: up to four at once, whatever the
-	// cores (go test's default is GOMAXPROCS), unless -parallel is given.
-	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		_ = flag.Set("test.parallel", "4")
-	}
 	pkgDir, _ = os.Getwd()
 	tckBin = testbin.Binary{Pkg: ".", Dir: pkgDir}
 	code := m.Run()

@@ -44,6 +44,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -223,7 +224,7 @@ func dial(ctx context.Context, url string, tlsCfg *tls.Config) (*amqp.Connection
 		if errors.As(err, &ae) && ae.Code == amqp.AccessRefused {
 			return nil, fmt.Errorf("the RabbitMQ server at %s:%d refused the login of %q: %s", u.Host, u.Port, u.Username, msg)
 		}
-		if u.Scheme == "amqps" && !strings.Contains(msg, "certificate") && (strings.Contains(msg, "reset by peer") || strings.Contains(msg, "EOF") || strings.Contains(msg, "broken pipe")) {
+		if u.Scheme == "amqps" && !strings.Contains(msg, "certificate") && (strings.Contains(msg, "reset by peer") || strings.Contains(msg, "EOF") || strings.Contains(msg, "broken pipe") || errors.Is(err, net.ErrClosed) || strings.Contains(msg, "use of closed network connection")) {
 			// TLS 1.3: a server that wants a client certificate, or refuses
 			// the one given, may only close the connection after the
 			// handshake, before AMQP's first frame.

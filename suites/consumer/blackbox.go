@@ -212,10 +212,23 @@ func (h *blackbox) makeDir() error {
 			untrack = leftovers.Track("directory "+d, func() error { return os.RemoveAll(d) })
 		}
 		h.dir, h.data = d, filepath.Join(d, "data")
-		// Removed by release, after the replicas are gone.
+		// Removed by release, after the replicas are gone. A replica's
+		// last write can still be landing (a process group dies a moment
+		// after its leader is reaped): RemoveAll then finds the folder not
+		// empty, and tries again for a while.
 		h.rmDir = func() {
-			if !h.s.Keep && os.RemoveAll(d) == nil {
-				untrack()
+			if h.s.Keep {
+				return
+			}
+			for try := 0; ; try++ {
+				if os.RemoveAll(d) == nil {
+					untrack()
+					return
+				}
+				if try == 20 {
+					return // left to the registry (the CLI removes it at exit)
+				}
+				time.Sleep(100 * time.Millisecond)
 			}
 		}
 		return os.Mkdir(h.data, 0o700)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // TestMain runs the package from the repository's root (the services'
@@ -31,6 +32,13 @@ func run(m *testing.M) int {
 	defer os.RemoveAll(tmp)
 	os.Setenv("TMPDIR", tmp)
 	code := m.Run()
+	// A rule's clean-up may still be removing its folder (a replica's last
+	// write landing): a while for it, then whatever is there was left.
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if left, _ := os.ReadDir(tmp); len(left) == 0 {
+			break
+		}
+	}
 	if left, _ := os.ReadDir(tmp); len(left) > 0 {
 		var names []string
 		for _, e := range left {

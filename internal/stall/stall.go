@@ -15,9 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -75,15 +73,12 @@ const (
 	PhraseLate = "the kit's own process ran "
 	// PhraseNotScheduled starts a pause.
 	PhraseNotScheduled = "the kit was not scheduled for "
-	// PhraseHostBusy starts the host's processors saturated (HostWait):
-	// a target on a starved host answers late however correct it is.
-	PhraseHostBusy = "the host's processors were saturated: "
 )
 
 // Named says whether reason names the kit's own lateness in this
 // package's wording.
 func Named(reason string) bool {
-	return strings.Contains(reason, PhraseLate) || strings.Contains(reason, PhraseNotScheduled) || strings.Contains(reason, PhraseHostBusy)
+	return strings.Contains(reason, PhraseLate) || strings.Contains(reason, PhraseNotScheduled)
 }
 
 // Late names one step of the kit's that went out late: what was due at
@@ -132,42 +127,6 @@ var w struct {
 	cum     time.Duration
 	since   time.Time // when the heartbeat started (zero: not running)
 	last    time.Time // the heartbeat's latest wake-up
-	cpu     []lagMark // the host's processor wait (PSI), every cpuEvery wake-ups
-}
-
-// cpuEvery is how many wake-ups apart the heartbeat reads the host's
-// processor pressure (a small procfs read: ten times a second).
-const cpuEvery = 10
-
-// pressureFile is Linux's pressure stall information for processors
-// (PSI, kernel 4.20 and later): its "some" line's total is the time, in
-// microseconds, in which at least one runnable task of the host waited for
-// a processor. Absent elsewhere: no host wait is ever known there.
-var pressureFile = "/proc/pressure/cpu"
-
-// readPressure is the "some" total of pressureFile.
-func readPressure() (time.Duration, bool) {
-	b, err := os.ReadFile(pressureFile)
-	if err != nil {
-		return 0, false
-	}
-	return parsePressure(string(b))
-}
-
-func parsePressure(s string) (time.Duration, bool) {
-	for _, line := range strings.Split(s, "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 || f[0] != "some" {
-			continue
-		}
-		for _, kv := range f[1:] {
-			if v, ok := strings.CutPrefix(kv, "total="); ok {
-				us, err := strconv.ParseInt(v, 10, 64)
-				return time.Duration(us) * time.Microsecond, err == nil && us >= 0
-			}
-		}
-	}
-	return 0, false
 }
 
 // Hold starts the heartbeat unless it runs already, and returns the
@@ -179,7 +138,7 @@ func Hold() (release func()) {
 	w.holders++
 	if w.holders == 1 {
 		w.stop, w.done = make(chan struct{}), make(chan struct{})
-		w.pauses, w.lag, w.cum, w.cpu, w.since = nil, nil, 0, nil, time.Now()
+		w.pauses, w.lag, w.cum, w.since = nil, nil, 0, time.Now()
 		w.last = w.since
 		go beat(w.stop, w.done, w.since)
 	}
@@ -195,7 +154,7 @@ func unhold() {
 		return
 	}
 	stop, done := w.stop, w.done
-	w.stop, w.done, w.pauses, w.lag, w.cpu, w.since = nil, nil, nil, nil, nil, time.Time{}
+	w.stop, w.done, w.pauses, w.lag, w.since = nil, nil, nil, nil, time.Time{}
 	w.mu.Unlock()
 	close(stop)
 	<-done
@@ -207,7 +166,7 @@ func beat(stop <-chan struct{}, done chan<- struct{}, prev time.Time) {
 	defer close(done)
 	t := time.NewTimer(Tick)
 	defer t.Stop()
-	for n := 0; ; n++ {
+	for {
 		select {
 		case <-stop:
 			return
@@ -216,52 +175,9 @@ func beat(stop <-chan struct{}, done chan<- struct{}, prev time.Time) {
 		now := time.Now()
 		p, late := gap(prev, now)
 		beaten(p, late, now)
-		if n%cpuEvery == 0 {
-			if d, ok := readPressure(); ok {
-				pressed(time.Now(), d)
-			}
-		}
 		prev = now
 		t.Reset(Tick)
 	}
-}
-
-// pressed records the host's processor wait read at now.
-func pressed(now time.Time, total time.Duration) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.since.IsZero() {
-		return
-	}
-	if len(w.cpu) == maxPauses {
-		w.cpu = append(w.cpu[:0], w.cpu[maxPauses/2:]...)
-	}
-	w.cpu = append(w.cpu, lagMark{at: now, cum: total})
-}
-
-// HostWait is how long, inside [t0, t1], at least one runnable task of the
-// host waited for a processor (Linux PSI, read while the heartbeat runs):
-// counted between the first reading at or after t0 and the last at or
-// before t1, so never more than the host waited. Zero
-// where the host does not report it. A target on this host (a local
-// server, a container) runs that much later however correct it is.
-func HostWait(t0, t1 time.Time) time.Duration {
-	w.mu.Lock()
-	ms := w.cpu
-	w.mu.Unlock()
-	i := sort.Search(len(ms), func(i int) bool { return !ms[i].at.Before(t0) })
-	if i == len(ms) {
-		return 0
-	}
-	from := ms[i]
-	end, ok := lagMark{}, false
-	if j := sort.Search(len(ms), func(i int) bool { return ms[i].at.After(t1) }); j > i {
-		end, ok = ms[j-1], true
-	}
-	if !ok || end.cum < from.cum {
-		return 0
-	}
-	return end.cum - from.cum
 }
 
 // gap is the pause between two wake-ups, if the second came late.

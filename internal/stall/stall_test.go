@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -200,48 +199,5 @@ func TestWithTimeoutCountsScheduledTime(t *testing.T) {
 	cancel3()
 	if !errors.Is(ctx3.Err(), context.Canceled) {
 		t.Fatalf("Err after cancel = %v", ctx3.Err())
-	}
-}
-
-func TestHostWait(t *testing.T) {
-	if d, ok := parsePressure("some avg10=1.06 avg60=27.04 avg300=47.66 total=1531194108\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"); !ok || d != 1531194108*time.Microsecond {
-		t.Fatalf("parsePressure = %s, %v", d, ok)
-	}
-	for _, bad := range []string{"", "full total=5", "some avg10=1 total=x", "some total=-4"} {
-		if _, ok := parsePressure(bad); ok {
-			t.Errorf("parsePressure(%q) is ok", bad)
-		}
-	}
-	// No pressure file: nothing is known, the heartbeat runs as before.
-	pressureFile = filepath.Join(t.TempDir(), "none")
-	defer func() { pressureFile = "/proc/pressure/cpu" }()
-	release := Hold()
-	defer release()
-	t0 := time.Now().Add(-time.Hour)
-	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	if got := HostWait(at(0), at(1000)); got != 0 {
-		t.Fatalf("HostWait with no readings = %s", got)
-	}
-	// Readings every 100 ms; the host waited 50 ms in each of the first
-	// five, nothing after.
-	for i := 0; i <= 10; i++ {
-		pressed(at(100*i), time.Duration(min(i, 5))*50*time.Millisecond)
-	}
-	for _, c := range []struct {
-		from, to int
-		want     time.Duration
-	}{
-		{0, 1000, 250 * time.Millisecond},
-		{50, 450, 150 * time.Millisecond}, // readings at 100 and 400: never more than waited
-		{600, 1000, 0},
-		{1100, 1200, 0}, // after the last reading
-		{450, 460, 0},   // no reading inside
-	} {
-		if got := HostWait(at(c.from), at(c.to)); got != c.want {
-			t.Errorf("HostWait(%d ms, %d ms) = %s, want %s", c.from, c.to, got, c.want)
-		}
-	}
-	if !Named(PhraseHostBusy + "x") {
-		t.Error("Named does not know PhraseHostBusy")
 	}
 }

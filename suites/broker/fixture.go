@@ -63,7 +63,6 @@ type fixture struct {
 	// broker whose redelivery the kit's own client drives (Redis claims)
 	// each of them delays what it measures.
 	span    [2]time.Time
-	late    bool // the failure about to be reported is the target's lateness (atMost)
 	untimed bool // see notTimed
 
 	// What the kit itself did, against which a definite answer of the
@@ -93,9 +92,6 @@ func (f *fixture) stallAware(j judge) judge {
 			if f.need > 0 {
 				if p, ok := f.paused(r, f.need); ok {
 					return fmt.Sprintf("%s, enough to account for the %s by which the measurement missed: the delay may be the kit's own, not the target's: %s", p, f.need.Round(time.Millisecond), failure)
-				}
-				if h, ok := f.hostBusy(r, f.need); ok {
-					return fmt.Sprintf("%s, enough to account for the %s by which the target was late: a correct target on a host that busy answers late: %s", h, f.need.Round(time.Millisecond), failure)
 				}
 				return ""
 			}
@@ -155,24 +151,6 @@ func (f *fixture) paused(r *spec.R, need time.Duration) (string, bool) {
 	return s.String(), true
 }
 
-// hostBusy names the host's processors saturated during the measured span
-// when the target was late by need or less of it (stall.HostWait: the time
-// some runnable task of the host waited for a processor). Only lateness:
-// a starved host makes an answer late, never early.
-func (f *fixture) hostBusy(r *spec.R, need time.Duration) (string, bool) {
-	if !f.late || f.span[0].IsZero() {
-		return "", false
-	}
-	hw := stall.HostWait(f.span[0], f.span[1])
-	if hw < need {
-		return "", false
-	}
-	d := f.span[1].Sub(f.span[0])
-	r.Ev.Figure("the host's processor wait in the measurement", hw.Seconds(), "s")
-	r.Ev.SetupHazard("the host's processors were saturated while %s timed the target (runnable tasks waited for a processor %s of %s, Linux PSI): a target on it runs late however correct; run it again on a host that is not overloaded", f.rule, seconds(hw), seconds(d))
-	return fmt.Sprintf("%srunnable tasks waited for a processor %s of the %s measured (Linux PSI, /proc/pressure/cpu)", stall.PhraseHostBusy, seconds(hw), seconds(d)), true
-}
-
 func seconds(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
 
 // atLeast expects got >= lo. Should it fail, a pause of the kit at least
@@ -184,11 +162,11 @@ func (f *fixture) atLeast(r *spec.R, got, lo time.Duration, format string, args 
 }
 
 // atMost expects got <= hi; a pause at least as long as the excess
-// explains a failure, and so does the host's processor wait (hostBusy).
+// explains a failure.
 func (f *fixture) atMost(r *spec.R, got, hi time.Duration, format string, args ...any) {
-	f.need, f.late = got-hi, true
+	f.need = got - hi
 	r.Expect(got).To(gomega.BeNumerically("<=", hi), append([]any{format}, args...)...)
-	f.need, f.late = 0, false
+	f.need = 0
 }
 
 // open opens the rule's handle on the broker: the kit's set-up.

@@ -122,8 +122,10 @@ func TestTwinsInBodyAndQuery(t *testing.T) {
 	}{
 		{"bytes", func(a, b string) bool { return a == b }, verdict.Pass, ""},
 		{"latin-1", func(a, b string) bool { return latin1(a) == latin1(b) }, verdict.Fail, "script twin"},
-		// "%" is in URL twins too ("a%2Fb"/"a%252Fb"): either may show it.
-		{"like", like, verdict.Fail, "(metacharacter|URL) twin"},
+		// "%" is in URL twins too ("a%2Fb"/"a%252Fb"): either may show it;
+		// so may any twin whose random id drew a "_" (base64url has it),
+		// which LIKE matches against any one character.
+		{"like", like, verdict.Fail, `(metacharacter|URL) twin|twin "[^"]*[_%][^"]*"`},
 	}
 	for _, in := range []string{apidesc.InBody, apidesc.InQuery} {
 		for _, c := range cases {

@@ -17,6 +17,7 @@ import (
 	"github.com/onceproof/tck/internal/history"
 	"github.com/onceproof/tck/internal/httpsinks"
 	"github.com/onceproof/tck/internal/leftovers"
+	"github.com/onceproof/tck/internal/poll"
 	"github.com/onceproof/tck/internal/procs"
 	"github.com/onceproof/tck/internal/sinks"
 	"github.com/onceproof/tck/internal/spec"
@@ -220,15 +221,12 @@ func (h *blackbox) makeDir() error {
 			if h.s.Keep {
 				return
 			}
-			for try := 0; ; try++ {
-				if os.RemoveAll(d) == nil {
-					untrack()
-					return
-				}
-				if try == 20 {
-					return // left to the registry (the CLI removes it at exit)
-				}
-				time.Sleep(100 * time.Millisecond)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			// Still there after that: left to the registry (the CLI
+			// removes it at exit).
+			if poll.Until(ctx, 100*time.Millisecond, 100*time.Millisecond, func() error { return os.RemoveAll(d) }) == nil {
+				untrack()
 			}
 		}
 		return os.Mkdir(h.data, 0o700)

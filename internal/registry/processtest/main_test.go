@@ -1,11 +1,15 @@
 package processtest
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/onceproof/tck/internal/poll"
 )
 
 // TestMain runs the package from the repository's root (the services'
@@ -34,11 +38,14 @@ func run(m *testing.M) int {
 	code := m.Run()
 	// A rule's clean-up may still be removing its folder (a replica's last
 	// write landing): a while for it, then whatever is there was left.
-	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if left, _ := os.ReadDir(tmp); len(left) == 0 {
-			break
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	_ = poll.Until(ctx, 100*time.Millisecond, 100*time.Millisecond, func() error {
+		if left, _ := os.ReadDir(tmp); len(left) > 0 {
+			return errors.New("not empty")
 		}
-	}
+		return nil
+	})
+	cancel()
 	if left, _ := os.ReadDir(tmp); len(left) > 0 {
 		var names []string
 		for _, e := range left {

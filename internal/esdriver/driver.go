@@ -500,6 +500,13 @@ func (r *run) call(ctx context.Context, req request) (reply, error) {
 	r.wmu.Unlock()
 	if werr != nil {
 		r.forget(req.ID)
+		// A broken pipe usually means the adapter is exiting: its exit
+		// (status and last words) is the problem to name, not the write.
+		select {
+		case <-r.done:
+			return reply{}, &ProtocolError{Problem: r.reason()}
+		case <-time.After(5 * time.Second):
+		}
 		return reply{}, r.broke(fmt.Sprintf("writing request %d (%s) to %s: %v", req.ID, req.Op, r.p.name(), werr))
 	}
 	select {

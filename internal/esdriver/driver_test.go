@@ -16,6 +16,7 @@ import (
 	"github.com/onceproof/tck/adapters/eventstore/memory"
 	"github.com/onceproof/tck/es"
 	"github.com/onceproof/tck/internal/eskit"
+	"github.com/onceproof/tck/internal/poll"
 )
 
 // The test binary is its own adapter: with ESDRIVER_FAKE set it speaks the
@@ -53,7 +54,7 @@ func fakeAdapter(mode string) {
 			os.Exit(9)
 		}
 		wg.Add(1)
-		go func() {
+		handle := func() {
 			defer wg.Done()
 			id := req.ID
 			switch req.Op {
@@ -80,6 +81,13 @@ func fakeAdapter(mode string) {
 				return
 			case mode == "exit" && req.Op == opAppend:
 				fmt.Fprintln(os.Stderr, "fake: disk on fire")
+				os.Exit(3)
+			case mode == "dying" && req.Op == opAppend:
+				// Stops reading, then exits a moment later: a request
+				// written meanwhile meets a broken pipe.
+				fmt.Fprintln(os.Stderr, "fake: dying slowly")
+				_ = os.Stdin.Close()
+				time.Sleep(300 * time.Millisecond)
 				os.Exit(3)
 			case mode == "stranger" && req.Op == opAppend:
 				write(map[string]any{"id": id + 1000, "status": "ok"})
@@ -116,7 +124,12 @@ func fakeAdapter(mode string) {
 				}
 				write(map[string]any{"id": id, "status": "ok", "exists": ok})
 			}
-		}()
+		}
+		if mode == "dying" {
+			handle() // no read pending: closing stdin closes the pipe
+		} else {
+			go handle()
+		}
 	}
 }
 
@@ -300,6 +313,36 @@ func TestProtocolProblems(t *testing.T) {
 				t.Errorf("load on the restarted process: %v", err)
 			}
 		})
+	}
+}
+
+// A request that meets a broken pipe while the adapter is exiting names
+// the exit and the adapter's last words, not the pipe.
+func TestBrokenPipeNamesTheExit(t *testing.T) {
+	d := startFake(t, "dying")
+	ctx := context.Background()
+	h, err := d.Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan error, 1)
+	go func() { first <- h.Append(ctx, st(1, "r")) }()
+	// The fake has closed its stdin once it says so on stderr.
+	wait, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := poll.Until(wait, 5*time.Millisecond, 50*time.Millisecond, func() error {
+		if !strings.Contains(d.procs[0].ring.render(1500), "dying slowly") {
+			return errors.New("the fake never began to die")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range []error{h.Append(ctx, st(2, "s")), <-first} {
+		var pe *ProtocolError
+		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "exited (exit status 3)") || !strings.Contains(err.Error(), "dying slowly") {
+			t.Errorf("append: %v, want a *ProtocolError naming the exit and the last output", err)
+		}
 	}
 }
 

@@ -1,8 +1,11 @@
 package selftest
 
 import (
+	"context"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/onceproof/tck/internal/spec"
 	"github.com/onceproof/tck/internal/target"
@@ -74,5 +77,55 @@ func TestSkippedForPace(t *testing.T) {
 		if got := SkippedForPace(c.res); got != c.want {
 			t.Errorf("SkippedForPace(%s, figures %v) = %v, want %v", c.res.Verdict, c.res.Evidence != nil && len(c.res.Evidence.Figures) > 0, got, c.want)
 		}
+	}
+}
+
+type fakeRules func(o target.RunOptions) []verdict.Result
+
+func (f fakeRules) Run(_ context.Context, o target.RunOptions) []verdict.Result { return f(o) }
+
+// A mutant's must-fail rule skipped for the host's pace runs again on a
+// fresh start with a longer --max-wait; its other rules, and a reference's
+// paced skip, are left as they are.
+func TestMutantSkippedForPaceRunsAgain(t *testing.T) {
+	pace := &verdict.Evidence{}
+	pace.Figure(spec.ShortOfPace, "65540 appends at 9000/s need 7s, the fill's budget is 5s", "")
+	var starts []time.Duration
+	kind := func(mutant bool) target.Kind {
+		return target.Kind{Name: "m", Mutant: mutant, Reference: !mutant, MustFail: []string{"R-1"},
+			Start: func(_ context.Context, ref target.Ref) (*target.Started, error) {
+				starts = append(starts, ref.Opts.MaxWait)
+				return &target.Started{Stop: func() error { return nil }, Rules: func() target.RuleSet {
+					return fakeRules(func(o target.RunOptions) []verdict.Result {
+						var out []verdict.Result
+						for _, id := range o.Rules {
+							if ref.Opts.MaxWait < pacedMaxWait {
+								out = append(out, verdict.Result{Rule: id, Verdict: verdict.Skipped, Reason: "short of pace", Evidence: pace})
+							} else {
+								out = append(out, verdict.Result{Rule: id, Verdict: verdict.Fail, Reason: "version 65536 read back as 0"})
+							}
+						}
+						return out
+					})
+				}}, nil
+			}}
+	}
+	first := []verdict.Result{{Rule: "R-1", Verdict: verdict.Skipped, Evidence: pace}, {Rule: "R-2", Verdict: verdict.Skipped, Evidence: pace}}
+	row := Row{MustFail: []string{"R-1"}, Verdicts: map[string]verdict.Verdict{"R-1": verdict.Skipped, "R-2": verdict.Skipped}, Reasons: map[string]string{"R-1": "short of pace"}}
+	unpace(context.Background(), kind(true), target.Ref{}, row, first, Options{})
+	if row.Verdicts["R-1"] != verdict.Fail || row.Verdicts["R-2"] != verdict.Skipped {
+		t.Errorf("verdicts after the rerun %v, want R-1 fail (run again), R-2 skipped (not a must-fail)", row.Verdicts)
+	}
+	if !strings.Contains(row.Reasons["R-1"], "run again with --max-wait") || !strings.Contains(row.Reasons["R-1"], "short of pace") {
+		t.Errorf("R-1's reason %q names neither the rerun nor the first skip", row.Reasons["R-1"])
+	}
+	if !slices.Equal(starts, []time.Duration{pacedMaxWait}) {
+		t.Errorf("starts with max-wait %v, want one, with %s", starts, pacedMaxWait)
+	}
+	starts = nil
+	ref := Row{Reference: true, MustFail: []string{"R-1"}, Verdicts: map[string]verdict.Verdict{"R-1": verdict.Skipped}, Reasons: map[string]string{}}
+	unpace(context.Background(), kind(false), target.Ref{}, ref, first, Options{})
+	if len(starts) != 0 || ref.Verdicts["R-1"] != verdict.Skipped {
+		t.Errorf("a reference's paced skip was run again (%v, %s)", starts, ref.Verdicts["R-1"])
 	}
 }

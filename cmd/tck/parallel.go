@@ -14,7 +14,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime/pprof"
+	"strings"
 	"sync"
+	"time"
+
+	"github.com/onceproof/tck/internal/stall"
 )
 
 // maxTargets bounds the targets running at once unless --jobs says fewer.
@@ -107,10 +112,17 @@ type writerFunc func([]byte)
 
 func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }
 
+// interruptGrace is how long, on the kit's scheduled time, a run waits
+// after an interrupt for its targets to end their rules and stop. A target
+// still going then is abandoned: its rules are skipped, naming why, the
+// report is written, and the process's exit removes what it created. So
+// one Ctrl-C always ends the run. (A variable: the test of it waits less.)
+var interruptGrace = 30 * time.Second
+
 // runTargets runs every target of the plan, at most --jobs (else
 // maxTargets) at once, and returns their outcomes in the plan's order. An
 // interrupt cancels ctx: each target ends its rules and stops as a
-// one-target run does.
+// one-target run does, within interruptGrace.
 func runTargets(ctx context.Context, cfg runConfig, logFile io.Writer, stderr io.Writer) []outcome {
 	targets := cfg.p.targets
 	names := make([]string, len(targets))
@@ -123,24 +135,65 @@ func runTargets(ctx context.Context, cfg runConfig, logFile io.Writer, stderr io
 		at = cfg.jobs
 	}
 	slots := make(chan struct{}, at)
-	outs := make([]outcome, len(targets))
-	var wg sync.WaitGroup
+	type finished struct {
+		i int
+		o outcome
+	}
+	// Buffered: an abandoned target's goroutine may finish after the
+	// run stopped listening.
+	ch := make(chan finished, len(targets))
 	for i, t := range targets {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
 			defer con.finish(i)
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			outs[i] = runTarget(ctx, cfg, t, sink{
+			ch <- finished{i, runTarget(ctx, cfg, t, sink{
 				line:    func(l string) { con.line(i, l, false) },
 				errLine: func(l string) { con.line(i, l, true) },
 				note:    func(l string) { con.live(i, l, false) },
 				tnote:   func(l string) { con.live(i, t.name+": "+l, true) },
 				log:     con.logger(i),
-			})
+			})}
 		}()
 	}
-	wg.Wait()
+	outs := make([]outcome, len(targets))
+	ended := make([]bool, len(targets))
+	interrupt, grace := ctx.Done(), (<-chan struct{})(nil)
+	for left := len(targets); left > 0; {
+		select {
+		case f := <-ch:
+			outs[f.i], ended[f.i] = f.o, true
+			left--
+		case <-interrupt:
+			interrupt = nil
+			gctx, cancel := stall.WithTimeout(context.Background(), interruptGrace)
+			defer cancel()
+			grace = gctx.Done()
+		case <-grace:
+			var stuck []string
+			why := fmt.Sprintf("the run was interrupted and this target did not stop within %s of it: abandoned", interruptGrace)
+			for i, t := range targets {
+				if !ended[i] {
+					outs[i] = interruptedTarget(t, why, why)
+					stuck = append(stuck, t.name)
+				}
+			}
+			// Where each abandoned goroutine waits, for whoever chases
+			// why it did not stop: into run.log, not onto the terminal.
+			con.mu.Lock()
+			fmt.Fprintf(con.log, "\n== interrupt: %s did not stop within %s; the run's goroutines:\n", strings.Join(stuck, ", "), interruptGrace)
+			_ = pprof.Lookup("goroutine").WriteTo(con.log, 1)
+			con.mu.Unlock()
+			for i := range targets {
+				if !ended[i] {
+					con.finish(i)
+				}
+			}
+			con.mu.Lock()
+			fmt.Fprintf(stderr, "tck run: %s did not stop within %s of the interrupt: abandoned, its rules skipped (where it waited is in run.log)\n", strings.Join(stuck, ", "), interruptGrace)
+			con.mu.Unlock()
+			return outs
+		}
+	}
 	return outs
 }

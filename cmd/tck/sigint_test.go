@@ -118,7 +118,7 @@ func interruptOnceIn(t *testing.T, dir, bin string, args []string, delay time.Du
 	cmd := exec.Command(bin, append(args, "--out", out)...)
 	cmd.Dir = dir // "": the test's own
 	// Its own TMPDIR: anything left in it afterwards is a leftover.
-	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "GOTRACEBACK=all")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -139,8 +139,15 @@ func interruptOnceIn(t *testing.T, dir, bin string, args []string, delay time.Du
 	select {
 	case err = <-done:
 	case <-time.After(90 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("still running 90 s after SIGINT; stderr:\n%s", stderr.String())
+		// SIGQUIT: Go prints every goroutine, which names what it waits on.
+		_ = cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		t.Fatalf("still running 90 s after SIGINT; stderr (with its goroutines, after a SIGQUIT):\n%s", stderr.String())
 	}
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -148,6 +155,13 @@ func interruptOnceIn(t *testing.T, dir, bin string, args []string, delay time.Du
 	}
 	if s := stderr.String(); strings.Contains(s, "goroutine ") || strings.Contains(s, "panic:") {
 		t.Errorf("stack trace on stderr:\n%s", s)
+	}
+	if s := stderr.String(); strings.Contains(s, "did not stop within") {
+		// Documented (the grace after an interrupt), yet a target that
+		// ignores the interrupt is worth chasing: where it waited is in
+		// the report folder's run.log.
+		log, _ := os.ReadFile(filepath.Join(out, "run.log"))
+		t.Logf("a target was abandoned after the interrupt:\n%s\nrun.log:\n%s", s, log)
 	}
 	if code == -1 {
 		// The signal came before main installed the CLI's handler (its

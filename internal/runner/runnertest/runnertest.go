@@ -27,7 +27,7 @@ const Runs = 4
 // and runs every rule left unknown again, up to Runs runs in all. A fail
 // is never rerun. logf names each rerun.
 func Decided(key string, register func(), only []string, logf func(format string, args ...any)) map[string]verdict.Result {
-	return until(key, register, only, func(string, verdict.Result) bool { return true }, logf)
+	return until(key, register, only, func(_ string, r verdict.Result) bool { return r.Verdict == verdict.Unknown }, logf)
 }
 
 // Killed runs a mutant's rules (only, or every rule) and runs again each

@@ -269,8 +269,13 @@ func batchWholeOnce(f *fixture) judge {
 		// member's payload or the third's, not both.
 		r.Expect(s.copies[string(inside.Messages[0].Payload)]+s.copies[string(inside.Messages[2].Payload)]).To(gomega.BeNumerically("<=", 1),
 			"message id %s appears twice in one batch and is stored twice", inside.Messages[0].ID)
-		r.Expect(s.copies[string(across.Messages[1].Payload)]).To(gomega.BeZero(),
-			"message id %s, stored by an earlier batch inside the de-dupe window, is stored again by a later batch", a.Messages[1].ID)
+		// Only where batch a's member is stored does the id stand taken:
+		// a batch a whose publish failed (a busy host timed its commit
+		// out) may never have landed, leaving its ids free.
+		if s.copies[string(a.Messages[1].Payload)] > 0 {
+			r.Expect(s.copies[string(across.Messages[1].Payload)]).To(gomega.BeZero(),
+				"message id %s, stored by an earlier batch inside the de-dupe window, is stored again by a later batch", a.Messages[1].ID)
+		}
 		nLost, _ := s.count(lost)
 		r.Ev.Figure("members of the retried batch stored", nLost, "")
 		f.must(r, oa.err, "the first batch's publish")

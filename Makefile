@@ -25,18 +25,16 @@ run: build
 # anyway (make stress runs the default run beside CPU burners), so a
 # neighbouring test binary is load the kit has to stand, not noise to avoid. go test starts packages in the
 # order they are named: SLOW_TESTS, every package over 20 s in a make test,
-# longest first (as measured on 2026-12-05: internal/nemesis, whose
-# container faults took 160-450 s, leads), go first, so that none of them
-# starts late and runs on alone while the cores idle (./... then adds the rest, each package once;
+# longest first, go first, so that none of them starts late and runs on
+# alone while the cores idle (./... then adds the rest, each package once;
 # a package missing from the list only runs later). The race-power and
 # benchmark figures, which do need quiet cores, are not part of this target
 # (make race-rate, make bench).
-SLOW_TESTS = ./internal/nemesis ./cmd/tck ./internal/registry ./internal/browsertest \
-	./internal/registry/processtest ./adapters/broker/rabbitmq ./internal/selftest ./suites/broker \
-	./suites/consumer ./examples/consumer ./adapters/eventstore/sqlite ./adapters/broker/kafka \
-	./internal/mutants/natsmutants ./suites/eventstore ./suites/api ./internal/registry/ginkgotest \
-	./examples/eventstore ./adapters/broker/nats ./adapters/eventstore/postgres ./internal/mutants/kafkamutants \
-	./internal/mutants/rabbitmutants ./internal/containers ./adapters/broker/redis
+SLOW_TESTS = ./cmd/tck ./internal/registry/processtest ./adapters/broker/rabbitmq ./internal/registry \
+	./internal/browsertest ./internal/selftest ./internal/nemesis ./suites/broker ./suites/consumer \
+	./internal/mutants/rabbitmutants ./internal/mutants/natsmutants ./adapters/broker/kafka \
+	./suites/eventstore ./adapters/broker/redis ./examples/consumer ./adapters/eventstore/sqlite ./suites/api \
+	./adapters/broker/nats ./internal/mutants/kafkamutants ./examples/eventstore ./internal/registry/ginkgotest
 # -vet=off: go vet ./... has just run every analyser go test would run, on
 # the same packages and their tests.
 # -ldflags=-w: the test binaries without DWARF (no debugger reads them; a

@@ -224,7 +224,7 @@ func dial(ctx context.Context, url string, tlsCfg *tls.Config) (*amqp.Connection
 		if errors.As(err, &ae) && ae.Code == amqp.AccessRefused {
 			return nil, fmt.Errorf("the RabbitMQ server at %s:%d refused the login of %q: %s", u.Host, u.Port, u.Username, msg)
 		}
-		if u.Scheme == "amqps" && !strings.Contains(msg, "certificate") && (strings.Contains(msg, "reset by peer") || strings.Contains(msg, "EOF") || strings.Contains(msg, "broken pipe") || errors.Is(err, net.ErrClosed) || strings.Contains(msg, "use of closed network connection")) {
+		if u.Scheme == "amqps" && !strings.Contains(msg, "certificate") && (strings.Contains(msg, "reset by peer") || strings.Contains(msg, "EOF") || strings.Contains(msg, "broken pipe") || errors.Is(err, net.ErrClosed) || strings.Contains(msg, "use of closed network connection") || strings.Contains(msg, "channel/connection is not open")) {
 			// TLS 1.3: a server that wants a client certificate, or refuses
 			// the one given, may only close the connection after the
 			// handshake, before AMQP's first frame.
@@ -792,6 +792,10 @@ type consumer struct {
 	mu     sync.Mutex
 	ch     *amqp.Channel
 	closed bool // by Close: a crash, never reconnected
+
+	// emptyAt is when the member's last basic.get was answered "nothing
+	// there" (Fetch's goroutine only).
+	emptyAt time.Time
 }
 
 // channel is the member's open channel, a new one if the server closed
@@ -854,6 +858,7 @@ func (c *consumer) Fetch(ctx context.Context, max int, wait time.Duration) ([]mq
 				return nil, fmt.Errorf("basic.get %s: %w", c.queue, err)
 			}
 			if !ok {
+				c.emptyAt = time.Now()
 				break
 			}
 			ds = append(ds, c.delivery(ch, d))
@@ -878,7 +883,7 @@ func (c *consumer) delivery(ch *amqp.Channel, d amqp.Delivery) *delivery {
 	} else if d.Redelivered {
 		attempt = 2
 	}
-	return &delivery{c: c, ch: ch, d: d, attempt: attempt, msg: decode(d.MessageId, d.Body, d.Headers)}
+	return &delivery{c: c, ch: ch, d: d, attempt: attempt, msg: decode(d.MessageId, d.Body, d.Headers), lookedBefore: c.emptyAt}
 }
 
 // Close ends the member as a crash would: its connection closes and the
@@ -901,7 +906,16 @@ type delivery struct {
 	d       amqp.Delivery
 	attempt int
 	msg     mq.Message
+
+	lookedBefore time.Time
 }
+
+// LookedBefore is when the server last answered this member that nothing
+// was there, before the basic.get that brought this delivery. The kit
+// polls: a redelivery seen late whose previous empty answer came in time
+// was late on the way (round trips on a loaded host), not proven late at
+// the server.
+func (d *delivery) LookedBefore() time.Time { return d.lookedBefore }
 
 func (d *delivery) Message() mq.Message { return d.msg }
 func (d *delivery) Attempt() int        { return d.attempt }

@@ -146,5 +146,22 @@ func firstLine(r verdict.Result) string {
 // abbreviated) and what a service stamps per request (a time).
 func unsalted(s string) string {
 	s = regexp.MustCompile(`(?i)[0-9a-f]{4,}`).ReplaceAllString(s, "#")
+	// How long after the create the repeat came is the host's pace, not the seed's.
+	s = regexp.MustCompile(`[0-9.]+ s later`).ReplaceAllString(s, "# s later")
 	return regexp.MustCompile(`\{"createdAt".*`).ReplaceAllString(s, "{…")
+}
+
+// TestUnsaltedMasksSaltAndPace: two runs of one seed differ in their salt
+// and in how long the host took between a create and its repeat (CI's two
+// first lines of replica-fast-clock); a different failure stays different.
+func TestUnsaltedMasksSaltAndPace(t *testing.T) {
+	a := `id "Tck-Z3WQLWEc5d7919-MiXeD" created on replica-1, repeated 0.8 s later on replica-2: must get 409, got 201 {"createdAt":"2026-12-07T00:04:13.37…`
+	b := `id "Tck-Z3WQLW1c065ef7-MiXeD" created on replica-1, repeated 0.6 s later on replica-2: must get 409, got 201 {"createdAt":"2026-12-07T00:04:16.29…`
+	if unsalted(a) != unsalted(b) {
+		t.Errorf("one failure, two masks:\n%s\n%s", unsalted(a), unsalted(b))
+	}
+	c := strings.Replace(b, "replica-2", "replica-3", 1)
+	if unsalted(a) == unsalted(c) {
+		t.Errorf("another replica masked away: %s", unsalted(c))
+	}
 }

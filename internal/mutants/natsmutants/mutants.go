@@ -125,6 +125,15 @@ func All() []Mutant {
 			},
 		},
 		{
+			// Plain nak's redelivery "as soon as possible": the ack wait's
+			// redelivery comes later than half of it.
+			Name: "nak-unsent", Defect: "Nak reports success without telling the broker",
+			MustFail: []string{"BR-2.4"},
+			Build: nats.Client{
+				Wrap: with(hooks{nak: func(context.Context, mq.Delivery, time.Duration) error { return nil }}),
+			},
+		},
+		{
 			Name: "nak-as-term", Defect: "nak terminates the message instead of asking for redelivery",
 			MustFail: []string{"BR-2.4", "BR-2.9"},
 			Build: nats.Client{

@@ -24,7 +24,5 @@ func TestAPIKillMatrix(t *testing.T) {
 	if refs != 2 {
 		t.Errorf("%d api references, want 2 (one per contract)", refs)
 	}
-	for _, p := range m.Problems() {
-		t.Error(p)
-	}
+	noProblems(t, m)
 }

@@ -15,9 +15,7 @@ func TestEventStoreKillMatrix(t *testing.T) {
 	t.Parallel() // see matrixJobs
 	m := selftest.Run(context.Background(), registry.Targets(), "eventstore", selftest.Options{Jobs: matrixJobs})
 	t.Log("\n" + m.Text())
-	for _, p := range m.Problems() {
-		t.Error(p)
-	}
+	noProblems(t, m)
 }
 
 // matrixJobs: the kill matrices run side by side, each up to this many

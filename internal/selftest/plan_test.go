@@ -129,3 +129,29 @@ func TestMutantSkippedForPaceRunsAgain(t *testing.T) {
 		t.Errorf("a reference's paced skip was run again (%v, %s)", starts, ref.Verdicts["R-1"])
 	}
 }
+
+// ProblemsExcept drops the cells it is told to accept: a reference's
+// unknown is then no problem, and a mutant's accepted must-fail cell
+// counts as undecided, neither "passes every rule" nor "failed by no
+// mutant"; what it does not accept stays a problem.
+func TestProblemsExceptAccepted(t *testing.T) {
+	m := Matrix{Suite: "consumer", Rules: []string{"R-1", "R-2"}, Rows: []Row{
+		{Target: "reference", Reference: true,
+			Verdicts: map[string]verdict.Verdict{"R-1": verdict.Pass, "R-2": verdict.Unknown}},
+		{Target: "mutant", MustFail: []string{"R-1"},
+			Verdicts: map[string]verdict.Verdict{"R-1": verdict.Unknown}},
+		{Target: "other", MustFail: []string{"R-2"},
+			Verdicts: map[string]verdict.Verdict{"R-2": verdict.Fail}},
+	}}
+	if ps := m.Problems(); len(ps) != 4 {
+		t.Errorf("want 4 problems (the reference's unknown, the mutant's miss and pass, R-1 failed by none), got %q", ps)
+	}
+	unknown := func(row Row, id string) bool { return row.Verdicts[id] == verdict.Unknown }
+	if ps := m.ProblemsExcept(unknown); len(ps) != 0 {
+		t.Errorf("every unknown accepted: want no problem, got %q", ps)
+	}
+	m.Rows[2].Verdicts["R-2"] = verdict.Pass
+	if ps := m.ProblemsExcept(unknown); len(ps) != 3 {
+		t.Errorf("a pass of a must-fail rule is not accepted: want 3 problems (passes every rule, misses R-2, R-2 failed by none), got %q", ps)
+	}
+}

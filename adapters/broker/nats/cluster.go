@@ -82,16 +82,19 @@ func StartCluster(ctx context.Context, size int, opts ...ContainerOption) (*Clus
 		return nil, err
 	}
 	c.URL = strings.Join(urls, ",")
-	if err := containers.Retry(ctx, func() error { return metaLeader(ctx, c.URL) }); err != nil {
+	if err := containers.Retry(ctx, func() error { return placeable(ctx, c.URL, size) }); err != nil {
 		_ = c.Remove(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("nats cluster: no JetStream meta leader: %w", err)
+		return nil, fmt.Errorf("nats cluster: cannot place a stream on all %d nodes: %w", size, err)
 	}
 	return c, nil
 }
 
-// metaLeader succeeds once the cluster answers a JetStream account request,
-// which needs an elected meta leader.
-func metaLeader(ctx context.Context, url string) error {
+// placeable succeeds once the cluster places (and removes) a stream with
+// one replica per node. An elected meta leader is not enough: on a loaded
+// host it may not yet count every peer as online, and the first
+// replicated stream is then refused ("no suitable peers for placement,
+// peer offline").
+func placeable(ctx context.Context, url string, size int) error {
 	nc, err := natsgo.Connect(url)
 	if err != nil {
 		return err
@@ -103,10 +106,13 @@ func metaLeader(ctx context.Context, url string) error {
 	}
 	// Without a meta leader the request gets no answer at all: bound each
 	// attempt, so Retry tries again.
-	actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	_, err = js.AccountInfo(actx)
-	return err
+	const name = "TCK_READY"
+	if _, err := js.CreateOrUpdateStream(actx, jetstream.StreamConfig{Name: name, Subjects: []string{"tck.ready"}, Replicas: size, Storage: jetstream.MemoryStorage}); err != nil {
+		return err
+	}
+	return js.DeleteStream(actx, name)
 }
 
 // Remove removes every node, then the network.

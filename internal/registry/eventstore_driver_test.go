@@ -83,9 +83,18 @@ func expectAllPass(t *testing.T, rs []verdict.Result, again func(rule string) []
 			}
 		}
 	}
+	late := map[string]bool{}
+	for _, r := range rs {
+		late[r.Rule] = runnertest.Late(r)
+	}
 	for id, v := range got {
 		if paced[id] {
 			t.Logf("%s skipped for the adapter's pace", id)
+			continue
+		}
+		if late[id] {
+			// As the kit's other tests: undecided on a loaded host, not a pass.
+			t.Logf("%s still unknown after its reruns, its reason naming the kit's own lateness, accepted as undecided", id)
 			continue
 		}
 		if v != verdict.Pass {

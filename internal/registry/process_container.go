@@ -75,21 +75,47 @@ func killServiceContainer(pid int) {
 }
 
 // removeServiceContainers removes every service container of this session.
+// A container that exited (a crash rule killed it) is being removed by
+// docker itself (--rm): the engine answers "removal ... already in
+// progress", and the list is read again until it is empty.
 func removeServiceContainers() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "docker", "ps", "-aq",
-		"--filter", "label="+containers.LabelSession+"="+containers.SessionID(),
-		"--filter", "label="+containers.LabelRole+"="+ServiceRole).Output()
-	if err != nil {
-		return fmt.Errorf("listing consumer service containers: %w", err)
+	for {
+		out, err := exec.CommandContext(ctx, "docker", "ps", "-aq",
+			"--filter", "label="+containers.LabelSession+"="+containers.SessionID(),
+			"--filter", "label="+containers.LabelRole+"="+ServiceRole).Output()
+		if err != nil {
+			return fmt.Errorf("listing consumer service containers: %w", err)
+		}
+		ids := strings.Fields(string(out))
+		if len(ids) == 0 {
+			return nil
+		}
+		b, err := exec.CommandContext(ctx, "docker", append([]string{"rm", "-f"}, ids...)...).CombinedOutput()
+		if err == nil {
+			return nil
+		}
+		if !removing(string(b)) || ctx.Err() != nil {
+			return errors.New("removing consumer service containers: " + strings.TrimSpace(string(b)))
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	ids := strings.Fields(string(out))
-	if len(ids) == 0 {
-		return nil
+}
+
+// removing says every error line of a docker rm (the others are the ids
+// it removed) names a container already on its way out (gone, or its
+// removal in progress).
+func removing(out string) bool {
+	errs := 0
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !strings.HasPrefix(line, "Error") {
+			continue
+		}
+		errs++
+		if !strings.Contains(line, "already in progress") && !strings.Contains(line, "No such container") {
+			return false
+		}
 	}
-	if b, err := exec.CommandContext(ctx, "docker", append([]string{"rm", "-f"}, ids...)...).CombinedOutput(); err != nil {
-		return errors.New("removing consumer service containers: " + strings.TrimSpace(string(b)))
-	}
-	return nil
+	return errs > 0
 }

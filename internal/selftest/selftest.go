@@ -360,22 +360,25 @@ func (m Matrix) ProblemsExcept(accept func(row Row, rule string) bool) []string 
 			continue
 		}
 		failed := row.Failed()
-		undecided := slices.ContainsFunc(row.MustFail, func(id string) bool { return row.Verdicts[id] != verdict.Fail && accept(row, id) })
+		undecided := false
+		var misses []string
+		for _, id := range row.MustFail {
+			switch {
+			case row.Verdicts[id] == verdict.Fail:
+			case accept(row, id):
+				undecided = true
+				killed[id] = true
+			default:
+				misses = append(misses, fmt.Sprintf("mutant %s must fail %s but it is %s", row.Target, id, orMissing(row.Verdicts[id])))
+			}
+		}
 		if len(failed) == 0 && !undecided {
 			out = append(out, fmt.Sprintf("mutant %s passes every rule", row.Target))
 		}
 		for _, id := range failed {
 			killed[id] = true
 		}
-		for _, id := range row.MustFail {
-			if row.Verdicts[id] != verdict.Fail && accept(row, id) {
-				killed[id] = true
-				continue
-			}
-			if row.Verdicts[id] != verdict.Fail {
-				out = append(out, fmt.Sprintf("mutant %s must fail %s but it is %s", row.Target, id, orMissing(row.Verdicts[id])))
-			}
-		}
+		out = append(out, misses...)
 	}
 	if refs == 0 {
 		out = append(out, "suite "+m.Suite+" has no reference target")
